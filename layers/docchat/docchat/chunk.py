@@ -1,0 +1,96 @@
+"""Pages -> chunks: split at headings, then by size, keeping each chunk's exact page span."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from langchain_text_splitters import MarkdownHeaderTextSplitter, RecursiveCharacterTextSplitter
+
+from docchat.errors import ConfigError
+from docchat.models import Chunk, Page
+
+_HEADERS = [("#", "h1"), ("##", "h2"), ("###", "h3")]
+# A page marker on its own line survives both splitters (they keep printable text only).
+_MARK = "⟦{}⟧"
+_MARK_RE = re.compile(r"⟦(\d+)⟧")
+
+
+def chunks_from_pages(
+    pages: Sequence[Page],
+    *,
+    doc_id: str,
+    version: str,
+    source: str,
+    title: str,
+    chunk_size: int = 1000,
+    chunk_overlap: int = 150,
+) -> list[Chunk]:
+    """Split markdown pages into chunks whose page_start/page_end are exact."""
+    if chunk_size < 100:
+        raise ConfigError(f"chunk size ({chunk_size}) must be at least 100 characters")
+    if not 0 <= chunk_overlap < chunk_size:
+        raise ConfigError(
+            f"chunk overlap ({chunk_overlap}) must be between 0 and the chunk size ({chunk_size})"
+        )
+    marked = "\n".join(f"{_MARK.format(p.number)}\n{p.markdown}\n" for p in pages)
+    sections = MarkdownHeaderTextSplitter(_HEADERS, strip_headers=True).split_text(marked)
+    splitter = RecursiveCharacterTextSplitter(
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, add_start_index=True
+    )
+    chunks: list[Chunk] = []
+    page = pages[0].number if pages else 1
+    for section in sections:
+        headings = [section.metadata[key] for _, key in _HEADERS if key in section.metadata]
+        content = section.page_content.replace("  \n", "\n")
+        for piece in splitter.create_documents([content]):
+            start = piece.metadata["start_index"]
+            text, spans = _unmark(piece.page_content, _page_before(content, start, page))
+            if not text:
+                continue
+            chunks.append(
+                Chunk(
+                    chunk_id=f"{doc_id}:{version[:12]}:{len(chunks):05d}",
+                    doc_id=doc_id,
+                    version=version,
+                    source=source,
+                    title=title,
+                    headings=headings,
+                    page_start=spans[0],
+                    page_end=spans[0] + len(spans[1:]),
+                    page_breaks=spans[1:],
+                    text=text,
+                )
+            )
+        page = _page_before(content, len(content), page)
+    return chunks
+
+
+def _page_before(text: str, offset: int, page: int) -> int:
+    """The page in force at `offset`: the last marker before it, else `page`."""
+    marks = _MARK_RE.findall(text, 0, offset)
+    return int(marks[-1]) if marks else page
+
+
+def _unmark(raw: str, page: int) -> tuple[str, list[int]]:
+    """Drop page markers; return the text and [first page, offset of each later page...]."""
+    parts = _MARK_RE.split(raw)
+    segments = [(page, parts[0])] + [
+        (int(parts[i]), parts[i + 1]) for i in range(1, len(parts), 2)
+    ]
+    text = ""
+    first = last = 0
+    breaks: list[int] = []
+    for number, segment in segments:
+        segment = segment.strip()
+        if not segment:
+            continue
+        if not text:
+            first = last = number
+            text = segment
+            continue
+        text += "\n"
+        breaks.extend([len(text)] * (number - last))
+        last = number
+        text += segment
+    return text, [first, *breaks]

@@ -1,0 +1,202 @@
+"""The `docchat` command: ingest, ask, search, status, rm."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from docchat.adapters.extractive import extractive_answer
+from docchat.config import Settings
+from docchat.errors import DocchatError
+from docchat.ingest import IngestResult, ingest_file, pdf_paths
+from docchat.local import local_embedder, open_index
+from docchat.models import Answer, DocStatus, Passage
+from docchat.retrieve import hybrid_search
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = Settings.from_env(os.environ, data_dir=args.data_dir)
+        return int(args.run(args, settings))
+    except DocchatError as exc:
+        err.print(f"[red]error:[/red] {exc}", markup=True)
+        return 2
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--data-dir", type=Path, default=None,
+        help="where the index lives (default: $DOCCHAT_DATA_DIR or .docchat/)",
+    )
+    parser = argparse.ArgumentParser(prog="docchat", description="Chat with your PDFs.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    ingest = commands.add_parser("ingest", parents=[common], help="index PDF files or folders")
+    ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    ingest.set_defaults(run=_ingest)
+
+    ask = commands.add_parser("ask", parents=[common], help="answer a question with citations")
+    ask.add_argument("question")
+    ask.add_argument("--top-k", type=int, default=None, help="passages to draw on")
+    ask.add_argument("--doc", action="append", help="only this document (repeatable)")
+    ask.add_argument("--json", action="store_true", help="print the answer as JSON")
+    ask.set_defaults(run=_ask)
+
+    search = commands.add_parser("search", parents=[common], help="show the best passages")
+    search.add_argument("query")
+    search.add_argument("--top-k", type=int, default=None)
+    search.add_argument("--doc", action="append", help="only this document (repeatable)")
+    search.add_argument("--json", action="store_true", help="print passages as JSON")
+    search.set_defaults(run=_search)
+
+    status = commands.add_parser("status", parents=[common], help="list documents and totals")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(run=_status)
+
+    rm = commands.add_parser("rm", parents=[common], help="remove a document from the index")
+    rm.add_argument("doc", metavar="DOC", help="document id, path or file name")
+    rm.set_defaults(run=_rm)
+    return parser
+
+
+def _ingest(args: argparse.Namespace, settings: Settings) -> int:
+    embedder = local_embedder(settings)
+    index = open_index(settings, embedder)
+    missing = [p for p in args.paths if not p.exists()]
+    if missing:
+        raise DocchatError(f"no such file or folder: {', '.join(map(str, missing))}")
+    files = list(pdf_paths(args.paths))
+    if not files:
+        raise DocchatError("no PDF files found in " + ", ".join(map(str, args.paths)))
+    results: list[IngestResult] = []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[stage]}"), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=False) as progress:
+        for path in files:
+            task = progress.add_task(path.name[:40], total=None, stage="")
+
+            def update(stage: str, done: int, total: int, task: int = task) -> None:
+                label = {"convert": "pages", "embed": "chunks"}.get(stage, stage)
+                progress.update(task, completed=done, total=total, stage=label)
+
+            result = ingest_file(
+                path, index=index, embedder=embedder, settings=settings, on_progress=update
+            )
+            progress.update(task, stage=result.outcome)
+            results.append(result)
+    out.print(_summary(results))
+    failed = sum(r.outcome == "failed" for r in results)
+    out.print(f"{len(results) - failed} of {len(results)} documents indexed or unchanged"
+              + (f"; {failed} failed (reasons above)" if failed else ""))
+    return 1 if failed else 0
+
+
+def _summary(results: list[IngestResult]) -> Table:
+    table = Table(title="ingest summary")
+    for name in ("document", "pages", "chunks", "seconds", "status"):
+        table.add_column(name, justify="right" if name in ("pages", "chunks", "seconds") else "left")
+    for r in results:
+        status = r.outcome if r.outcome != "failed" else f"FAILED ({r.record.error_code}): {r.record.error}"
+        table.add_row(
+            Path(r.record.source).name, str(r.record.pages), str(r.record.chunks),
+            f"{r.seconds:.2f}", status,
+        )
+    return table
+
+
+def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[Passage]:
+    embedder = local_embedder(settings)
+    index = open_index(settings, embedder)
+    doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
+    return hybrid_search(
+        index, embedder, query,
+        top_k=args.top_k or settings.top_k, candidates=settings.candidates, doc_ids=doc_ids,
+    )
+
+
+def _ask(args: argparse.Namespace, settings: Settings) -> int:
+    answer = extractive_answer(args.question, _retrieve(args, settings, args.question))
+    if args.json:
+        out.print_json(answer.model_dump_json())
+    else:
+        _print_answer(answer)
+    return 0
+
+
+def _print_answer(answer: Answer) -> None:
+    out.print(answer.text)
+    if answer.citations:
+        out.print("\nSources")
+    for c in answer.citations:
+        out.print(f"  [{c.number}] {c.title}, page {c.page} ({Path(c.source).name})", markup=False)
+
+
+def _search(args: argparse.Namespace, settings: Settings) -> int:
+    passages = _retrieve(args, settings, args.query)
+    if args.json:
+        rows = [
+            {
+                "chunk_id": p.chunk.chunk_id, "doc_id": p.chunk.doc_id, "title": p.chunk.title,
+                "source": p.chunk.source, "page_start": p.chunk.page_start,
+                "page_end": p.chunk.page_end, "headings": p.chunk.headings, "score": p.score,
+                "vector_rank": p.vector_rank, "keyword_rank": p.keyword_rank, "text": p.chunk.text,
+            }
+            for p in passages
+        ]
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        return 0
+    for rank, p in enumerate(passages, start=1):
+        pages = f"p. {p.chunk.page_start}" + (
+            f"-{p.chunk.page_end}" if p.chunk.page_end != p.chunk.page_start else "")
+        out.print(f"{rank}. {p.chunk.title}, {pages}  score {p.score:.4f}", markup=False)
+        out.print("   " + " ".join(p.chunk.text.split())[:300], markup=False)
+    return 0
+
+
+def _status(args: argparse.Namespace, settings: Settings) -> int:
+    index = open_index(settings, local_embedder(settings))
+    documents = index.documents()
+    if args.json:
+        payload = {"stats": index.stats(), "documents": [d.model_dump(mode="json") for d in documents]}
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        return 0
+    table = Table(title=f"documents in {settings.data_dir}")
+    for name in ("id", "title", "status", "pages", "chunks", "reason"):
+        table.add_column(name)
+    for d in documents:
+        reason = d.error if d.status == DocStatus.FAILED else ""
+        table.add_row(d.doc_id, d.title, d.status.value, str(d.pages), str(d.chunks), reason)
+    out.print(table)
+    stats = index.stats()
+    out.print(f"{stats['documents']} documents, {stats['chunks']} chunks, "
+              f"{stats['indexed_pages']} pages indexed; {stats['embedding_model']} "
+              f"({stats['dimension']} dims)")
+    return 0
+
+
+def _rm(args: argparse.Namespace, settings: Settings) -> int:
+    index = open_index(settings, local_embedder(settings))
+    record = index.find_document(args.doc)
+    index.delete_document(record.doc_id)
+    out.print(f"removed {record.doc_id} ({record.chunks} chunks)", markup=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

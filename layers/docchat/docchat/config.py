@@ -1,0 +1,59 @@
+"""Settings from the environment, in one place; validated when a process starts, never at import."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from docchat.errors import ConfigError
+
+PREFIX = "DOCCHAT_"
+
+
+class Settings(BaseModel):
+    """Every setting is read from `DOCCHAT_<NAME>`; the README documents each one."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    data_dir: Path = Field(Path(".docchat"), description="local data directory")
+    embedder: str = Field("local", pattern="^local$", description="embedding model adapter")
+    chunk_size: int = Field(1000, ge=100, le=8000, description="characters per chunk")
+    chunk_overlap: int = Field(150, ge=0, description="characters shared by adjacent chunks")
+    embed_batch_size: int = Field(32, ge=1, le=512, description="texts per embedding call")
+    max_pages: int = Field(5000, ge=1, description="PDFs with more pages are refused")
+    convert_timeout_s: float = Field(300.0, gt=0, description="time budget for one PDF's conversion")
+    top_k: int = Field(5, ge=1, le=50, description="passages an answer draws on")
+    candidates: int = Field(50, ge=1, le=1000, description="k-NN and BM25 candidates before fusion")
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> Settings:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(
+                f"chunk overlap ({self.chunk_overlap}) must be smaller than "
+                f"the chunk size ({self.chunk_size})"
+            )
+        return self
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], **overrides: object) -> Settings:
+        """Settings from `DOCCHAT_*` variables; `overrides` (e.g. CLI flags) win."""
+        values: dict[str, object] = {
+            name: environ[PREFIX + name.upper()]
+            for name in cls.model_fields
+            if PREFIX + name.upper() in environ
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{PREFIX}{'.'.join(map(str, e['loc'])).upper() or 'SETTINGS'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            raise ConfigError(f"invalid configuration: {problems}") from exc
+
+    @property
+    def index_path(self) -> Path:
+        return self.data_dir / "index.sqlite3"

@@ -1,0 +1,530 @@
+"""PDF bytes -> one markdown page per PDF page (pypdfium2), with headings and paragraphs."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+from docchat.errors import (
+    ConversionTimeoutError,
+    EmptyPdfError,
+    EncryptedPdfError,
+    MalformedPdfError,
+    NeedsOcrError,
+    PdfTooLargeError,
+)
+from docchat.models import ConvertedDocument, Page
+
+ProgressFn = Callable[[int, int], None]
+
+_LINE = re.compile(r"[^\r\n]+")
+_SPACES = re.compile(r" +")
+# PDFium marks a hyphen it found at a line break with U+FFFE (or U+0002).
+_SOFT_HYPHENS = "\ufffe\x02\xad"
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\ufeff]")
+_SENTENCE_END = (".", "!", "?", ":", ";")
+_MARKDOWN_START = re.compile(r"^(#|```|~~~|>)")
+_OCR_SHARE = 0.5
+_MAX_OUTLINE_ITEMS = 10_000
+_MAX_LEVEL = 3
+_JUNK_TITLE = re.compile(r"^(untitled|microsoft word - .*|.*\.(docx?|pdf|tex|dvi|indd))$", re.I)
+
+
+@dataclass(frozen=True)
+class ConvertLimits:
+    """Bounds that keep a pathological PDF from running away with the process."""
+
+    max_pages: int = 5000
+    timeout_s: float = 300.0
+
+
+@dataclass
+class _Line:
+    text: str
+    size: float
+    bold: bool
+    x: float
+    y: float
+    right: float
+
+
+@dataclass
+class _Paragraph:
+    lines: list[_Line]
+    heading_level: int = 0
+
+    @property
+    def size(self) -> float:
+        return self.lines[0].size
+
+    @property
+    def text(self) -> str:
+        return _join_lines([line.text for line in self.lines])
+
+
+@dataclass
+class _RawPage:
+    paragraphs: list[_Paragraph]
+    chars: int
+    image_only: bool
+    outline_titles: list[tuple[int, str, float | None]] = field(default_factory=list)
+
+
+def pages_from_pdf(
+    data: bytes,
+    *,
+    fallback_title: str = "",
+    limits: ConvertLimits = ConvertLimits(),
+    on_page: ProgressFn | None = None,
+) -> ConvertedDocument:
+    """Convert PDF bytes to markdown pages; raises a `ConversionError` subclass on bad input."""
+    if not data:
+        raise EmptyPdfError("the file is empty (0 bytes): upload the PDF again")
+    document = _open(data)
+    try:
+        return _convert(document, fallback_title=fallback_title, limits=limits, on_page=on_page)
+    finally:
+        document.close()
+
+
+def _open(data: bytes) -> pdfium.PdfDocument:
+    try:
+        return pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        if getattr(exc, "err_code", None) == pdfium_c.FPDF_ERR_PASSWORD:
+            raise EncryptedPdfError(
+                "the PDF is encrypted with a password: upload a copy without a password"
+            ) from exc
+        if not data.lstrip()[:5].startswith(b"%PDF"):
+            raise MalformedPdfError(
+                "the file is not a PDF (no %PDF header): upload the document as a PDF"
+            ) from exc
+        raise MalformedPdfError(
+            f"the PDF is damaged and cannot be read ({exc}): re-export or repair it, then upload it again"
+        ) from exc
+
+
+def _convert(
+    document: pdfium.PdfDocument,
+    *,
+    fallback_title: str,
+    limits: ConvertLimits,
+    on_page: ProgressFn | None,
+) -> ConvertedDocument:
+    count = len(document)
+    if count == 0:
+        raise EmptyPdfError("the PDF has no pages: upload a PDF with content")
+    if count > limits.max_pages:
+        raise PdfTooLargeError(
+            f"the PDF has {count} pages; the limit is {limits.max_pages} "
+            "(DOCCHAT_MAX_PAGES): split the document or raise the limit"
+        )
+    outline = _outline_by_page(document, count)
+    deadline = time.monotonic() + limits.timeout_s
+    raw_pages: list[_RawPage] = []
+    for index in range(count):
+        if time.monotonic() > deadline:
+            raise ConversionTimeoutError(
+                f"conversion stopped after {limits.timeout_s:g} s at page {index + 1} of {count} "
+                "(DOCCHAT_CONVERT_TIMEOUT_S): split the document or raise the limit"
+            )
+        raw_pages.append(_read_page(document, index))
+        if on_page:
+            on_page(index + 1, count)
+
+    textless = [i + 1 for i, page in enumerate(raw_pages) if page.chars == 0]
+    _check_has_text(raw_pages, textless)
+    _drop_running_headers(raw_pages)
+    if outline:
+        _mark_outline_headings(raw_pages, outline)
+    else:
+        _mark_size_headings(raw_pages)
+    pages = [
+        Page(number=i + 1, markdown=_markdown(page), chars=page.chars, image_only=page.image_only)
+        for i, page in enumerate(raw_pages)
+    ]
+    return ConvertedDocument(
+        title=_title(document, raw_pages, fallback_title),
+        pages=pages,
+        pages_without_text=len(textless),
+        used_outline=bool(outline),
+    )
+
+
+def _check_has_text(raw_pages: list[_RawPage], textless: list[int]) -> None:
+    total = len(raw_pages)
+    image_only = sum(page.image_only for page in raw_pages)
+    if len(textless) == total and image_only == 0:
+        raise EmptyPdfError(f"none of the {total} pages has any text or image: nothing to index")
+    if image_only and image_only >= _OCR_SHARE * total:
+        raise NeedsOcrError(
+            f"no text layer on {len(textless)} of {total} pages (scanned images): "
+            "run OCR on it (for example with ocrmypdf) and upload the result"
+        )
+
+
+# --- reading a page -------------------------------------------------------------------------
+
+
+def _read_page(document: pdfium.PdfDocument, index: int) -> _RawPage:
+    page = document[index]
+    try:
+        textpage = page.get_textpage()
+        try:
+            lines = _lines(textpage, page.get_width())
+        finally:
+            textpage.close()
+        chars = sum(len(line.text) - line.text.count(" ") for line in lines)
+        image_only = chars == 0 and _has_image(page)
+    finally:
+        page.close()
+    return _RawPage(paragraphs=_paragraphs(lines), chars=chars, image_only=image_only)
+
+
+def _lines(textpage: pdfium.PdfTextPage, width: float) -> list[_Line]:
+    """Lines of a page in reading order, each with its first glyph's size and place."""
+    count = textpage.count_chars()
+    if count <= 0:
+        return []
+    text = textpage.get_text_range(0, count)
+    if len(text) != count:  # indices would not line up with PDFium's: keep its order, no geometry
+        return [_Line(line.strip(), 0.0, False, 0.0, 0.0, 0.0) for line in _plain_lines(text)]
+    glyphs = _Glyphs(textpage)
+    spans = [_strip_span(text, m.start(), m.end()) for m in _LINE.finditer(text)]
+    lines = [glyphs.line(text, start, end) for start, end in spans if start < end]
+    if not _looks_multi_column(lines, width):
+        return lines
+    # PDFium runs side-by-side columns that share a baseline into one line: split them at wide
+    # gaps, then read each column top to bottom.
+    segments = [
+        glyphs.line(text, start, end)
+        for span in spans
+        if span[0] < span[1]
+        for start, end in glyphs.split_at_gaps(text, *span)
+    ]
+    return _column_order(segments)
+
+
+def _plain_lines(text: str) -> Iterator[str]:
+    for match in _LINE.finditer(text):
+        line = _clean(match.group())
+        if line.strip():
+            yield line
+
+
+def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+class _Glyphs:
+    """Per-glyph geometry through PDFium's C API, one call per fact needed."""
+
+    def __init__(self, textpage: pdfium.PdfTextPage) -> None:
+        self._raw = textpage.raw
+        self._box = [ctypes.c_double() for _ in range(4)]
+        self._x, self._y = ctypes.c_double(), ctypes.c_double()
+        self._matrix = pdfium_c.FS_MATRIX()
+
+    def size(self, index: int) -> float:
+        """The glyph's font size in points, with the text matrix's scaling applied."""
+        size = pdfium_c.FPDFText_GetFontSize(self._raw, index)
+        if pdfium_c.FPDFText_GetMatrix(self._raw, index, self._matrix):
+            m = self._matrix
+            size *= abs(m.a * m.d - m.b * m.c) ** 0.5
+        return float(size)
+
+    def left_right(self, index: int) -> tuple[float, float]:
+        left, right, bottom, top = self._box
+        pdfium_c.FPDFText_GetCharBox(self._raw, index, left, right, bottom, top)
+        return left.value, right.value
+
+    def line(self, text: str, start: int, end: int) -> _Line:
+        raw = self._raw
+        size = self.size(start)
+        bold = min(pdfium_c.FPDFText_GetFontWeight(raw, i) for i in (start, end - 1)) >= 600
+        pdfium_c.FPDFText_GetCharOrigin(raw, start, self._x, self._y)
+        _left, right = self.left_right(end - 1)
+        content = _clean(text[start:end]).strip()
+        return _Line(content, round(size, 1), bold, self._x.value, self._y.value, right)
+
+    def split_at_gaps(self, text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+        """Pieces of a line separated by wide gaps or by jumps back to the left."""
+        size = max(self.size(start), 1.0)
+        piece = start
+        for match in _SPACES.finditer(text, start, end):
+            if not pdfium_c.FPDFText_IsGenerated(self._raw, match.start()):
+                continue  # a space the PDF itself contains separates words, not columns
+            _left, before = self.left_right(match.start() - 1)
+            after, _right = self.left_right(match.end())
+            if not -size < after - before < 1.1 * size:  # a wide gap, or a jump back left
+                yield piece, match.start()
+                piece = match.end()
+        yield piece, end
+
+
+def _looks_multi_column(lines: list[_Line], width: float) -> bool:
+    if len(lines) < 6 or width <= 0:
+        return False
+    margin = min(line.x for line in lines)
+    inner = sum(line.x > margin + 0.25 * width for line in lines)
+    return inner >= max(3, 0.15 * len(lines))
+
+
+def _column_order(segments: list[_Line]) -> list[_Line]:
+    """Read columns left to right within bands that full-width lines separate."""
+    if not segments:
+        return segments
+    size = max(Counter(s.size for s in segments).most_common(1)[0][0], 1.0)
+    starts = _column_starts([s.x for s in segments], tolerance=2 * size)
+    ordered: list[_Line] = []
+    band: list[list[_Line]] = [[] for _ in starts]
+    for segment in sorted(segments, key=lambda s: (-round(s.y), s.x)):
+        column = max(i for i, x in enumerate(starts) if x <= segment.x + 2 * size or i == 0)
+        spans_next = column + 1 < len(starts) and segment.right > starts[column + 1] + 2 * size
+        if spans_next:
+            ordered.extend(line for col in band for line in col)
+            band = [[] for _ in starts]
+            ordered.append(segment)
+        else:
+            band[column].append(segment)
+    ordered.extend(line for col in band for line in col)
+    return ordered
+
+
+def _column_starts(xs: list[float], *, tolerance: float) -> list[float]:
+    """Left edges shared by at least three pieces of text: where columns begin."""
+    clusters: list[list[float]] = []
+    for x in sorted(xs):
+        if clusters and x - clusters[-1][0] <= tolerance:
+            clusters[-1].append(x)
+        else:
+            clusters.append([x])
+    starts = [min(c) for c in clusters if len(c) >= max(3, 0.05 * len(xs))]
+    return starts or [min(xs)]
+
+
+def _clean(line: str) -> str:
+    """Keep PDFium's hyphen marker as a trailing '\x02' and drop other control characters."""
+    hyphenated = line.rstrip().endswith(tuple(_SOFT_HYPHENS))
+    line = _CONTROL.sub("", line).replace("\xad", "").replace("⟦", "[").replace("⟧", "]")
+    return line.rstrip() + "\x02" if hyphenated else line
+
+
+def _has_image(page: pdfium.PdfPage) -> bool:
+    raw = page.raw
+    for i in range(min(pdfium_c.FPDFPage_CountObjects(raw), 1000)):
+        kind = pdfium_c.FPDFPageObj_GetType(pdfium_c.FPDFPage_GetObject(raw, i))
+        if kind in (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_FORM):
+            return True
+    return False
+
+
+def _paragraphs(lines: list[_Line]) -> list[_Paragraph]:
+    paragraphs: list[_Paragraph] = []
+    widest = max((line.right for line in lines), default=0.0)
+    for prev, line in zip([None, *lines], lines):
+        if prev is None or _starts_paragraph(prev, line, widest):
+            paragraphs.append(_Paragraph([line]))
+        else:
+            paragraphs[-1].lines.append(line)
+    return paragraphs
+
+
+def _starts_paragraph(prev: _Line, line: _Line, widest: float) -> bool:
+    height = max(prev.size, line.size, 1.0)
+    gap = prev.y - line.y
+    if gap < -0.5 * height or gap > 1.7 * height:  # column change or blank space
+        return True
+    if abs(prev.size - line.size) > 0.15 * height or prev.bold != line.bold:
+        return True
+    ends_sentence = prev.text.endswith(_SENTENCE_END)
+    short = prev.right < widest - 4 * height
+    indented = line.x > prev.x + 0.8 * height
+    return ends_sentence and (short or indented)
+
+
+def _join_lines(lines: list[str]) -> str:
+    out = ""
+    for line in lines:
+        if not out:
+            out = line
+        elif out.endswith("\x02") or (
+            out.endswith("-") and out[-2:-1].isalpha() and line[:1].islower()
+        ):
+            out = out.rstrip("\x02-") + line
+        else:
+            out = f"{out} {line}"
+    return out.replace("\x02", "-")
+
+
+def _drop_running_headers(raw_pages: list[_RawPage]) -> None:
+    """Remove page headers and footers: edge paragraphs repeated on most pages."""
+    if len(raw_pages) < 4:
+        return
+
+    def edges(page: _RawPage) -> list[_Paragraph]:
+        return page.paragraphs[:2] + page.paragraphs[2:][-2:]
+
+    def key(paragraph: _Paragraph) -> str:
+        return re.sub(r"\d+", "#", paragraph.text.casefold())
+
+    seen = Counter(k for page in raw_pages for k in {key(p) for p in edges(page)})
+    running = {k for k, n in seen.items() if n >= 0.5 * len(raw_pages)}
+    for page in raw_pages:
+        drop = [p for p in edges(page) if key(p) in running]
+        page.paragraphs = [p for p in page.paragraphs if p not in drop]
+
+
+# --- headings -------------------------------------------------------------------------------
+
+
+def _outline_by_page(
+    document: pdfium.PdfDocument, count: int
+) -> dict[int, list[tuple[int, str, float | None]]]:
+    """Outline entries as {page index: [(level, title, y)]}; empty when the PDF has no outline."""
+    by_page: dict[int, list[tuple[int, str, float | None]]] = {}
+    try:
+        items = document.get_toc(max_depth=_MAX_LEVEL * 2)
+        for n, item in enumerate(items):
+            if n >= _MAX_OUTLINE_ITEMS:
+                break
+            dest = item.get_dest()
+            title = _CONTROL.sub("", item.get_title() or "").strip()
+            index = dest.get_index() if dest else None
+            if not title or index is None or not 0 <= index < count:
+                continue
+            _mode, view = dest.get_view()
+            y = view[1] if len(view) >= 2 and view[1] else None
+            by_page.setdefault(index, []).append((min(item.level + 1, _MAX_LEVEL), title, y))
+    except pdfium.PdfiumError:
+        return {}
+    return by_page
+
+
+def _mark_outline_headings(
+    raw_pages: list[_RawPage], outline: dict[int, list[tuple[int, str, float | None]]]
+) -> None:
+    for index, entries in outline.items():
+        page = raw_pages[index]
+        for level, title, y in entries:
+            match = _find_title(page.paragraphs, title)
+            if match is not None:
+                match.heading_level = level
+                continue
+            line = _Line(title, 0.0, False, 0.0, y or 0.0, 0.0)
+            at = _insert_position(page.paragraphs, y)
+            page.paragraphs.insert(at, _Paragraph([line], heading_level=level))
+
+
+def _key(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.casefold())
+
+
+def _find_title(paragraphs: list[_Paragraph], title: str) -> _Paragraph | None:
+    wanted = _key(title)
+    if not wanted:
+        return None
+    for paragraph in paragraphs:
+        if paragraph.heading_level:
+            continue
+        first = _key(paragraph.lines[0].text)
+        whole = _key(paragraph.text)
+        for candidate in (first, whole):
+            numbered = re.sub(r"^(chapter|section|part|appendix)?[0-9ivxlcA-Z]{0,6}", "", candidate)
+            if candidate == wanted or numbered == wanted:
+                if candidate == whole or len(paragraph.lines) == 1:
+                    return paragraph
+                return _split_first_line(paragraphs, paragraph)
+    return None
+
+
+def _split_first_line(paragraphs: list[_Paragraph], paragraph: _Paragraph) -> _Paragraph:
+    """A heading run into its paragraph's first line becomes a paragraph of its own."""
+    heading = _Paragraph([paragraph.lines[0]])
+    paragraph.lines = paragraph.lines[1:]
+    paragraphs.insert(paragraphs.index(paragraph), heading)
+    return heading
+
+
+def _insert_position(paragraphs: list[_Paragraph], y: float | None) -> int:
+    if y is None:
+        return 0
+    for i, paragraph in enumerate(paragraphs):
+        if paragraph.lines[0].y <= y + 1:
+            return i
+    return len(paragraphs)
+
+
+def _mark_size_headings(raw_pages: list[_RawPage]) -> None:
+    """Without an outline, larger-than-body short paragraphs become headings, largest first."""
+    weights: Counter[float] = Counter()
+    for page in raw_pages:
+        for paragraph in page.paragraphs:
+            for line in paragraph.lines:
+                weights[line.size] += len(line.text)
+    if not weights:
+        return
+    body = weights.most_common(1)[0][0]
+    candidates = [
+        paragraph
+        for page in raw_pages
+        for paragraph in page.paragraphs
+        if _looks_like_heading(paragraph, body)
+    ]
+    sizes = sorted({p.size for p in candidates if p.size >= body * 1.15}, reverse=True)
+    level_of = {size: min(i + 1, _MAX_LEVEL) for i, size in enumerate(sizes)}
+    for paragraph in candidates:
+        paragraph.heading_level = level_of.get(paragraph.size, _MAX_LEVEL)
+
+
+def _looks_like_heading(paragraph: _Paragraph, body: float) -> bool:
+    text = paragraph.text
+    if len(paragraph.lines) > 3 or len(text) > 120 or not any(c.isalpha() for c in text):
+        return False
+    if text.endswith((".", ",", ";")):
+        return False
+    if paragraph.size >= body * 1.15:
+        return True
+    bold = all(line.bold for line in paragraph.lines)
+    return bold and paragraph.size >= body and len(text) <= 80 and text[0].isalnum()
+
+
+# --- output ---------------------------------------------------------------------------------
+
+
+def _markdown(page: _RawPage) -> str:
+    blocks = []
+    for paragraph in page.paragraphs:
+        text = paragraph.text.strip()
+        if not text:
+            continue
+        if paragraph.heading_level:
+            blocks.append(f"{'#' * paragraph.heading_level} {text}")
+        else:
+            blocks.append(_MARKDOWN_START.sub(r"\\\1", text))
+    return "\n\n".join(blocks)
+
+
+def _title(document: pdfium.PdfDocument, raw_pages: list[_RawPage], fallback: str) -> str:
+    try:
+        title = _CONTROL.sub("", document.get_metadata_dict().get("Title", "")).strip()
+    except (pdfium.PdfiumError, UnicodeDecodeError):
+        title = ""
+    if title and not _JUNK_TITLE.match(title) and any(c.isalpha() for c in title):
+        return title
+    for page in raw_pages:
+        for paragraph in page.paragraphs:
+            if paragraph.heading_level:
+                return paragraph.text.strip()
+    return fallback

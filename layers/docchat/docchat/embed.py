@@ -1,0 +1,35 @@
+"""The embedder contract, shared by the local ONNX model and the Bedrock models."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed_documents(
+        self, texts: Sequence[str], *, on_batch: Callable[[int], None] | None = None
+    ) -> Vectors:
+        """One row per text, in order; `on_batch` hears how many texts each batch finished."""
+        ...
+
+    def embed_query(self, text: str) -> Vectors: ...
+
+
+def length_sorted_batches(texts: Sequence[str], batch_size: int) -> list[list[int]]:
+    """Indices of `texts` in batches of similar length, so padding wastes little work."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]

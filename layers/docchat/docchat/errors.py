@@ -1,0 +1,54 @@
+"""One error hierarchy: every message says what happened and what to do."""
+
+
+class DocchatError(Exception):
+    """Base of every error docchat reports to a user."""
+
+    #: Short machine-readable kind, stored with a failed document.
+    code = "error"
+
+
+class ConversionError(DocchatError):
+    """A PDF could not be turned into text."""
+
+    code = "conversion_failed"
+
+
+class EmptyPdfError(ConversionError):
+    code = "empty_pdf"
+
+
+class EncryptedPdfError(ConversionError):
+    code = "encrypted_pdf"
+
+
+class MalformedPdfError(ConversionError):
+    code = "malformed_pdf"
+
+
+class NeedsOcrError(ConversionError):
+    code = "needs_ocr"
+
+
+class PdfTooLargeError(ConversionError):
+    code = "too_large"
+
+
+class ConversionTimeoutError(ConversionError):
+    code = "timeout"
+
+
+class EmbedderMismatchError(DocchatError):
+    code = "embedder_mismatch"
+
+
+class ModelFileError(DocchatError):
+    code = "model_file"
+
+
+class DocumentNotFoundError(DocchatError):
+    code = "not_found"
+
+
+class ConfigError(DocchatError):
+    code = "config"

@@ -1,0 +1,160 @@
+"""The ingestion steps as plain functions, shared by the Lambdas and the local runner."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from docchat.chunk import chunks_from_pages
+from docchat.config import Settings
+from docchat.convert import ConvertLimits, pages_from_pdf
+from docchat.embed import Embedder, Vectors
+from docchat.errors import ConversionError
+from docchat.models import Chunk, DocStatus, DocumentRecord
+
+Progress = Callable[[str, int, int], None]
+
+
+class DocumentIndex(Protocol):
+    """What ingestion needs from an index and registry."""
+
+    def document(self, doc_id: str) -> DocumentRecord | None: ...
+
+    def set_record(self, record: DocumentRecord) -> None: ...
+
+    def clear_chunks(self, doc_id: str) -> None: ...
+
+    def replace_document(
+        self, record: DocumentRecord, chunks: Sequence[Chunk], vectors: Vectors
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    record: DocumentRecord
+    outcome: str  # "indexed", "unchanged" or "failed"
+    seconds: float
+
+
+def doc_id_for(source: str) -> str:
+    """A stable, readable id for a document source (a path, or bucket/key)."""
+    stem = Path(source).stem.casefold()
+    slug = re.sub(r"[^a-z0-9]+", "-", stem).strip("-")[:40] or "doc"
+    return f"{slug}-{hashlib.sha256(source.encode()).hexdigest()[:8]}"
+
+
+def version_of(data: bytes) -> str:
+    """The content hash that identifies one version of a document."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def pdf_paths(paths: Iterable[Path]) -> Iterator[Path]:
+    """The files named, and every PDF under the folders named, in a stable order."""
+    for path in paths:
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*") if p.suffix.lower() == ".pdf" and p.is_file())
+        else:
+            yield path
+
+
+def ingest_bytes(
+    data: bytes,
+    *,
+    source: str,
+    index: DocumentIndex,
+    embedder: Embedder,
+    settings: Settings,
+    on_progress: Progress | None = None,
+) -> IngestResult:
+    """Index one document version; a no-op when these bytes are already indexed."""
+    started = time.monotonic()
+    doc_id = doc_id_for(source)
+    version = version_of(data)
+    current = index.document(doc_id)
+    if current and current.version == version and current.status == DocStatus.INDEXED:
+        return IngestResult(current, "unchanged", time.monotonic() - started)
+    record = DocumentRecord(doc_id=doc_id, source=source, title=Path(source).stem, version=version)
+    try:
+        converted = pages_from_pdf(
+            data,
+            fallback_title=Path(source).stem,
+            limits=ConvertLimits(max_pages=settings.max_pages, timeout_s=settings.convert_timeout_s),
+            on_page=(lambda done, total: on_progress("convert", done, total)) if on_progress else None,
+        )
+    except ConversionError as exc:
+        failed = record.model_copy(
+            update={"status": DocStatus.FAILED, "error_code": exc.code, "error": str(exc)}
+        )
+        # The index follows the file: an unreadable new version leaves no stale chunks behind.
+        index.clear_chunks(doc_id)
+        index.set_record(failed)
+        return IngestResult(failed, "failed", time.monotonic() - started)
+    record = record.model_copy(
+        update={
+            "title": converted.title,
+            "pages": len(converted.pages),
+            "pages_without_text": converted.pages_without_text,
+        }
+    )
+    chunks = chunks_from_pages(
+        converted.pages,
+        doc_id=doc_id,
+        version=version,
+        source=source,
+        title=converted.title,
+        chunk_size=settings.chunk_size,
+        chunk_overlap=settings.chunk_overlap,
+    )
+    chunks = [c.model_copy(update={"embedding_model": embedder.model_id}) for c in chunks]
+    vectors = embed_chunks(chunks, embedder=embedder, on_progress=on_progress)
+    index.replace_document(record, chunks, vectors)
+    indexed = index.document(doc_id) or record
+    return IngestResult(indexed, "indexed", time.monotonic() - started)
+
+
+def embed_chunks(
+    chunks: Sequence[Chunk], *, embedder: Embedder, on_progress: Progress | None = None
+) -> Vectors:
+    """Vectors for the chunks' context-carrying texts, in chunk order."""
+    texts = [c.embed_text for c in chunks]
+    done = 0
+
+    def tick(count: int) -> None:
+        nonlocal done
+        done += count
+        if on_progress:
+            on_progress("embed", done, len(texts))
+
+    return embedder.embed_documents(texts, on_batch=tick)
+
+
+def ingest_file(
+    path: Path,
+    *,
+    index: DocumentIndex,
+    embedder: Embedder,
+    settings: Settings,
+    on_progress: Progress | None = None,
+) -> IngestResult:
+    """Index the PDF at `path` (its resolved path is the document's source)."""
+    source = str(path.resolve())
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        record = DocumentRecord(
+            doc_id=doc_id_for(source),
+            source=source,
+            title=path.stem,
+            status=DocStatus.FAILED,
+            error_code="unreadable",
+            error=f"cannot read the file ({exc.strerror or exc}): check the path and permissions",
+        )
+        return IngestResult(record, "failed", 0.0)
+    return ingest_bytes(
+        data, source=source, index=index, embedder=embedder, settings=settings, on_progress=on_progress
+    )

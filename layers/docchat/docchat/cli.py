@@ -101,6 +101,9 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
             progress.update(task, stage=result.outcome)
             results.append(result)
     out.print(_summary(results))
+    for r in results:
+        if r.outcome == "failed":
+            out.print(f"{Path(r.record.source).name}: {r.record.error}", markup=False)
     failed = sum(r.outcome == "failed" for r in results)
     out.print(f"{len(results) - failed} of {len(results)} documents indexed or unchanged"
               + (f"; {failed} failed (reasons above)" if failed else ""))
@@ -112,7 +115,7 @@ def _summary(results: list[IngestResult]) -> Table:
     for name in ("document", "pages", "chunks", "seconds", "status"):
         table.add_column(name, justify="right" if name in ("pages", "chunks", "seconds") else "left")
     for r in results:
-        status = r.outcome if r.outcome != "failed" else f"FAILED ({r.record.error_code}): {r.record.error}"
+        status = r.outcome if r.outcome != "failed" else f"FAILED ({r.record.error_code})"
         table.add_row(
             Path(r.record.source).name, str(r.record.pages), str(r.record.chunks),
             f"{r.seconds:.2f}", status,

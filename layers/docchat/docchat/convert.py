@@ -53,6 +53,7 @@ class _Line:
     x: float
     y: float
     right: float
+    y_end: float = 0.0  # baseline of the last glyph: PDFium joins hyphenated lines itself
 
 
 @dataclass
@@ -254,9 +255,11 @@ class _Glyphs:
         size = self.size(start)
         bold = min(pdfium_c.FPDFText_GetFontWeight(raw, i) for i in (start, end - 1)) >= 600
         pdfium_c.FPDFText_GetCharOrigin(raw, start, self._x, self._y)
+        x, y = self._x.value, self._y.value
+        pdfium_c.FPDFText_GetCharOrigin(raw, end - 1, self._x, self._y)
         _left, right = self.left_right(end - 1)
         content = _clean(text[start:end]).strip()
-        return _Line(content, round(size, 1), bold, self._x.value, self._y.value, right)
+        return _Line(content, round(size, 1), bold, x, y, right, self._y.value)
 
     def split_at_gaps(self, text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
         """Pieces of a line separated by wide gaps or by jumps back to the left."""
@@ -343,7 +346,7 @@ def _paragraphs(lines: list[_Line]) -> list[_Paragraph]:
 
 def _starts_paragraph(prev: _Line, line: _Line, widest: float) -> bool:
     height = max(prev.size, line.size, 1.0)
-    gap = prev.y - line.y
+    gap = prev.y_end - line.y
     if gap < -0.5 * height or gap > 1.7 * height:  # column change or blank space
         return True
     if abs(prev.size - line.size) > 0.15 * height or prev.bold != line.bold:

@@ -1,0 +1,155 @@
+"""`docchat` end to end in a temporary data directory, with the real offline embedder."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pypdfium2 as pdfium
+import pytest
+from docchat.cli import main
+
+from tests.conftest import EXAMPLES
+from tests.pdfgen import make_pdf
+
+DMCA = EXAMPLES / "dmca.pdf"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _squash(text: str) -> str:
+    """Compare text the way a reader would: case, spacing and line-break hyphens aside."""
+    return re.sub(r"[\W_]+", "", text.casefold())
+
+
+def _page_texts(pdf: Path) -> list[str]:
+    document = pdfium.PdfDocument(pdf)
+    try:
+        return [_squash(page.get_textpage().get_text_range()) for page in document]
+    finally:
+        document.close()
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Path:
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    shutil.copy(DMCA, folder / "dmca.pdf")
+    (folder / "notes.pdf").write_bytes(
+        make_pdf([[("h1", "Bridge notes"), ("body", "The bridge reopens on Monday after repairs.")],
+                  [("h2", "Budget"), ("body", "The repairs cost four million euros.")]])
+    )
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7\nthis is not really a pdf")
+    (folder / "readme.txt").write_text("not a pdf, not picked up from a folder")
+    return folder
+
+
+def test_cli_ingest_folder_then_ask_cites_pages_that_hold_the_quotes(
+    library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "data")
+
+    code, out, _ = _run(capsys, "ingest", str(library), "--data-dir", data)
+
+    assert code == 1  # one document failed; the others are indexed all the same
+    assert re.search(r"dmca\.pdf\s+│\s+18\s+│\s+\d+\s+│\s+[\d.]+\s+│ indexed", out)
+    assert re.search(r"notes\.pdf\s+│\s+2\s+│\s+2\s+│", out)
+    assert re.search(r"broken\.pdf .* FAILED \(malformed_pdf\)", out)
+    assert "broken.pdf: the PDF is damaged and cannot be read" in out
+    assert "readme" not in out
+
+    code, out, _ = _run(capsys, "ask", "What does the DMCA say about circumvention of "
+                        "technological protection measures?", "--data-dir", data, "--json")
+
+    assert code == 0
+    answer = json.loads(out)
+    assert answer["mode"] == "extractive"
+    assert "No language model is configured" in answer["text"]
+    pages = _page_texts(DMCA)
+    cited = {(c["doc_id"], c["page"]) for c in answer["citations"]}
+    assert len(cited) >= 2
+    for citation in answer["citations"]:
+        assert citation["source"].endswith("dmca.pdf")
+        assert _squash(citation["quote"]) in pages[citation["page"] - 1], citation
+
+
+def test_cli_reingest_is_noop_and_changed_file_replaces_chunks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "data")
+    pdf = tmp_path / "notes.pdf"
+    pdf.write_bytes(make_pdf([[("body", "The ferry leaves at noon every day.")]]))
+    assert _run(capsys, "ingest", str(pdf), "--data-dir", data)[0] == 0
+
+    code, out, _ = _run(capsys, "ingest", str(pdf), "--data-dir", data)
+    assert code == 0 and "unchanged" in out
+
+    pdf.write_bytes(make_pdf([[("body", "The train departs at midnight on Sundays.")]]))
+    assert "indexed" in _run(capsys, "ingest", str(pdf), "--data-dir", data)[1]
+
+    code, out, _ = _run(capsys, "search", "ferry noon", "--data-dir", data, "--json", "--top-k", "5")
+    hits = json.loads(out)
+    assert code == 0
+    assert [h["text"] for h in hits] == ["The train departs at midnight on Sundays."]
+    assert {"doc_id", "page_start", "page_end", "score", "title", "headings"} <= set(hits[0])
+
+
+def test_cli_status_and_rm(library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = str(tmp_path / "data")
+    _run(capsys, "ingest", str(library / "notes.pdf"), str(library / "broken.pdf"), "--data-dir", data)
+
+    code, out, _ = _run(capsys, "status", "--json", "--data-dir", data)
+    status = json.loads(out)
+    assert code == 0
+    by_name = {Path(d["source"]).name: d for d in status["documents"]}
+    assert by_name["notes.pdf"]["status"] == "INDEXED" and by_name["notes.pdf"]["chunks"] == 2
+    assert by_name["broken.pdf"]["status"] == "FAILED"
+    assert status["stats"]["chunks"] == 2
+
+    code, out, _ = _run(capsys, "rm", "notes.pdf", "--data-dir", data)
+    assert code == 0 and "removed notes-" in out
+    assert json.loads(_run(capsys, "search", "bridge", "--json", "--data-dir", data)[1]) == []
+
+    code, _, err = _run(capsys, "rm", "notes.pdf", "--data-dir", data)
+    assert code == 2 and "'notes.pdf' is not in the index" in err
+
+
+def test_cli_ask_limited_to_one_document(library: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    data = str(tmp_path / "data")
+    _run(capsys, "ingest", str(library / "notes.pdf"), "--data-dir", data)
+
+    code, out, _ = _run(capsys, "ask", "How much did the repairs cost?", "--doc", "notes.pdf",
+                        "--data-dir", data)
+
+    assert code == 0
+    assert "“The repairs cost four million euros.”" in out
+    assert "Bridge notes, page 2 (notes.pdf)" in out
+
+
+def test_cli_reports_bad_input_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "ingest", str(tmp_path / "missing.pdf"), "--data-dir", str(tmp_path))
+    assert code == 2 and "no such file or folder" in err
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = _run(capsys, "ingest", str(empty), "--data-dir", str(tmp_path))
+    assert code == 2 and "no PDF files found" in err
+
+
+def test_cli_entry_point_runs_as_installed_command(tmp_path: Path) -> None:
+    docchat = Path(sys.executable).parent / "docchat"
+    result = subprocess.run(
+        [str(docchat), "status", "--data-dir", str(tmp_path / "d")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "0 documents, 0 chunks" in result.stdout

@@ -1,0 +1,66 @@
+"""Shared fixtures: no network but loopback, real-data locations, small fake embedder."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import socket
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_PDFS = REPO.parent / "shared" / "data" / "pdfs"
+EXAMPLES = REPO / "examples" / "pdfs"
+
+
+@pytest.fixture(autouse=True)
+def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any socket connection beyond 127.0.0.0/8 or ::1 fails the test."""
+    real_connect = socket.socket.connect
+
+    def connect(self: socket.socket, address: Any) -> Any:
+        host = address[0] if isinstance(address, tuple) else address
+        if isinstance(host, str) and not (host.startswith("127.") or host in ("::1", "localhost")):
+            if self.family in (socket.AF_INET, socket.AF_INET6):
+                raise AssertionError(f"test tried to reach the network: {address!r}")
+        return real_connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+
+
+class WordEmbedder:
+    """Deterministic bag-of-words vectors: texts sharing words are close. For exact tests."""
+
+    model_id = "test-words"
+    dimension = 64
+
+    def embed_documents(
+        self, texts: Sequence[str], *, on_batch: Callable[[int], None] | None = None
+    ) -> np.ndarray:
+        vectors = np.stack([self.embed_query(t) for t in texts]) if texts else np.zeros((0, 64))
+        if on_batch:
+            on_batch(len(texts))
+        return vectors.astype(np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        vector = np.zeros(self.dimension, dtype=np.float32)
+        for word in re.findall(r"[a-z]+", text.casefold()):
+            vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dimension] += 1.0
+        norm = np.linalg.norm(vector)
+        return vector / norm if norm else vector
+
+
+@pytest.fixture
+def word_embedder() -> WordEmbedder:
+    return WordEmbedder()
+
+
+@pytest.fixture
+def shared_pdfs() -> Iterator[Path]:
+    if not SHARED_PDFS.is_dir():
+        pytest.skip(f"real PDFs not available: {SHARED_PDFS} is absent")
+    yield SHARED_PDFS

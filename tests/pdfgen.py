@@ -1,0 +1,41 @@
+"""Generate PDFs with known headings, paragraphs and page breaks (reportlab)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+from reportlab.lib.pagesizes import A4
+from reportlab.pdfgen.canvas import Canvas
+
+SIZES = {"h1": 20, "h2": 15, "h3": 12.5, "body": 10}
+FONTS = {"h1": "Helvetica-Bold", "h2": "Helvetica-Bold", "h3": "Helvetica-Bold", "body": "Helvetica"}
+
+Block = tuple[str, str]  # (kind, text): kind is h1, h2, h3 or body; body text is one line
+
+
+def make_pdf(
+    pages: Sequence[Sequence[Block]], *, title: str = "", outline: bool = False
+) -> bytes:
+    """One PDF page per entry of `pages`; with `outline`, headings also become bookmarks."""
+    buffer = io.BytesIO()
+    canvas = Canvas(buffer, pagesize=A4, invariant=1)
+    if title:
+        canvas.setTitle(title)
+    _, height = A4
+    for number, blocks in enumerate(pages, start=1):
+        y = height - 72
+        for i, (kind, text) in enumerate(blocks):
+            size = SIZES[kind]
+            if kind != "body" or (i and blocks[i - 1][0] != "body"):
+                y -= size  # space before a heading and after it
+            canvas.setFont(FONTS[kind], size)
+            canvas.drawString(72, y, text)
+            if outline and kind != "body":
+                key = f"p{number}b{i}"
+                canvas.bookmarkPage(key, fit="XYZ", top=y + size)
+                canvas.addOutlineEntry(text, key, level=int(kind[1]) - 1)
+            y -= size * 1.3
+        canvas.showPage()
+    canvas.save()
+    return buffer.getvalue()

@@ -1,0 +1,103 @@
+"""Chunking keeps exact page spans, heading paths and deterministic ids."""
+
+from __future__ import annotations
+
+import pytest
+from docchat.chunk import chunks_from_pages
+from docchat.convert import pages_from_pdf
+from docchat.errors import ConfigError
+from docchat.models import Page
+
+from tests.pdfgen import make_pdf
+
+SENTENCE = "Lorem ipsum dolor sit amet, consectetur adipiscing elit sed do. "
+
+
+def _page(number: int, markdown: str) -> Page:
+    return Page(number=number, markdown=markdown, chars=len(markdown))
+
+
+def _chunks(pages: list[Page], **kwargs: int) -> list:
+    return chunks_from_pages(
+        pages, doc_id="doc", version="0123456789abcdef", source="/x/doc.pdf", title="Doc", **kwargs
+    )
+
+
+def test_chunk_sections_carry_heading_path_and_their_page() -> None:
+    pages = [
+        _page(1, "# Guide\n\nIntro text on page one.\n\n## Install\n\nRun the installer."),
+        _page(2, "## Use\n\nOpen the app on page two."),
+        _page(3, "### Shortcuts\n\nPress F1 for help on page three."),
+    ]
+
+    chunks = _chunks(pages)
+
+    assert [(c.headings, c.page_start, c.page_end, c.text) for c in chunks] == [
+        (["Guide"], 1, 1, "Intro text on page one."),
+        (["Guide", "Install"], 1, 1, "Run the installer."),
+        (["Guide", "Use"], 2, 2, "Open the app on page two."),
+        (["Guide", "Use", "Shortcuts"], 3, 3, "Press F1 for help on page three."),
+    ]
+
+
+def test_chunk_spanning_pages_records_where_each_page_starts() -> None:
+    pages = [_page(1, "First page ends here."), _page(2, ""), _page(3, "Third page text.")]
+
+    [chunk] = _chunks(pages)
+
+    assert (chunk.page_start, chunk.page_end) == (1, 3)
+    assert chunk.text == "First page ends here.\nThird page text."
+    assert chunk.page_breaks == [22, 22]  # page 2 is empty: pages 2 and 3 start at one offset
+    assert chunk.page_at(0) == 1
+    assert chunk.page_at(chunk.text.index("Third")) == 3
+
+
+def test_chunk_size_bound_splits_and_every_piece_knows_its_pages() -> None:
+    pages = [_page(n, (SENTENCE * 8).strip()) for n in range(1, 6)]  # ~520 chars a page
+
+    chunks = _chunks(pages, chunk_size=300, chunk_overlap=50)
+
+    assert all(len(c.text) <= 300 for c in chunks)
+    for chunk in chunks:
+        for offset in range(0, len(chunk.text), 7):
+            page = chunk.page_at(offset)
+            assert chunk.page_start <= page <= chunk.page_end
+    assert chunks[0].page_start == 1 and chunks[-1].page_end == 5
+    assert sorted({c.page_start for c in chunks}) == [1, 2, 3, 4, 5]
+
+
+def test_chunk_ids_are_deterministic_and_unique() -> None:
+    pages = [_page(n, (SENTENCE * 8).strip()) for n in range(1, 4)]
+
+    first = [c.chunk_id for c in _chunks(pages, chunk_size=300)]
+    again = [c.chunk_id for c in _chunks(pages, chunk_size=300)]
+
+    assert first == again
+    assert len(set(first)) == len(first)
+    assert first[0] == "doc:0123456789ab:00000"
+
+
+def test_chunk_embed_text_carries_title_and_heading_path() -> None:
+    [chunk] = _chunks([_page(1, "# Guide\n\n## Install\n\nRun the installer.")])
+
+    assert chunk.embed_text == "Doc\nGuide > Install\nRun the installer."
+
+
+def test_chunk_rejects_overlap_not_below_size() -> None:
+    with pytest.raises(ConfigError, match=r"chunk overlap \(300\) must be between 0 and the chunk size \(200\)"):
+        _chunks([_page(1, "text")], chunk_size=200, chunk_overlap=300)
+
+
+def test_chunk_page_spans_of_generated_pdf_match_its_pages() -> None:
+    pdf_pages = [
+        [("h1", f"Chapter {n}"), *[("body", f"Chapter {n} line {i} about topic {n}.") for i in range(30)]]
+        for n in range(1, 5)
+    ]
+    document = pages_from_pdf(make_pdf(pdf_pages))
+
+    chunks = _chunks(document.pages, chunk_size=400, chunk_overlap=0)
+
+    for chunk in chunks:
+        assert chunk.headings == [f"Chapter {chunk.page_start}"]
+        assert chunk.page_start == chunk.page_end
+        assert f"about topic {chunk.page_start}." in chunk.text

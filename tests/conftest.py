@@ -15,6 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED_PDFS = REPO.parent / "shared" / "data" / "pdfs"
 EXAMPLES = REPO / "examples" / "pdfs"
+LOOPBACK = ("::1", "localhost")
 
 
 @pytest.fixture(autouse=True)
@@ -24,9 +25,9 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def connect(self: socket.socket, address: Any) -> Any:
         host = address[0] if isinstance(address, tuple) else address
-        if isinstance(host, str) and not (host.startswith("127.") or host in ("::1", "localhost")):
-            if self.family in (socket.AF_INET, socket.AF_INET6):
-                raise AssertionError(f"test tried to reach the network: {address!r}")
+        remote = isinstance(host, str) and not host.startswith("127.") and host not in LOOPBACK
+        if remote and self.family in (socket.AF_INET, socket.AF_INET6):
+            raise AssertionError(f"test tried to reach the network: {address!r}")
         return real_connect(self, address)
 
     monkeypatch.setattr(socket.socket, "connect", connect)

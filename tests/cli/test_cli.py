@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 import pytest
-from docchat.cli import main
 
+from docchat.cli import main
 from tests.conftest import EXAMPLES
 from tests.pdfgen import make_pdf
 
@@ -44,8 +44,12 @@ def library(tmp_path: Path) -> Path:
     folder.mkdir()
     shutil.copy(DMCA, folder / "dmca.pdf")
     (folder / "notes.pdf").write_bytes(
-        make_pdf([[("h1", "Bridge notes"), ("body", "The bridge reopens on Monday after repairs.")],
-                  [("h2", "Budget"), ("body", "The repairs cost four million euros.")]])
+        make_pdf(
+            [
+                [("h1", "Bridge notes"), ("body", "The bridge reopens on Monday after repairs.")],
+                [("h2", "Budget"), ("body", "The repairs cost four million euros.")],
+            ]
+        )
     )
     (folder / "broken.pdf").write_bytes(b"%PDF-1.7\nthis is not really a pdf")
     (folder / "readme.txt").write_text("not a pdf, not picked up from a folder")
@@ -66,8 +70,14 @@ def test_cli_ingest_folder_then_ask_cites_pages_that_hold_the_quotes(
     assert "broken.pdf: the PDF is damaged and cannot be read" in out
     assert "readme" not in out
 
-    code, out, _ = _run(capsys, "ask", "What does the DMCA say about circumvention of "
-                        "technological protection measures?", "--data-dir", data, "--json")
+    code, out, _ = _run(
+        capsys,
+        "ask",
+        "What does the DMCA say about circumvention of technological protection measures?",
+        "--data-dir",
+        data,
+        "--json",
+    )
 
     assert code == 0
     answer = json.loads(out)
@@ -95,16 +105,27 @@ def test_cli_reingest_is_noop_and_changed_file_replaces_chunks(
     pdf.write_bytes(make_pdf([[("body", "The train departs at midnight on Sundays.")]]))
     assert "indexed" in _run(capsys, "ingest", str(pdf), "--data-dir", data)[1]
 
-    code, out, _ = _run(capsys, "search", "ferry noon", "--data-dir", data, "--json", "--top-k", "5")
+    code, out, _ = _run(
+        capsys, "search", "ferry noon", "--data-dir", data, "--json", "--top-k", "5"
+    )
     hits = json.loads(out)
     assert code == 0
     assert [h["text"] for h in hits] == ["The train departs at midnight on Sundays."]
     assert {"doc_id", "page_start", "page_end", "score", "title", "headings"} <= set(hits[0])
 
 
-def test_cli_status_and_rm(library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_status_and_rm(
+    library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = str(tmp_path / "data")
-    _run(capsys, "ingest", str(library / "notes.pdf"), str(library / "broken.pdf"), "--data-dir", data)
+    _run(
+        capsys,
+        "ingest",
+        str(library / "notes.pdf"),
+        str(library / "broken.pdf"),
+        "--data-dir",
+        data,
+    )
 
     code, out, _ = _run(capsys, "status", "--json", "--data-dir", data)
     status = json.loads(out)
@@ -122,13 +143,15 @@ def test_cli_status_and_rm(library: Path, tmp_path: Path, capsys: pytest.Capture
     assert code == 2 and "'notes.pdf' is not in the index" in err
 
 
-def test_cli_ask_limited_to_one_document(library: Path, tmp_path: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_ask_limited_to_one_document(
+    library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = str(tmp_path / "data")
     _run(capsys, "ingest", str(library / "notes.pdf"), "--data-dir", data)
 
-    code, out, _ = _run(capsys, "ask", "How much did the repairs cost?", "--doc", "notes.pdf",
-                        "--data-dir", data)
+    code, out, _ = _run(
+        capsys, "ask", "How much did the repairs cost?", "--doc", "notes.pdf", "--data-dir", data
+    )
 
     assert code == 0
     assert "“The repairs cost four million euros.”" in out
@@ -136,7 +159,9 @@ def test_cli_ask_limited_to_one_document(library: Path, tmp_path: Path,
 
 
 def test_cli_reports_bad_input_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(capsys, "ingest", str(tmp_path / "missing.pdf"), "--data-dir", str(tmp_path))
+    code, _, err = _run(
+        capsys, "ingest", str(tmp_path / "missing.pdf"), "--data-dir", str(tmp_path)
+    )
     assert code == 2 and "no such file or folder" in err
 
     empty = tmp_path / "empty"
@@ -149,7 +174,10 @@ def test_cli_entry_point_runs_as_installed_command(tmp_path: Path) -> None:
     docchat = Path(sys.executable).parent / "docchat"
     result = subprocess.run(
         [str(docchat), "status", "--data-dir", str(tmp_path / "d")],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert "0 documents, 0 chunks" in result.stdout

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+
 from docchat.chunk import chunks_from_pages
 from docchat.convert import pages_from_pdf
 from docchat.errors import ConfigError
 from docchat.models import Page
-
 from tests.pdfgen import make_pdf
 
 SENTENCE = "Lorem ipsum dolor sit amet, consectetur adipiscing elit sed do. "
@@ -84,13 +84,18 @@ def test_chunk_embed_text_carries_title_and_heading_path() -> None:
 
 
 def test_chunk_rejects_overlap_not_below_size() -> None:
-    with pytest.raises(ConfigError, match=r"chunk overlap \(300\) must be between 0 and the chunk size \(200\)"):
+    with pytest.raises(
+        ConfigError, match=r"chunk overlap \(300\) must be between 0 and the chunk size \(200\)"
+    ):
         _chunks([_page(1, "text")], chunk_size=200, chunk_overlap=300)
 
 
 def test_chunk_page_spans_of_generated_pdf_match_its_pages() -> None:
     pdf_pages = [
-        [("h1", f"Chapter {n}"), *[("body", f"Chapter {n} line {i} about topic {n}.") for i in range(30)]]
+        [
+            ("h1", f"Chapter {n}"),
+            *[("body", f"Chapter {n} line {i} about topic {n}.") for i in range(30)],
+        ]
         for n in range(1, 5)
     ]
     document = pages_from_pdf(make_pdf(pdf_pages))

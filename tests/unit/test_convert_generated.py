@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from docchat.convert import pages_from_pdf
-
 from tests.pdfgen import make_pdf
 
 REPORT = [
@@ -60,13 +59,20 @@ def test_convert_title_from_metadata_then_first_heading_then_fallback() -> None:
 
 def test_convert_joins_hyphenated_line_breaks_and_paragraph_lines() -> None:
     pdf = make_pdf(
-        [[("body", "The committee approved the recon-"), ("body", "struction of the bridge"),
-          ("body", "after a long debate.")]]
+        [
+            [
+                ("body", "The committee approved the recon-"),
+                ("body", "struction of the bridge"),
+                ("body", "after a long debate."),
+            ]
+        ]
     )
 
     markdown = pages_from_pdf(pdf).pages[0].markdown
 
-    assert markdown == "The committee approved the reconstruction of the bridge after a long debate."
+    assert (
+        markdown == "The committee approved the reconstruction of the bridge after a long debate."
+    )
 
 
 def test_convert_reports_progress_per_page() -> None:

@@ -6,19 +6,25 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.errors import DocumentNotFoundError, EmbedderMismatchError
 from docchat.models import Chunk, DocStatus, DocumentRecord
-
 from tests.conftest import WordEmbedder
 
 
 def _chunks(doc_id: str, version: str, texts: list[str]) -> list[Chunk]:
     return [
         Chunk(
-            chunk_id=f"{doc_id}:{version}:{i:05d}", doc_id=doc_id, version=version,
-            source=f"/docs/{doc_id}.pdf", title=doc_id.title(), headings=["H"],
-            page_start=i + 1, page_end=i + 1, text=text,
+            chunk_id=f"{doc_id}:{version}:{i:05d}",
+            doc_id=doc_id,
+            version=version,
+            source=f"/docs/{doc_id}.pdf",
+            title=doc_id.title(),
+            headings=["H"],
+            page_start=i + 1,
+            page_end=i + 1,
+            text=text,
         )
         for i, text in enumerate(texts)
     ]
@@ -26,8 +32,13 @@ def _chunks(doc_id: str, version: str, texts: list[str]) -> list[Chunk]:
 
 def _put(index: SqliteIndex, doc_id: str, version: str, texts: list[str]) -> None:
     chunks = _chunks(doc_id, version, texts)
-    record = DocumentRecord(doc_id=doc_id, source=f"/docs/{doc_id}.pdf", title=doc_id.title(),
-                            version=version, pages=len(texts))
+    record = DocumentRecord(
+        doc_id=doc_id,
+        source=f"/docs/{doc_id}.pdf",
+        title=doc_id.title(),
+        version=version,
+        pages=len(texts),
+    )
     index.replace_document(record, chunks, WordEmbedder().embed_documents([c.text for c in chunks]))
 
 
@@ -54,13 +65,19 @@ def test_index_replace_is_atomic_when_it_fails(index: SqliteIndex) -> None:
     chunks = _chunks("a", "v2", ["new one", "new two"])
 
     with pytest.raises(ValueError, match="2 chunks but 1 vectors"):
-        index.replace_document(DocumentRecord(doc_id="a", source="/docs/a.pdf", version="v2"),
-                               chunks, np.zeros((1, 64), dtype=np.float32))
+        index.replace_document(
+            DocumentRecord(doc_id="a", source="/docs/a.pdf", version="v2"),
+            chunks,
+            np.zeros((1, 64), dtype=np.float32),
+        )
     duplicate = _chunks("a", "v3", ["x", "y"])
     duplicate[1] = duplicate[1].model_copy(update={"chunk_id": duplicate[0].chunk_id})
     with pytest.raises(Exception, match="UNIQUE"):
-        index.replace_document(DocumentRecord(doc_id="a", source="/docs/a.pdf", version="v3"),
-                               duplicate, WordEmbedder().embed_documents(["x", "y"]))
+        index.replace_document(
+            DocumentRecord(doc_id="a", source="/docs/a.pdf", version="v3"),
+            duplicate,
+            WordEmbedder().embed_documents(["x", "y"]),
+        )
 
     assert [c.text for c in index.document_chunks("a")] == ["old apples"]
     assert index.document("a").version == "v1"  # type: ignore[union-attr]
@@ -75,8 +92,10 @@ def test_index_delete_removes_document_and_its_chunks(index: SqliteIndex) -> Non
     assert index.document("a") is None
     assert [d.doc_id for d in index.documents()] == ["b"]
     assert index.keyword_search("apples", k=5) == []
-    assert [index.chunks([r])[r].doc_id for r, _ in index.vector_search(
-        WordEmbedder().embed_query("apples"), k=5)] == ["b"]
+    assert [
+        index.chunks([r])[r].doc_id
+        for r, _ in index.vector_search(WordEmbedder().embed_query("apples"), k=5)
+    ] == ["b"]
 
 
 def test_index_stats_count_documents_chunks_and_pages(index: SqliteIndex) -> None:
@@ -94,7 +113,9 @@ def test_index_refuses_a_different_embedder(tmp_path: Path) -> None:
     path = tmp_path / "index.sqlite3"
     SqliteIndex(path, embedding_model="test-words", dimension=64).close()
 
-    with pytest.raises(EmbedderMismatchError, match=r"built with test-words \(64 dims\), not other \(384 dims\)"):
+    with pytest.raises(
+        EmbedderMismatchError, match=r"built with test-words \(64 dims\), not other \(384 dims\)"
+    ):
         SqliteIndex(path, embedding_model="other", dimension=384)
 
 
@@ -103,8 +124,12 @@ def test_index_search_can_be_limited_to_documents(index: SqliteIndex) -> None:
     _put(index, "b", "v1", ["red bananas"])
     query = WordEmbedder().embed_query("red")
 
-    vector = [index.chunks([r])[r].doc_id for r, _ in index.vector_search(query, k=5, doc_ids=["b"])]
-    keyword = [index.chunks([r])[r].doc_id for r, _ in index.keyword_search("red", k=5, doc_ids=["b"])]
+    vector = [
+        index.chunks([r])[r].doc_id for r, _ in index.vector_search(query, k=5, doc_ids=["b"])
+    ]
+    keyword = [
+        index.chunks([r])[r].doc_id for r, _ in index.keyword_search("red", k=5, doc_ids=["b"])
+    ]
 
     assert vector == keyword == ["b"]
 
@@ -123,7 +148,9 @@ def test_index_find_document_by_id_path_or_file_name(index: SqliteIndex) -> None
     assert index.find_document("report").doc_id == "report"
     assert index.find_document("/docs/report.pdf").doc_id == "report"
     assert index.find_document("report.pdf").doc_id == "report"
-    with pytest.raises(DocumentNotFoundError, match="'nope' is not in the index: give a document id"):
+    with pytest.raises(
+        DocumentNotFoundError, match="'nope' is not in the index: give a document id"
+    ):
         index.find_document("nope")
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.models import Chunk, DocumentRecord
 from docchat.retrieve import fuse_by_rank, hybrid_search
-
 from tests.conftest import WordEmbedder
 
 
@@ -36,10 +35,22 @@ def _index(tmp_path: Path) -> SqliteIndex:
     embedder = WordEmbedder()
     index = SqliteIndex(tmp_path / "i.sqlite3", embedding_model=embedder.model_id, dimension=64)
     for doc_id, text in CORPUS.items():
-        chunk = Chunk(chunk_id=f"{doc_id}:0", doc_id=doc_id, version="v", source=f"{doc_id}.pdf",
-                      title=doc_id, headings=[], page_start=1, page_end=1, text=text)
-        index.replace_document(DocumentRecord(doc_id=doc_id, source=f"{doc_id}.pdf", title=doc_id),
-                               [chunk], embedder.embed_documents([text]))
+        chunk = Chunk(
+            chunk_id=f"{doc_id}:0",
+            doc_id=doc_id,
+            version="v",
+            source=f"{doc_id}.pdf",
+            title=doc_id,
+            headings=[],
+            page_start=1,
+            page_end=1,
+            text=text,
+        )
+        index.replace_document(
+            DocumentRecord(doc_id=doc_id, source=f"{doc_id}.pdf", title=doc_id),
+            [chunk],
+            embedder.embed_documents([text]),
+        )
     return index
 
 
@@ -48,7 +59,10 @@ def test_hybrid_search_order_on_small_corpus(tmp_path: Path) -> None:
     index = _index(tmp_path)
     embedder = WordEmbedder()
     query = "storms and electricity"
-    vector = [index.chunks([r])[r].doc_id for r, _ in index.vector_search(embedder.embed_query(query), k=50)]
+    vector = [
+        index.chunks([r])[r].doc_id
+        for r, _ in index.vector_search(embedder.embed_query(query), k=50)
+    ]
     keyword = [index.chunks([r])[r].doc_id for r, _ in index.keyword_search(query, k=50)]
     assert vector == ["wind", "battery", "solar", "roof", "bees"]
     assert keyword == ["roof", "wind", "battery", "solar"]
@@ -63,8 +77,9 @@ def test_hybrid_search_order_on_small_corpus(tmp_path: Path) -> None:
 
 
 def test_hybrid_search_limited_to_documents(tmp_path: Path) -> None:
-    passages = hybrid_search(_index(tmp_path), WordEmbedder(), "electricity", top_k=5,
-                             doc_ids=["wind", "bees"])
+    passages = hybrid_search(
+        _index(tmp_path), WordEmbedder(), "electricity", top_k=5, doc_ids=["wind", "bees"]
+    )
 
     assert [p.chunk.doc_id for p in passages] == ["wind", "bees"]
     assert passages[1].keyword_rank is None  # only the vector side found it

@@ -75,9 +75,7 @@ def _page_before(text: str, offset: int, page: int) -> int:
 def _unmark(raw: str, page: int) -> tuple[str, list[int]]:
     """Drop page markers; return the text and [first page, offset of each later page...]."""
     parts = _MARK_RE.split(raw)
-    segments = [(page, parts[0])] + [
-        (int(parts[i]), parts[i + 1]) for i in range(1, len(parts), 2)
-    ]
+    segments = [(page, parts[0])] + [(int(parts[i]), parts[i + 1]) for i in range(1, len(parts), 2)]
     text = ""
     first = last = 0
     breaks: list[int] = []

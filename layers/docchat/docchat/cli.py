@@ -10,7 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from docchat.adapters.extractive import extractive_answer
@@ -41,7 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--data-dir", type=Path, default=None,
+        "--data-dir",
+        type=Path,
+        default=None,
         help="where the index lives (default: $DOCCHAT_DATA_DIR or .docchat/)",
     )
     parser = argparse.ArgumentParser(prog="docchat", description="Chat with your PDFs.")
@@ -85,13 +94,18 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     if not files:
         raise DocchatError("no PDF files found in " + ", ".join(map(str, args.paths)))
     results: list[IngestResult] = []
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[stage]}"), TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[stage]}"),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=err, transient=False) as progress:
         for path in files:
             task = progress.add_task(path.name[:40], total=None, stage="")
 
-            def update(stage: str, done: int, total: int, task: int = task) -> None:
+            def update(stage: str, done: int, total: int, task: TaskID = task) -> None:
                 label = {"convert": "pages", "embed": "chunks"}.get(stage, stage)
                 progress.update(task, completed=done, total=total, stage=label)
 
@@ -105,20 +119,27 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
         if r.outcome == "failed":
             out.print(f"{Path(r.record.source).name}: {r.record.error}", markup=False)
     failed = sum(r.outcome == "failed" for r in results)
-    out.print(f"{len(results) - failed} of {len(results)} documents indexed or unchanged"
-              + (f"; {failed} failed (reasons above)" if failed else ""))
+    out.print(
+        f"{len(results) - failed} of {len(results)} documents indexed or unchanged"
+        + (f"; {failed} failed (reasons above)" if failed else "")
+    )
     return 1 if failed else 0
 
 
 def _summary(results: list[IngestResult]) -> Table:
     table = Table(title="ingest summary")
     for name in ("document", "pages", "chunks", "seconds", "status"):
-        table.add_column(name, justify="right" if name in ("pages", "chunks", "seconds") else "left")
+        table.add_column(
+            name, justify="right" if name in ("pages", "chunks", "seconds") else "left"
+        )
     for r in results:
         status = r.outcome if r.outcome != "failed" else f"FAILED ({r.record.error_code})"
         table.add_row(
-            Path(r.record.source).name, str(r.record.pages), str(r.record.chunks),
-            f"{r.seconds:.2f}", status,
+            Path(r.record.source).name,
+            str(r.record.pages),
+            str(r.record.chunks),
+            f"{r.seconds:.2f}",
+            status,
         )
     return table
 
@@ -128,8 +149,12 @@ def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[
     index = open_index(settings, embedder)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
     return hybrid_search(
-        index, embedder, query,
-        top_k=args.top_k or settings.top_k, candidates=settings.candidates, doc_ids=doc_ids,
+        index,
+        embedder,
+        query,
+        top_k=args.top_k or settings.top_k,
+        candidates=settings.candidates,
+        doc_ids=doc_ids,
     )
 
 
@@ -155,10 +180,17 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         rows = [
             {
-                "chunk_id": p.chunk.chunk_id, "doc_id": p.chunk.doc_id, "title": p.chunk.title,
-                "source": p.chunk.source, "page_start": p.chunk.page_start,
-                "page_end": p.chunk.page_end, "headings": p.chunk.headings, "score": p.score,
-                "vector_rank": p.vector_rank, "keyword_rank": p.keyword_rank, "text": p.chunk.text,
+                "chunk_id": p.chunk.chunk_id,
+                "doc_id": p.chunk.doc_id,
+                "title": p.chunk.title,
+                "source": p.chunk.source,
+                "page_start": p.chunk.page_start,
+                "page_end": p.chunk.page_end,
+                "headings": p.chunk.headings,
+                "score": p.score,
+                "vector_rank": p.vector_rank,
+                "keyword_rank": p.keyword_rank,
+                "text": p.chunk.text,
             }
             for p in passages
         ]
@@ -166,7 +198,8 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     for rank, p in enumerate(passages, start=1):
         pages = f"p. {p.chunk.page_start}" + (
-            f"-{p.chunk.page_end}" if p.chunk.page_end != p.chunk.page_start else "")
+            f"-{p.chunk.page_end}" if p.chunk.page_end != p.chunk.page_start else ""
+        )
         out.print(f"{rank}. {p.chunk.title}, {pages}  score {p.score:.4f}", markup=False)
         out.print("   " + " ".join(p.chunk.text.split())[:300], markup=False)
     return 0
@@ -176,7 +209,10 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
     index = open_index(settings, local_embedder(settings))
     documents = index.documents()
     if args.json:
-        payload = {"stats": index.stats(), "documents": [d.model_dump(mode="json") for d in documents]}
+        payload = {
+            "stats": index.stats(),
+            "documents": [d.model_dump(mode="json") for d in documents],
+        }
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         return 0
     table = Table(title=f"documents in {settings.data_dir}")
@@ -187,9 +223,11 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         table.add_row(d.doc_id, d.title, d.status.value, str(d.pages), str(d.chunks), reason)
     out.print(table)
     stats = index.stats()
-    out.print(f"{stats['documents']} documents, {stats['chunks']} chunks, "
-              f"{stats['indexed_pages']} pages indexed; {stats['embedding_model']} "
-              f"({stats['dimension']} dims)")
+    out.print(
+        f"{stats['documents']} documents, {stats['chunks']} chunks, "
+        f"{stats['indexed_pages']} pages indexed; {stats['embedding_model']} "
+        f"({stats['dimension']} dims)"
+    )
     return 0
 
 

@@ -23,7 +23,9 @@ class Settings(BaseModel):
     chunk_overlap: int = Field(150, ge=0, description="characters shared by adjacent chunks")
     embed_batch_size: int = Field(32, ge=1, le=512, description="texts per embedding call")
     max_pages: int = Field(5000, ge=1, description="PDFs with more pages are refused")
-    convert_timeout_s: float = Field(300.0, gt=0, description="time budget for one PDF's conversion")
+    convert_timeout_s: float = Field(
+        300.0, gt=0, description="time budget for one PDF's conversion"
+    )
     top_k: int = Field(5, ge=1, le=50, description="passages an answer draws on")
     candidates: int = Field(50, ge=1, le=1000, description="k-NN and BM25 candidates before fusion")
 
@@ -46,7 +48,7 @@ class Settings(BaseModel):
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         try:
-            return cls(**values)
+            return cls.model_validate(values)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{PREFIX}{'.'.join(map(str, e['loc'])).upper() or 'SETTINGS'}: {e['msg']}"

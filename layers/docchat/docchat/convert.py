@@ -108,7 +108,8 @@ def _open(data: bytes) -> pdfium.PdfDocument:
                 "the file is not a PDF (no %PDF header): upload the document as a PDF"
             ) from exc
         raise MalformedPdfError(
-            f"the PDF is damaged and cannot be read ({exc}): re-export or repair it, then upload it again"
+            f"the PDF is damaged and cannot be read ({exc}): "
+            "re-export or repair it, then upload it again"
         ) from exc
 
 
@@ -336,7 +337,7 @@ def _has_image(page: pdfium.PdfPage) -> bool:
 def _paragraphs(lines: list[_Line]) -> list[_Paragraph]:
     paragraphs: list[_Paragraph] = []
     widest = max((line.right for line in lines), default=0.0)
-    for prev, line in zip([None, *lines], lines):
+    for prev, line in zip([None, *lines], lines, strict=False):
         if prev is None or _starts_paragraph(prev, line, widest):
             paragraphs.append(_Paragraph([line]))
         else:

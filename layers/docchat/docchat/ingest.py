@@ -57,7 +57,9 @@ def pdf_paths(paths: Iterable[Path]) -> Iterator[Path]:
     """The files named, and every PDF under the folders named, in a stable order."""
     for path in paths:
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*") if p.suffix.lower() == ".pdf" and p.is_file())
+            yield from sorted(
+                p for p in path.rglob("*") if p.suffix.lower() == ".pdf" and p.is_file()
+            )
         else:
             yield path
 
@@ -83,8 +85,12 @@ def ingest_bytes(
         converted = pages_from_pdf(
             data,
             fallback_title=Path(source).stem,
-            limits=ConvertLimits(max_pages=settings.max_pages, timeout_s=settings.convert_timeout_s),
-            on_page=(lambda done, total: on_progress("convert", done, total)) if on_progress else None,
+            limits=ConvertLimits(
+                max_pages=settings.max_pages, timeout_s=settings.convert_timeout_s
+            ),
+            on_page=(lambda done, total: on_progress("convert", done, total))
+            if on_progress
+            else None,
         )
     except ConversionError as exc:
         failed = record.model_copy(
@@ -156,5 +162,10 @@ def ingest_file(
         )
         return IngestResult(record, "failed", 0.0)
     return ingest_bytes(
-        data, source=source, index=index, embedder=embedder, settings=settings, on_progress=on_progress
+        data,
+        source=source,
+        index=index,
+        embedder=embedder,
+        settings=settings,
+        on_progress=on_progress,
     )

@@ -27,7 +27,7 @@ class SearchIndex(Protocol):
 
 
 def fuse_by_rank(rankings: Sequence[Sequence[K]], *, k: int = RRF_K) -> list[tuple[K, float]]:
-    """Reciprocal-rank fusion: sum of 1/(k + rank) over the lists, best first, ties by first seen."""
+    """Reciprocal-rank fusion: sum of 1/(k + rank) per list, best first, ties by first seen."""
     scores: dict[K, float] = {}
     for ranking in rankings:
         for rank, key in enumerate(ranking, start=1):

@@ -4,15 +4,55 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from itertools import pairwise
 
 from docchat.models import Answer, Citation, Passage
 
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"”’)]*|\n|$)")
+_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"\u201d\u2019)]*|\n|$)")
 _SOFT_BREAK = re.compile(r"\n+(?=[a-z(])")
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
-    "a an and are as at be by can do does for from has have how i in is it its of on or that the"
-    " this to was what when where which who why will with you your".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
 )
 MODE = "extractive"
 NOTICE = (
@@ -85,7 +125,7 @@ def _sentences_by_page(passage: Passage) -> Iterator[tuple[int, list[str]]]:
     """Sentences of a passage grouped by the page they are on; none crosses a page break."""
     chunk = passage.chunk
     bounds = [0, *chunk.page_breaks, len(chunk.text)]
-    for offset, (start, end) in enumerate(zip(bounds, bounds[1:])):
+    for offset, (start, end) in enumerate(pairwise(bounds)):
         # A line break before a lower-case word is inside a sentence, not between two.
         text = _SOFT_BREAK.sub(" ", chunk.text[start:end])
         sentences = [" ".join(match.group().split()) for match in _SENTENCE.finditer(text)]

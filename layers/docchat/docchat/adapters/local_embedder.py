@@ -66,9 +66,7 @@ class LocalEmbedder:
         options.intra_op_num_threads = self._threads
         options.log_severity_level = 3
         model = verified(packaged_file(*MODEL_PACKAGE), MODEL_SHA256)
-        return onnxruntime.InferenceSession(
-            str(model), options, providers=["CPUExecutionProvider"]
-        )
+        return onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
 
     @cached_property
     def _tokenizer(self) -> Any:
@@ -93,15 +91,17 @@ class LocalEmbedder:
         return out
 
     def embed_query(self, text: str) -> Vectors:
-        return self._embed_batch([text])[0]
+        vector: Vectors = self._embed_batch([text])[0]
+        return vector
 
     def _embed_batch(self, texts: list[str]) -> Vectors:
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self._session.run(["last_hidden_state"], feeds)[0]
+        hidden: Vectors = self._session.run(["last_hidden_state"], feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        normalised: Vectors = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return normalised

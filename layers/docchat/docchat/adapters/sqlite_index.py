@@ -52,7 +52,7 @@ class SqliteIndex:
         self._db.execute("PRAGMA busy_timeout = 10000")
         self._db.executescript(_SCHEMA)
         self._check_model()
-        self._matrix_version = -1
+        self._matrix_version: tuple[int, int] | None = None
         self._ids = np.zeros(0, dtype=np.int64)
         self._docs = np.zeros(0, dtype=object)
         self._matrix = np.zeros((0, dimension), dtype=np.float32)
@@ -119,7 +119,7 @@ class SqliteIndex:
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
             self._delete_chunks(record.doc_id)
-            for chunk, vector in zip(chunks, vectors):
+            for chunk, vector in zip(chunks, vectors, strict=True):
                 rowid = self._db.execute(
                     "INSERT INTO chunks (chunk_id, doc_id, version, headings, page_start, page_end,"
                     " page_breaks, text, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

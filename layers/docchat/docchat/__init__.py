@@ -1,0 +1,1 @@
+"""docchat: chat over your PDFs, on AWS or on a laptop."""

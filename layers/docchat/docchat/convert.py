@@ -28,12 +28,15 @@ _LINE = re.compile(r"[^\r\n]+")
 _SPACES = re.compile(r" +")
 # PDFium marks a hyphen it found at a line break with U+FFFE (or U+0002).
 _SOFT_HYPHENS = "\ufffe\x02\xad"
+_SOFT_HYPHEN = re.compile(f"[{_SOFT_HYPHENS}]")
+_NEEDS_CLEANING = re.compile(r"[\x00-\x1f\x7f\xad\ufffe\ufeff⟦⟧]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\ufeff]")
 _SENTENCE_END = (".", "!", "?", ":", ";")
 _MARKDOWN_START = re.compile(r"^(#|```|~~~|>)")
 _OCR_SHARE = 0.5
 _MAX_OUTLINE_ITEMS = 10_000
 _MAX_LEVEL = 3
+_MAX_HEADING = 120  # characters
 _JUNK_TITLE = re.compile(r"^(untitled|microsoft word - .*|.*\.(docx?|pdf|tex|dvi|indd))$", re.I)
 
 
@@ -128,7 +131,6 @@ def _convert(
             f"the PDF has {count} pages; the limit is {limits.max_pages} "
             "(DOCCHAT_MAX_PAGES): split the document or raise the limit"
         )
-    outline = _outline_by_page(document, count)
     deadline = time.monotonic() + limits.timeout_s
     raw_pages: list[_RawPage] = []
     for index in range(count):
@@ -141,6 +143,8 @@ def _convert(
         if on_page:
             on_page(index + 1, count)
 
+    # After the pages are loaded PDFium finds an outline entry's page quickly.
+    outline = _outline_by_page(document, count)
     textless = [i + 1 for i, page in enumerate(raw_pages) if page.chars == 0]
     _check_has_text(raw_pages, textless)
     _drop_running_headers(raw_pages)
@@ -165,7 +169,7 @@ def _check_has_text(raw_pages: list[_RawPage], textless: list[int]) -> None:
     image_only = sum(page.image_only for page in raw_pages)
     if len(textless) == total and image_only == 0:
         raise EmptyPdfError(f"none of the {total} pages has any text or image: nothing to index")
-    if image_only and image_only >= _OCR_SHARE * total:
+    if len(textless) == total or image_only >= _OCR_SHARE * total:
         raise NeedsOcrError(
             f"no text layer on {len(textless)} of {total} pages (scanned images): "
             "run OCR on it (for example with ocrmypdf) and upload the result"
@@ -180,7 +184,7 @@ def _read_page(document: pdfium.PdfDocument, index: int) -> _RawPage:
     try:
         textpage = page.get_textpage()
         try:
-            lines = _lines(textpage, page.get_width())
+            lines = _on_page(_lines(textpage, page.get_width()), page.get_cropbox())
         finally:
             textpage.close()
         chars = sum(len(line.text) - line.text.count(" ") for line in lines)
@@ -188,6 +192,19 @@ def _read_page(document: pdfium.PdfDocument, index: int) -> _RawPage:
     finally:
         page.close()
     return _RawPage(paragraphs=_paragraphs(lines), chars=chars, image_only=image_only)
+
+
+def _on_page(lines: list[_Line], box: tuple[float, float, float, float]) -> list[_Line]:
+    """Lines that start inside the visible page: text placed off the page is never seen."""
+    left, bottom, right, top = box
+    if not any(line.size for line in lines):  # no geometry to judge by
+        return lines
+    margin = 2.0
+    return [
+        line
+        for line in lines
+        if left - margin <= line.x <= right + margin and bottom - margin <= line.y <= top + margin
+    ]
 
 
 def _lines(textpage: pdfium.PdfTextPage, width: float) -> list[_Line]:
@@ -205,11 +222,18 @@ def _lines(textpage: pdfium.PdfTextPage, width: float) -> list[_Line]:
         return lines
     # PDFium runs side-by-side columns that share a baseline into one line: split them at wide
     # gaps, then read each column top to bottom.
+    # A wide space in justified text is no column gap: cut where the text jumps back left, where
+    # the gap is very wide, or where the text after it starts at a left edge many pieces share.
+    spans = [span for span in spans if span[0] < span[1]]
+    gaps = [glyphs.gaps(text, *span) for span in spans]
+    edges = [line.x for line in lines] + [gap.next_x for found in gaps for gap in found]
+    starts = _column_starts(edges, tolerance=3.0, share=0.1)
     segments = [
         glyphs.line(text, start, end)
-        for span in spans
-        if span[0] < span[1]
-        for start, end in glyphs.split_at_gaps(text, *span)
+        for span, found in zip(spans, gaps, strict=True)
+        for start, end in _pieces(
+            *span, [g for g in found if _is_column_gap(g, starts)]
+        )
     ]
     return _column_order(segments)
 
@@ -254,27 +278,54 @@ class _Glyphs:
     def line(self, text: str, start: int, end: int) -> _Line:
         raw = self._raw
         size = self.size(start)
-        bold = min(pdfium_c.FPDFText_GetFontWeight(raw, i) for i in (start, end - 1)) >= 600
+        weight = pdfium_c.FPDFText_GetFontWeight
+        # Only short lines can be headings; a long line's weight is never asked for.
+        bold = end - start <= _MAX_HEADING and weight(raw, start) >= 600 <= weight(raw, end - 1)
         pdfium_c.FPDFText_GetCharOrigin(raw, start, self._x, self._y)
         x, y = self._x.value, self._y.value
-        pdfium_c.FPDFText_GetCharOrigin(raw, end - 1, self._x, self._y)
+        content = text[start:end]
+        y_end = y
+        if _NEEDS_CLEANING.search(content):
+            if _SOFT_HYPHEN.search(content, 0, len(content) - 1):  # PDFium joined two lines
+                pdfium_c.FPDFText_GetCharOrigin(raw, end - 1, self._x, self._y)
+                y_end = self._y.value
+            content = _clean(content)
         _left, right = self.left_right(end - 1)
-        content = _clean(text[start:end]).strip()
-        return _Line(content, round(size, 1), bold, x, y, right, self._y.value)
+        return _Line(content.strip(), round(size, 1), bold, x, y, right, y_end)
 
-    def split_at_gaps(self, text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
-        """Pieces of a line separated by wide gaps or by jumps back to the left."""
+    def gaps(self, text: str, start: int, end: int) -> list[_Gap]:
+        """Places in a line where a column may end: wide gaps and jumps back to the left."""
         size = max(self.size(start), 1.0)
-        piece = start
+        found = []
         for match in _SPACES.finditer(text, start, end):
             if not pdfium_c.FPDFText_IsGenerated(self._raw, match.start()):
                 continue  # a space the PDF itself contains separates words, not columns
             _left, before = self.left_right(match.start() - 1)
             after, _right = self.left_right(match.end())
-            if not -size < after - before < 1.1 * size:  # a wide gap, or a jump back left
-                yield piece, match.start()
-                piece = match.end()
-        yield piece, end
+            if not -size < after - before < 1.1 * size:
+                found.append(_Gap(match.start(), match.end(), after, (after - before) / size))
+        return found
+
+
+@dataclass(frozen=True)
+class _Gap:
+    start: int
+    end: int
+    next_x: float  # where the text after the gap begins
+    width: float  # in font sizes; negative for a jump back to the left
+
+
+def _is_column_gap(gap: _Gap, starts: list[float]) -> bool:
+    if gap.width < 0 or gap.width >= 2.0:
+        return True
+    return any(abs(gap.next_x - x) <= 3 for x in starts)
+
+
+def _pieces(start: int, end: int, cuts: list[_Gap]) -> Iterator[tuple[int, int]]:
+    for cut in cuts:
+        yield start, cut.start
+        start = cut.end
+    yield start, end
 
 
 def _looks_multi_column(lines: list[_Line], width: float) -> bool:
@@ -306,15 +357,15 @@ def _column_order(segments: list[_Line]) -> list[_Line]:
     return ordered
 
 
-def _column_starts(xs: list[float], *, tolerance: float) -> list[float]:
-    """Left edges shared by at least three pieces of text: where columns begin."""
+def _column_starts(xs: list[float], *, tolerance: float, share: float = 0.05) -> list[float]:
+    """Left edges shared by at least three pieces of text (and `share` of all): columns."""
     clusters: list[list[float]] = []
     for x in sorted(xs):
         if clusters and x - clusters[-1][0] <= tolerance:
             clusters[-1].append(x)
         else:
             clusters.append([x])
-    starts = [min(c) for c in clusters if len(c) >= max(3, 0.05 * len(xs))]
+    starts = [min(c) for c in clusters if len(c) >= max(3, share * len(xs))]
     return starts or [min(xs)]
 
 
@@ -336,23 +387,37 @@ def _has_image(page: pdfium.PdfPage) -> bool:
 
 def _paragraphs(lines: list[_Line]) -> list[_Paragraph]:
     paragraphs: list[_Paragraph] = []
-    widest = max((line.right for line in lines), default=0.0)
+    widest = _column_rights(lines)
     for prev, line in zip([None, *lines], lines, strict=False):
-        if prev is None or _starts_paragraph(prev, line, widest):
+        if prev is None or _starts_paragraph(prev, line, widest[_bucket(prev.x)]):
             paragraphs.append(_Paragraph([line]))
         else:
             paragraphs[-1].lines.append(line)
     return paragraphs
 
 
+def _bucket(x: float) -> int:
+    return int(x // 12)
+
+
+def _column_rights(lines: list[_Line]) -> dict[int, float]:
+    """For each left edge (in 12 pt steps), the right edge of the widest line starting near it."""
+    rights: dict[int, float] = {}
+    for line in lines:
+        rights[_bucket(line.x)] = max(rights.get(_bucket(line.x), 0.0), line.right)
+    return {bucket: max(rights.get(bucket + step, 0.0) for step in (-1, 0, 1)) for bucket in rights}
+
+
 def _starts_paragraph(prev: _Line, line: _Line, widest: float) -> bool:
     height = max(prev.size, line.size, 1.0)
     gap = prev.y_end - line.y
-    if gap < -0.5 * height or gap > 1.7 * height:  # column change or blank space
+    ends_sentence = prev.text.endswith(_SENTENCE_END)
+    if gap < -0.5 * height:  # up the page: the next column, where a sentence may go on
+        return ends_sentence or not line.text[:1].islower()
+    if gap > 1.7 * height:  # blank space
         return True
     if abs(prev.size - line.size) > 0.15 * height or prev.bold != line.bold:
         return True
-    ends_sentence = prev.text.endswith(_SENTENCE_END)
     short = prev.right < widest - 4 * height
     indented = line.x > prev.x + 0.8 * height
     return ends_sentence and (short or indented)
@@ -380,8 +445,9 @@ def _drop_running_headers(raw_pages: list[_RawPage]) -> None:
     def edges(page: _RawPage) -> list[_Paragraph]:
         return page.paragraphs[:2] + page.paragraphs[2:][-2:]
 
-    def key(paragraph: _Paragraph) -> str:
-        return re.sub(r"\d+", "#", paragraph.text.casefold())
+    def key(paragraph: _Paragraph) -> tuple[str, int]:
+        # A running header repeats its text (page numbers aside) at the same height.
+        return re.sub(r"\d+", "#", paragraph.text.casefold()), round(paragraph.lines[0].y / 6)
 
     seen = Counter(k for page in raw_pages for k in {key(p) for p in edges(page)})
     running = {k for k, n in seen.items() if n >= 0.5 * len(raw_pages)}
@@ -399,7 +465,8 @@ def _outline_by_page(
     """Outline entries as {page index: [(level, title, y)]}; empty when the PDF has no outline."""
     by_page: dict[int, list[tuple[int, str, float | None]]] = {}
     try:
-        items = document.get_toc(max_depth=_MAX_LEVEL * 2)
+        # Deeper entries would all be level-3 headings; resolving each page costs time.
+        items = document.get_toc(max_depth=_MAX_LEVEL)
         for n, item in enumerate(items):
             if n >= _MAX_OUTLINE_ITEMS:
                 break
@@ -494,7 +561,7 @@ def _mark_size_headings(raw_pages: list[_RawPage]) -> None:
 
 def _looks_like_heading(paragraph: _Paragraph, body: float) -> bool:
     text = paragraph.text
-    if len(paragraph.lines) > 3 or len(text) > 120 or not any(c.isalpha() for c in text):
+    if len(paragraph.lines) > 3 or len(text) > _MAX_HEADING or not any(c.isalpha() for c in text):
         return False
     if text.endswith((".", ",", ";")):
         return False

@@ -1,0 +1,40 @@
+"""Settings come from DOCCHAT_* variables, CLI flags win, and bad values say what to fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from docchat.config import Settings
+from docchat.errors import ConfigError
+
+
+def test_settings_read_environment_and_overrides() -> None:
+    settings = Settings.from_env(
+        {"DOCCHAT_CHUNK_SIZE": "800", "DOCCHAT_DATA_DIR": "/env/dir", "OTHER": "x"},
+        data_dir=Path("/flag/dir"),
+    )
+
+    assert settings.chunk_size == 800
+    assert settings.data_dir == Path("/flag/dir")
+    assert settings.index_path == Path("/flag/dir/index.sqlite3")
+
+
+def test_settings_defaults_without_environment() -> None:
+    settings = Settings.from_env({}, data_dir=None)
+
+    assert (settings.data_dir, settings.chunk_size, settings.chunk_overlap) == (
+        Path(".docchat"),
+        1000,
+        150,
+    )
+
+
+def test_settings_errors_name_the_variable() -> None:
+    with pytest.raises(ConfigError, match="DOCCHAT_CHUNK_SIZE: Input should be a valid integer"):
+        Settings.from_env({"DOCCHAT_CHUNK_SIZE": "big"})
+    with pytest.raises(
+        ConfigError, match=r"chunk overlap \(900\) must be smaller than the chunk size \(800\)"
+    ):
+        Settings.from_env({"DOCCHAT_CHUNK_SIZE": "800", "DOCCHAT_CHUNK_OVERLAP": "900"})

@@ -1,0 +1,65 @@
+"""The offline embedder: real model, verified files, order kept across length-sorted batches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from docchat.adapters import local_embedder
+from docchat.adapters.local_embedder import LocalEmbedder
+from docchat.embed import length_sorted_batches
+from docchat.errors import ModelFileError
+
+
+def test_local_embedder_puts_paraphrases_closer_than_unrelated_text() -> None:
+    embedder = LocalEmbedder(batch_size=2)
+
+    vectors = embedder.embed_documents(
+        [
+            "The cat sits on the mat.",
+            "Stock markets fell sharply today.",
+            "A kitten rests on a rug.",
+        ]
+    )
+
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert vectors[0] @ vectors[2] > 0.4 > vectors[0] @ vectors[1]
+
+
+def test_local_embedder_keeps_input_order_across_batches() -> None:
+    texts = ["short", "a much longer sentence about rivers and bridges", "mid length text", "x"]
+    embedder = LocalEmbedder(batch_size=2)
+    done: list[int] = []
+
+    together = embedder.embed_documents(texts, on_batch=done.append)
+    alone = np.stack([embedder.embed_query(t) for t in texts])
+
+    assert np.allclose(together, alone, atol=1e-4)
+    assert done == [2, 2]
+
+
+def test_length_sorted_batches_group_similar_lengths() -> None:
+    assert length_sorted_batches(["aaaa", "a", "aaa", "aa"], 2) == [[1, 3], [2, 0]]
+
+
+def test_local_embedder_refuses_a_model_file_with_the_wrong_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "model.onnx"
+    fake.write_bytes(b"not the model")
+    monkeypatch.setattr(local_embedder, "packaged_file", lambda package, relative: fake)
+
+    with pytest.raises(
+        ModelFileError, match=r"SHA-256 [0-9a-f]{64}, expected [0-9a-f]{64}: the file is corrupt"
+    ):
+        LocalEmbedder().embed_query("hello")
+
+
+def test_local_embedder_names_the_install_step_when_the_model_is_missing() -> None:
+    with pytest.raises(
+        ModelFileError, match="'no_such_model_pkg' is not installed: install the local"
+    ):
+        local_embedder.packaged_file("no_such_model_pkg", "model.onnx")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import re
 import time
 from collections import Counter
@@ -24,11 +23,10 @@ from docchat.models import ConvertedDocument, Page
 
 ProgressFn = Callable[[int, int], None]
 
-_LINE = re.compile(r"[^\r\n]+")
+_LINE = re.compile(r"\S(?:[^\r\n]*\S)?")  # a line without its outer spaces
 _SPACES = re.compile(r" +")
 # PDFium marks a hyphen it found at a line break with U+FFFE (or U+0002).
 _SOFT_HYPHENS = "\ufffe\x02\xad"
-_SOFT_HYPHEN = re.compile(f"[{_SOFT_HYPHENS}]")
 _NEEDS_CLEANING = re.compile(r"[\x00-\x1f\x7f\xad\ufffe\ufeff⟦⟧]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\ufeff]")
 _SENTENCE_END = (".", "!", "?", ":", ";")
@@ -216,24 +214,21 @@ def _lines(textpage: pdfium.PdfTextPage, width: float) -> list[_Line]:
     if len(text) != count:  # indices would not line up with PDFium's: keep its order, no geometry
         return [_Line(line.strip(), 0.0, False, 0.0, 0.0, 0.0) for line in _plain_lines(text)]
     glyphs = _Glyphs(textpage)
-    spans = [_strip_span(text, m.start(), m.end()) for m in _LINE.finditer(text)]
-    lines = [glyphs.line(text, start, end) for start, end in spans if start < end]
+    spans = [m.span() for m in _LINE.finditer(text)]
+    lines = [glyphs.line(text, start, end) for start, end in spans]
     if not _looks_multi_column(lines, width):
         return lines
-    # PDFium runs side-by-side columns that share a baseline into one line: split them at wide
-    # gaps, then read each column top to bottom.
-    # A wide space in justified text is no column gap: cut where the text jumps back left, where
-    # the gap is very wide, or where the text after it starts at a left edge many pieces share.
-    spans = [span for span in spans if span[0] < span[1]]
+    # PDFium runs side-by-side columns that share a baseline into one line: split them at gaps,
+    # then read each column top to bottom. A wide space in justified text is no column gap: cut
+    # where the text jumps back left, where the gap is very wide, or where the text after it
+    # starts at a left edge that many pieces of the page share.
     gaps = [glyphs.gaps(text, *span) for span in spans]
     edges = [line.x for line in lines] + [gap.next_x for found in gaps for gap in found]
     starts = _column_starts(edges, tolerance=3.0, share=0.1)
     segments = [
         glyphs.line(text, start, end)
         for span, found in zip(spans, gaps, strict=True)
-        for start, end in _pieces(
-            *span, [g for g in found if _is_column_gap(g, starts)]
-        )
+        for start, end in _pieces(*span, [g for g in found if _is_column_gap(g, starts)])
     ]
     return _column_order(segments)
 
@@ -245,63 +240,41 @@ def _plain_lines(text: str) -> Iterator[str]:
             yield line
 
 
-def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
-
-
 class _Glyphs:
-    """Per-glyph geometry through PDFium's C API, one call per fact needed."""
+    """Per-glyph geometry through PDFium's C API: one call per glyph asked about."""
 
     def __init__(self, textpage: pdfium.PdfTextPage) -> None:
         self._raw = textpage.raw
-        self._box = [ctypes.c_double() for _ in range(4)]
-        self._x, self._y = ctypes.c_double(), ctypes.c_double()
-        self._matrix = pdfium_c.FS_MATRIX()
+        self._rect = pdfium_c.FS_RECTF()
 
-    def size(self, index: int) -> float:
-        """The glyph's font size in points, with the text matrix's scaling applied."""
-        size = pdfium_c.FPDFText_GetFontSize(self._raw, index)
-        if pdfium_c.FPDFText_GetMatrix(self._raw, index, self._matrix):
-            m = self._matrix
-            size *= abs(m.a * m.d - m.b * m.c) ** 0.5
-        return float(size)
-
-    def left_right(self, index: int) -> tuple[float, float]:
-        left, right, bottom, top = self._box
-        pdfium_c.FPDFText_GetCharBox(self._raw, index, left, right, bottom, top)
-        return left.value, right.value
+    def box(self, index: int) -> tuple[float, float, float, float]:
+        """The glyph's loose box (left, bottom, right, height): the font's full height, so
+        every glyph of one font and size gets the same bottom and height."""
+        rect = self._rect
+        pdfium_c.FPDFText_GetLooseCharBox(self._raw, index, rect)
+        return rect.left, rect.bottom, rect.right, rect.top - rect.bottom
 
     def line(self, text: str, start: int, end: int) -> _Line:
         raw = self._raw
-        size = self.size(start)
+        x, y, _right, size = self.box(start)
+        _left, y_end, right, _height = self.box(end - 1)
         weight = pdfium_c.FPDFText_GetFontWeight
         # Only short lines can be headings; a long line's weight is never asked for.
         bold = end - start <= _MAX_HEADING and weight(raw, start) >= 600 <= weight(raw, end - 1)
-        pdfium_c.FPDFText_GetCharOrigin(raw, start, self._x, self._y)
-        x, y = self._x.value, self._y.value
         content = text[start:end]
-        y_end = y
         if _NEEDS_CLEANING.search(content):
-            if _SOFT_HYPHEN.search(content, 0, len(content) - 1):  # PDFium joined two lines
-                pdfium_c.FPDFText_GetCharOrigin(raw, end - 1, self._x, self._y)
-                y_end = self._y.value
             content = _clean(content)
-        _left, right = self.left_right(end - 1)
         return _Line(content.strip(), round(size, 1), bold, x, y, right, y_end)
 
     def gaps(self, text: str, start: int, end: int) -> list[_Gap]:
         """Places in a line where a column may end: wide gaps and jumps back to the left."""
-        size = max(self.size(start), 1.0)
+        size = max(self.box(start)[3], 1.0)
         found = []
         for match in _SPACES.finditer(text, start, end):
             if not pdfium_c.FPDFText_IsGenerated(self._raw, match.start()):
                 continue  # a space the PDF itself contains separates words, not columns
-            _left, before = self.left_right(match.start() - 1)
-            after, _right = self.left_right(match.end())
+            before = self.box(match.start() - 1)[2]
+            after = self.box(match.end())[0]
             if not -size < after - before < 1.1 * size:
                 found.append(_Gap(match.start(), match.end(), after, (after - before) / size))
         return found
@@ -404,7 +377,8 @@ def _column_rights(lines: list[_Line]) -> dict[int, float]:
     """For each left edge (in 12 pt steps), the right edge of the widest line starting near it."""
     rights: dict[int, float] = {}
     for line in lines:
-        rights[_bucket(line.x)] = max(rights.get(_bucket(line.x), 0.0), line.right)
+        bucket = _bucket(line.x)
+        rights[bucket] = max(rights.get(bucket, 0.0), line.right)
     return {bucket: max(rights.get(bucket + step, 0.0) for step in (-1, 0, 1)) for bucket in rights}
 
 
@@ -438,22 +412,35 @@ def _join_lines(lines: list[str]) -> str:
 
 
 def _drop_running_headers(raw_pages: list[_RawPage]) -> None:
-    """Remove page headers and footers: edge paragraphs repeated on most pages."""
+    """Remove page headers and footers: edge paragraphs that most pages repeat at one height."""
     if len(raw_pages) < 4:
         return
-
-    def edges(page: _RawPage) -> list[_Paragraph]:
-        return page.paragraphs[:2] + page.paragraphs[2:][-2:]
-
-    def key(paragraph: _Paragraph) -> tuple[str, int]:
-        # A running header repeats its text (page numbers aside) at the same height.
-        return re.sub(r"\d+", "#", paragraph.text.casefold()), round(paragraph.lines[0].y / 6)
-
-    seen = Counter(k for page in raw_pages for k in {key(p) for p in edges(page)})
-    running = {k for k, n in seen.items() if n >= 0.5 * len(raw_pages)}
+    by_text: dict[str, list[tuple[float, int, _Paragraph]]] = {}
+    for number, page in enumerate(raw_pages):
+        for paragraph in page.paragraphs[:2] + page.paragraphs[2:][-2:]:
+            key = re.sub(r"\d+", "#", paragraph.text.casefold())  # page numbers vary
+            by_text.setdefault(key, []).append((paragraph.lines[0].y, number, paragraph))
+    running: set[int] = set()
+    for found in by_text.values():
+        for cluster in _clusters(sorted(found, key=lambda item: item[0]), tolerance=8.0):
+            if len({number for _, number, _ in cluster}) >= 0.5 * len(raw_pages):
+                running.update(id(paragraph) for _, _, paragraph in cluster)
     for page in raw_pages:
-        drop = [p for p in edges(page) if key(p) in running]
-        page.paragraphs = [p for p in page.paragraphs if p not in drop]
+        page.paragraphs = [p for p in page.paragraphs if id(p) not in running]
+
+
+def _clusters(
+    items: list[tuple[float, int, _Paragraph]], *, tolerance: float
+) -> Iterator[list[tuple[float, int, _Paragraph]]]:
+    """Runs of (y, ...) items, sorted by y, whose y lie within `tolerance` of the run's first."""
+    run: list[tuple[float, int, _Paragraph]] = []
+    for item in items:
+        if run and item[0] - run[0][0] > tolerance:
+            yield run
+            run = []
+        run.append(item)
+    if run:
+        yield run
 
 
 # --- headings -------------------------------------------------------------------------------
@@ -568,7 +555,8 @@ def _looks_like_heading(paragraph: _Paragraph, body: float) -> bool:
     if paragraph.size >= body * 1.15:
         return True
     bold = all(line.bold for line in paragraph.lines)
-    return bold and paragraph.size >= body and len(text) <= 80 and text[0].isalnum()
+    # Loose glyph boxes differ a little between the regular and the bold cut of a font.
+    return bold and paragraph.size >= body * 0.95 and len(text) <= 80 and text[0].isalnum()
 
 
 # --- output ---------------------------------------------------------------------------------

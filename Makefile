@@ -14,6 +14,8 @@ demo: $(STAMP)
 	$(BIN)/docchat ask --data-dir $(DEMO_DIR) "$(QUESTION)"
 
 test: $(STAMP)
+	$(BIN)/ruff check layers tests bench
+	$(BIN)/mypy
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 install: $(STAMP)

@@ -115,7 +115,8 @@ def _best_quote(passage: Passage, terms: set[str], limit: int) -> tuple[int, str
             hits = len(terms & _terms(text))
             if not hits or len(text) > limit:
                 continue
-            score = hits + 0.1 * min(len(text), 200) / 200
+            complete = text.endswith((".", "!", "?", '"', "\u201d", ")"))
+            score = hits + 0.5 * complete + 0.1 * min(len(text), 200) / 200
             if best is None or score > best[0]:
                 best = (score, page, text)
     return (best[1], best[2]) if best else None

@@ -13,17 +13,17 @@ RRF_K = 60
 
 
 class SearchIndex(Protocol):
-    """What retrieval needs from an index: two ranked candidate lists and the chunks."""
+    """What retrieval needs from an index: two ranked lists of chunk ids, and the chunks."""
 
     def vector_search(
         self, query: Vectors, *, k: int, doc_ids: Sequence[str] | None = None
-    ) -> list[tuple[int, float]]: ...
+    ) -> list[tuple[str, float]]: ...
 
     def keyword_search(
         self, query: str, *, k: int, doc_ids: Sequence[str] | None = None
-    ) -> list[tuple[int, float]]: ...
+    ) -> list[tuple[str, float]]: ...
 
-    def chunks(self, rowids: Sequence[int]) -> dict[int, Chunk]: ...
+    def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]: ...
 
 
 def fuse_by_rank(rankings: Sequence[Sequence[K]], *, k: int = RRF_K) -> list[tuple[K, float]]:
@@ -49,17 +49,17 @@ def hybrid_search(
         return []
     vector_hits = index.vector_search(embedder.embed_query(query), k=candidates, doc_ids=doc_ids)
     keyword_hits = index.keyword_search(query, k=candidates, doc_ids=doc_ids)
-    vector_rank = {rowid: rank for rank, (rowid, _) in enumerate(vector_hits, start=1)}
-    keyword_rank = {rowid: rank for rank, (rowid, _) in enumerate(keyword_hits, start=1)}
+    vector_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(vector_hits, start=1)}
+    keyword_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(keyword_hits, start=1)}
     fused = fuse_by_rank([list(vector_rank), list(keyword_rank)])[:top_k]
-    chunks = index.chunks([rowid for rowid, _ in fused])
+    chunks = index.chunks([chunk_id for chunk_id, _ in fused])
     return [
         Passage(
-            chunk=chunks[rowid],
+            chunk=chunks[chunk_id],
             score=score,
-            vector_rank=vector_rank.get(rowid),
-            keyword_rank=keyword_rank.get(rowid),
+            vector_rank=vector_rank.get(chunk_id),
+            keyword_rank=keyword_rank.get(chunk_id),
         )
-        for rowid, score in fused
-        if rowid in chunks
+        for chunk_id, score in fused
+        if chunk_id in chunks
     ]

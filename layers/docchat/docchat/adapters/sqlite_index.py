@@ -53,7 +53,7 @@ class SqliteIndex:
         self._db.executescript(_SCHEMA)
         self._check_model()
         self._matrix_version: tuple[int, int] | None = None
-        self._ids = np.zeros(0, dtype=np.int64)
+        self._ids = np.zeros(0, dtype=object)
         self._docs = np.zeros(0, dtype=object)
         self._matrix = np.zeros((0, dimension), dtype=np.float32)
 
@@ -194,8 +194,8 @@ class SqliteIndex:
 
     def vector_search(
         self, query: Vectors, *, k: int, doc_ids: Sequence[str] | None = None
-    ) -> list[tuple[int, float]]:
-        """Exact cosine top-k as (row id, similarity), best first."""
+    ) -> list[tuple[str, float]]:
+        """Exact cosine top-k as (chunk id, similarity), best first."""
         self._load_vectors()
         scores = self._matrix @ np.asarray(query, dtype=np.float32)
         if doc_ids is not None:
@@ -205,18 +205,18 @@ class SqliteIndex:
             return []
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(self._ids[i]), float(scores[i])) for i in top]
+        return [(str(self._ids[i]), float(scores[i])) for i in top]
 
     def keyword_search(
         self, query: str, *, k: int, doc_ids: Sequence[str] | None = None
-    ) -> list[tuple[int, float]]:
-        """BM25 top-k as (row id, score where higher is better), best first."""
+    ) -> list[tuple[str, float]]:
+        """BM25 top-k as (chunk id, score where higher is better), best first."""
         words = _WORD.findall(query)
         if not words:
             return []
         match = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
         sql = (
-            "SELECT chunks_fts.rowid, bm25(chunks_fts, 2.0, 3.0, 1.0) AS rank FROM chunks_fts"
+            "SELECT chunks.chunk_id, bm25(chunks_fts, 2.0, 3.0, 1.0) AS rank FROM chunks_fts"
             " JOIN chunks ON chunks.id = chunks_fts.rowid WHERE chunks_fts MATCH ?"
         )
         params: list[Any] = [match]
@@ -225,18 +225,18 @@ class SqliteIndex:
             params += list(doc_ids)
         sql += " ORDER BY rank LIMIT ?"
         rows = self._db.execute(sql, [*params, k]).fetchall()
-        return [(int(rowid), -float(rank)) for rowid, rank in rows]
+        return [(str(chunk_id), -float(rank)) for chunk_id, rank in rows]
 
-    def chunks(self, rowids: Sequence[int]) -> dict[int, Chunk]:
-        """Chunks by row id."""
-        if not rowids:
+    def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """Chunks by id."""
+        if not chunk_ids:
             return {}
         rows = self._db.execute(
             "SELECT c.*, d.title, d.source FROM chunks c JOIN documents d USING (doc_id)"
-            f" WHERE c.id IN ({', '.join('?' for _ in rowids)})",
-            list(rowids),
+            f" WHERE c.chunk_id IN ({', '.join('?' for _ in chunk_ids)})",
+            list(chunk_ids),
         ).fetchall()
-        return {row["id"]: self._chunk(row) for row in rows}
+        return {row["chunk_id"]: self._chunk(row) for row in rows}
 
     def document_chunks(self, doc_id: str) -> list[Chunk]:
         rows = self._db.execute(
@@ -267,8 +267,8 @@ class SqliteIndex:
         changes = self._db.total_changes
         if (version, changes) == self._matrix_version:
             return
-        rows = self._db.execute("SELECT id, doc_id, vector FROM chunks ORDER BY id").fetchall()
-        self._ids = np.array([r[0] for r in rows], dtype=np.int64)
+        rows = self._db.execute("SELECT chunk_id, doc_id, vector FROM chunks ORDER BY id").fetchall()
+        self._ids = np.array([r[0] for r in rows], dtype=object)
         self._docs = np.array([r[1] for r in rows], dtype=object)
         blob = b"".join(r[2] for r in rows)
         self._matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), self.dimension)

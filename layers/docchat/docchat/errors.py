@@ -52,3 +52,33 @@ class DocumentNotFoundError(DocchatError):
 
 class ConfigError(DocchatError):
     code = "config"
+
+
+class EmbeddingError(DocchatError):
+    """An embedding model could not embed the texts."""
+
+    code = "embedding_failed"
+
+
+class EmbeddingAccessDeniedError(EmbeddingError):
+    """The model is not enabled for this account or the role may not invoke it: not retryable."""
+
+    code = "embedding_access_denied"
+
+
+class EmbeddingThrottledError(EmbeddingError):
+    """The model kept throttling after the client's own retries: the pipeline retries later."""
+
+    code = "embedding_throttled"
+
+
+class SearchIndexError(DocchatError):
+    """The search index refused or failed a request."""
+
+    code = "index_failed"
+
+
+class SearchIndexUnavailableError(SearchIndexError):
+    """The search index is overloaded or unreachable (429, 5xx, timeout): retry later."""
+
+    code = "index_unavailable"

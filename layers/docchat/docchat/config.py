@@ -18,7 +18,12 @@ class Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     data_dir: Path = Field(Path(".docchat"), description="local data directory")
-    embedder: str = Field("local", pattern="^local$", description="embedding model adapter")
+    embedder: str = Field("local", pattern="^(local|titan|cohere)$", description="embedding model")
+    embed_model_id: str = Field("", description="Bedrock model id; empty: the embedder's default")
+    embed_dimension: int = Field(1024, description="Titan output dimension (256, 512 or 1024)")
+    embed_concurrency: int = Field(
+        8, ge=1, le=64, description="concurrent Bedrock calls per Lambda"
+    )
     chunk_size: int = Field(1000, ge=100, le=8000, description="characters per chunk")
     chunk_overlap: int = Field(150, ge=0, description="characters shared by adjacent chunks")
     embed_batch_size: int = Field(32, ge=1, le=512, description="texts per embedding call")
@@ -28,6 +33,18 @@ class Settings(BaseModel):
     )
     top_k: int = Field(5, ge=1, le=50, description="passages an answer draws on")
     candidates: int = Field(50, ge=1, le=1000, description="k-NN and BM25 candidates before fusion")
+    # Cloud pipeline
+    region: str = Field("", description="AWS region (AWS_REGION in Lambda)")
+    documents_table: str = Field("", description="DynamoDB table of document status")
+    artifacts_bucket: str = Field("", description="bucket for intermediate files")
+    artifacts_prefix: str = Field("artifacts/", description="prefix of intermediate files")
+    opensearch_endpoint: str = Field("", description="OpenSearch URL; empty: embedded SQLite index")
+    opensearch_service: str = Field("aoss", pattern="^(aoss|es)$", description="aoss or es")
+    index_prefix: str = Field("docchat-chunks", description="OpenSearch index name prefix")
+    chunks_per_batch: int = Field(64, ge=1, le=1000, description="chunks per embed/index batch")
+    stale_after_s: int = Field(
+        3600, ge=60, description="an unfinished ingestion older than this is restarted"
+    )
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> Settings:
@@ -46,6 +63,8 @@ class Settings(BaseModel):
             for name in cls.model_fields
             if PREFIX + name.upper() in environ
         }
+        if "region" not in values and environ.get("AWS_REGION"):
+            values["region"] = environ["AWS_REGION"]
         values.update({k: v for k, v in overrides.items() if v is not None})
         try:
             return cls.model_validate(values)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from enum import StrEnum
+from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Page(BaseModel):
@@ -101,3 +102,108 @@ class Answer(BaseModel):
     text: str
     citations: list[Citation]
     mode: str = Field(description="'extractive' when no language model wrote it")
+
+
+# --- the cloud pipeline's step payloads: S3 pointers and counts, never document text ---------
+
+
+class ObjectRef(BaseModel):
+    """An S3 object as an event names it."""
+
+    bucket: str = Field(min_length=3)
+    key: str = Field(min_length=1)
+    sequencer: str = ""
+
+    @property
+    def source(self) -> str:
+        return f"{self.bucket}/{self.key}"
+
+
+class S3EventDetail(BaseModel):
+    bucket: dict[str, str]
+    object: dict[str, object]
+
+
+class S3Event(BaseModel):
+    """An EventBridge `Object Created` / `Object Deleted` event from S3."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    detail_type: str = Field(alias="detail-type")
+    detail: S3EventDetail
+
+    def object_ref(self) -> ObjectRef:
+        obj = self.detail.object
+        return ObjectRef(
+            bucket=self.detail.bucket.get("name", ""),
+            key=str(obj.get("key", "")),
+            sequencer=str(obj.get("sequencer", "")),
+        )
+
+
+class StepEvent(BaseModel):
+    """What the state machine hands Register, Remove and MarkFailed: the S3 event and run."""
+
+    event: S3Event
+    execution_id: str = ""
+
+
+class DocRef(BaseModel):
+    """One version of one document, as it travels through the pipeline."""
+
+    doc_id: str
+    version: str
+    bucket: str
+    key: str
+    execution_id: str = ""
+
+
+class RegisterResult(BaseModel):
+    action: Literal["process", "skip"]
+    reason: str = ""
+    doc: DocRef | None = None
+
+
+class ConvertResult(BaseModel):
+    doc: DocRef
+    title: str
+    pages: int
+    pages_key: str
+
+
+class ChunkResult(BaseModel):
+    doc: DocRef
+    title: str
+    chunks: int
+    batches: list[str]
+
+
+class BatchTask(BaseModel):
+    doc: DocRef
+    batch_key: str
+
+
+class BatchResult(BaseModel):
+    doc: DocRef
+    batch_key: str
+    chunks: int
+
+
+class FinalizeTask(BaseModel):
+    doc: DocRef
+    chunks: int
+
+
+class FailureTask(BaseModel):
+    """A failed run: the error name and the cause Step Functions caught."""
+
+    event: S3Event
+    execution_id: str = ""
+    error: str = ""
+    cause: str = ""
+
+
+class StepResult(BaseModel):
+    doc_id: str
+    status: str
+    detail: str = ""

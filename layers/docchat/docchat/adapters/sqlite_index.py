@@ -26,8 +26,8 @@ CREATE TABLE IF NOT EXISTS documents (
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, doc_id TEXT NOT NULL,
-    version TEXT NOT NULL, headings TEXT NOT NULL, page_start INTEGER NOT NULL,
-    page_end INTEGER NOT NULL, page_breaks TEXT NOT NULL, text TEXT NOT NULL,
+    version TEXT NOT NULL, source TEXT NOT NULL, title TEXT NOT NULL, headings TEXT NOT NULL,
+    page_start INTEGER NOT NULL, page_end INTEGER NOT NULL, page_breaks TEXT NOT NULL, text TEXT NOT NULL,
     vector BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
@@ -110,37 +110,77 @@ class SqliteIndex:
         self, record: DocumentRecord, chunks: Sequence[Chunk], vectors: Vectors
     ) -> None:
         """Atomically swap a document's chunks for a new version's and mark it indexed."""
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._delete_chunks(record.doc_id)
+            self._insert(chunks, vectors)
+            self._write_record(
+                record.model_copy(update={"status": DocStatus.INDEXED, "chunks": len(chunks)})
+            )
+
+    def write_chunks(self, chunks: Sequence[Chunk], vectors: Vectors) -> None:
+        """Add chunks (a retried batch replaces its own earlier copy): the pipeline's write."""
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            ids = [c.chunk_id for c in chunks]
+            marks = ", ".join("?" for _ in ids)
+            self._db.execute(
+                "DELETE FROM chunks_fts WHERE rowid IN"
+                f" (SELECT id FROM chunks WHERE chunk_id IN ({marks}))",
+                ids,
+            )
+            self._db.execute(f"DELETE FROM chunks WHERE chunk_id IN ({marks})", ids)
+            self._insert(chunks, vectors)
+
+    def finalize_document(self, doc_id: str, version: str) -> dict[str, int]:
+        """Remove the document's chunks of every version but `version`."""
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute(
+                "DELETE FROM chunks_fts WHERE rowid IN"
+                " (SELECT id FROM chunks WHERE doc_id = ? AND version != ?)",
+                (doc_id, version),
+            )
+            old = self._db.execute(
+                "DELETE FROM chunks WHERE doc_id = ? AND version != ?", (doc_id, version)
+            ).rowcount
+        return {"old": old, "duplicates": 0}
+
+    def count(self, doc_id: str | None = None) -> int:
+        if doc_id is None:
+            return int(self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+        row = self._db.execute("SELECT COUNT(*) FROM chunks WHERE doc_id = ?", (doc_id,))
+        return int(row.fetchone()[0])
+
+    def _insert(self, chunks: Sequence[Chunk], vectors: Vectors) -> None:
         if len(chunks) != len(vectors):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
         if vectors.size and vectors.shape[1] != self.dimension:
             raise EmbedderMismatchError(
                 f"vectors have {vectors.shape[1]} dims; this index holds {self.dimension}"
             )
-        with self._db:
-            self._db.execute("BEGIN IMMEDIATE")
-            self._delete_chunks(record.doc_id)
-            for chunk, vector in zip(chunks, vectors, strict=True):
-                rowid = self._db.execute(
-                    "INSERT INTO chunks (chunk_id, doc_id, version, headings, page_start, page_end,"
-                    " page_breaks, text, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        chunk.chunk_id,
-                        chunk.doc_id,
-                        chunk.version,
-                        json.dumps(chunk.headings),
-                        chunk.page_start,
-                        chunk.page_end,
-                        json.dumps(chunk.page_breaks),
-                        chunk.text,
-                        np.asarray(vector, dtype=np.float32).tobytes(),
-                    ),
-                ).lastrowid
-                self._db.execute(
-                    "INSERT INTO chunks_fts (rowid, title, headings, text) VALUES (?, ?, ?, ?)",
-                    (rowid, chunk.title, " ".join(chunk.headings), chunk.text),
-                )
-            self._write_record(
-                record.model_copy(update={"status": DocStatus.INDEXED, "chunks": len(chunks)})
+        for chunk, vector in zip(chunks, vectors, strict=True):
+            rowid = self._db.execute(
+                "INSERT INTO chunks (chunk_id, doc_id, version, source, title, headings,"
+                " page_start, page_end, page_breaks, text, vector)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    chunk.chunk_id,
+                    chunk.doc_id,
+                    chunk.version,
+                    chunk.source,
+                    chunk.title,
+                    json.dumps(chunk.headings),
+                    chunk.page_start,
+                    chunk.page_end,
+                    json.dumps(chunk.page_breaks),
+                    chunk.text,
+                    np.asarray(vector, dtype=np.float32).tobytes(),
+                ),
+            ).lastrowid
+            self._db.execute(
+                "INSERT INTO chunks_fts (rowid, title, headings, text) VALUES (?, ?, ?, ?)",
+                (rowid, chunk.title, " ".join(chunk.headings), chunk.text),
             )
 
     def delete_document(self, doc_id: str) -> None:
@@ -232,16 +272,14 @@ class SqliteIndex:
         if not chunk_ids:
             return {}
         rows = self._db.execute(
-            "SELECT c.*, d.title, d.source FROM chunks c JOIN documents d USING (doc_id)"
-            f" WHERE c.chunk_id IN ({', '.join('?' for _ in chunk_ids)})",
+            f"SELECT * FROM chunks WHERE chunk_id IN ({', '.join('?' for _ in chunk_ids)})",
             list(chunk_ids),
         ).fetchall()
         return {row["chunk_id"]: self._chunk(row) for row in rows}
 
     def document_chunks(self, doc_id: str) -> list[Chunk]:
         rows = self._db.execute(
-            "SELECT c.*, d.title, d.source FROM chunks c JOIN documents d USING (doc_id)"
-            " WHERE c.doc_id = ? ORDER BY c.id",
+            "SELECT * FROM chunks WHERE doc_id = ? ORDER BY id",
             (doc_id,),
         ).fetchall()
         return [self._chunk(row) for row in rows]
@@ -267,7 +305,9 @@ class SqliteIndex:
         changes = self._db.total_changes
         if (version, changes) == self._matrix_version:
             return
-        rows = self._db.execute("SELECT chunk_id, doc_id, vector FROM chunks ORDER BY id").fetchall()
+        rows = self._db.execute(
+            "SELECT chunk_id, doc_id, vector FROM chunks ORDER BY id"
+        ).fetchall()
         self._ids = np.array([r[0] for r in rows], dtype=object)
         self._docs = np.array([r[1] for r in rows], dtype=object)
         blob = b"".join(r[2] for r in rows)

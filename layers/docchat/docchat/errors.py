@@ -82,3 +82,15 @@ class SearchIndexUnavailableError(SearchIndexError):
     """The search index is overloaded or unreachable (429, 5xx, timeout): retry later."""
 
     code = "index_unavailable"
+
+
+class ObjectMissingError(DocchatError):
+    """The object is gone (deleted, or replaced before it was read)."""
+
+    code = "object_missing"
+
+
+class StaleWriteError(DocchatError):
+    """A newer version or event owns the document now; this write was dropped."""
+
+    code = "stale_write"

@@ -207,3 +207,22 @@ class StepResult(BaseModel):
     doc_id: str
     status: str
     detail: str = ""
+
+
+class ExecutionStatusDetail(BaseModel):
+    executionArn: str
+    status: str
+    input: str
+
+
+class ExecutionStatusEvent(BaseModel):
+    """EventBridge `Step Functions Execution Status Change` for a run that did not succeed."""
+
+    detail: ExecutionStatusDetail
+
+    def failure_task(self) -> FailureTask:
+        return FailureTask(
+            event=S3Event.model_validate_json(self.detail.input),
+            execution_id=self.detail.executionArn,
+            error=self.detail.status,
+        )

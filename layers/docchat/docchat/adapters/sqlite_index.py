@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,9 @@ class SqliteIndex:
         self.path = path
         self.embedding_model = embedding_model
         self.dimension = dimension
+        # One connection shared by the threads of a server or a test harness; the lock keeps
+        # each transaction and each read whole.
+        self._lock = threading.RLock()
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode = WAL")
@@ -61,8 +66,23 @@ class SqliteIndex:
     def close(self) -> None:
         self._db.close()
 
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
     def _check_model(self) -> None:
-        with self._db:
+        with self._transaction():
             meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
             if not meta:
                 self._db.executemany(
@@ -83,19 +103,19 @@ class SqliteIndex:
     # --- documents ---------------------------------------------------------------------------
 
     def document(self, doc_id: str) -> DocumentRecord | None:
-        row = self._db.execute("SELECT * FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
-        return DocumentRecord(**dict(row)) if row else None
+        rows = self._rows("SELECT * FROM documents WHERE doc_id = ?", (doc_id,))
+        return DocumentRecord(**dict(rows[0])) if rows else None
 
     def documents(self) -> list[DocumentRecord]:
-        rows = self._db.execute("SELECT * FROM documents ORDER BY source").fetchall()
+        rows = self._rows("SELECT * FROM documents ORDER BY source")
         return [DocumentRecord(**dict(row)) for row in rows]
 
     def find_document(self, ref: str) -> DocumentRecord:
         """A document by id, source path or file name."""
-        rows = self._db.execute(
+        rows = self._rows(
             "SELECT * FROM documents WHERE doc_id = ? OR source = ? OR source LIKE ? ESCAPE '\\'",
             (ref, ref, "%/" + ref.replace("%", r"\%").replace("_", r"\_")),
-        ).fetchall()
+        )
         if len(rows) != 1:
             known = ", ".join(d.doc_id for d in self.documents()) or "none"
             why = "matches several documents" if rows else "is not in the index"
@@ -104,15 +124,14 @@ class SqliteIndex:
 
     def set_record(self, record: DocumentRecord) -> None:
         """Write a document's registry entry, leaving its chunks as they are."""
-        with self._db:
+        with self._transaction():
             self._write_record(record)
 
     def replace_document(
         self, record: DocumentRecord, chunks: Sequence[Chunk], vectors: Vectors
     ) -> None:
         """Atomically swap a document's chunks for a new version's and mark it indexed."""
-        with self._db:
-            self._db.execute("BEGIN IMMEDIATE")
+        with self._transaction():
             self._delete_chunks(record.doc_id)
             self._insert(chunks, vectors)
             self._write_record(
@@ -121,8 +140,7 @@ class SqliteIndex:
 
     def write_chunks(self, chunks: Sequence[Chunk], vectors: Vectors) -> None:
         """Add chunks (a retried batch replaces its own earlier copy): the pipeline's write."""
-        with self._db:
-            self._db.execute("BEGIN IMMEDIATE")
+        with self._transaction():
             ids = [c.chunk_id for c in chunks]
             marks = ", ".join("?" for _ in ids)
             self._db.execute(
@@ -135,8 +153,7 @@ class SqliteIndex:
 
     def finalize_document(self, doc_id: str, version: str) -> dict[str, int]:
         """Remove the document's chunks of every version but `version`."""
-        with self._db:
-            self._db.execute("BEGIN IMMEDIATE")
+        with self._transaction():
             self._db.execute(
                 "DELETE FROM chunks_fts WHERE rowid IN"
                 " (SELECT id FROM chunks WHERE doc_id = ? AND version != ?)",
@@ -149,9 +166,8 @@ class SqliteIndex:
 
     def count(self, doc_id: str | None = None) -> int:
         if doc_id is None:
-            return int(self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
-        row = self._db.execute("SELECT COUNT(*) FROM chunks WHERE doc_id = ?", (doc_id,))
-        return int(row.fetchone()[0])
+            return int(self._rows("SELECT COUNT(*) FROM chunks")[0][0])
+        return int(self._rows("SELECT COUNT(*) FROM chunks WHERE doc_id = ?", (doc_id,))[0][0])
 
     def _insert(self, chunks: Sequence[Chunk], vectors: Vectors) -> None:
         if len(chunks) != len(vectors):
@@ -185,13 +201,12 @@ class SqliteIndex:
             )
 
     def delete_document(self, doc_id: str) -> None:
-        with self._db:
-            self._db.execute("BEGIN IMMEDIATE")
+        with self._transaction():
             self._delete_chunks(doc_id)
             self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
 
     def clear_chunks(self, doc_id: str) -> None:
-        with self._db:
+        with self._transaction():
             self._delete_chunks(doc_id)
 
     def _delete_chunks(self, doc_id: str) -> None:
@@ -212,14 +227,15 @@ class SqliteIndex:
         )
 
     def stats(self) -> dict[str, Any]:
-        by_status = dict(
-            self._db.execute("SELECT status, COUNT(*) FROM documents GROUP BY status").fetchall()
-        )
-        totals = self._db.execute(
+        by_status: dict[str, int] = {
+            str(row[0]): int(row[1])
+            for row in self._rows("SELECT status, COUNT(*) FROM documents GROUP BY status")
+        }
+        totals = self._rows(
             "SELECT COUNT(*), COALESCE(SUM(pages), 0) FROM documents WHERE status = ?",
             (DocStatus.INDEXED.value,),
-        ).fetchone()
-        chunks = self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        )[0]
+        chunks = self._rows("SELECT COUNT(*) FROM chunks")[0][0]
         return {
             "documents": sum(by_status.values()),
             "by_status": by_status,
@@ -237,16 +253,18 @@ class SqliteIndex:
         self, query: Vectors, *, k: int, doc_ids: Sequence[str] | None = None
     ) -> list[tuple[str, float]]:
         """Exact cosine top-k as (chunk id, similarity), best first."""
-        self._load_vectors()
-        scores = self._matrix @ np.asarray(query, dtype=np.float32)
+        with self._lock:
+            self._load_vectors()
+            ids, docs, matrix = self._ids, self._docs, self._matrix
+        scores = matrix @ np.asarray(query, dtype=np.float32)
         if doc_ids is not None:
-            scores = np.where(np.isin(self._docs, list(doc_ids)), scores, -np.inf)
+            scores = np.where(np.isin(docs, list(doc_ids)), scores, -np.inf)
         k = min(k, int(np.isfinite(scores).sum()))
         if k <= 0:
             return []
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(str(self._ids[i]), float(scores[i])) for i in top]
+        return [(str(ids[i]), float(scores[i])) for i in top]
 
     def keyword_search(
         self, query: str, *, k: int, doc_ids: Sequence[str] | None = None
@@ -265,24 +283,24 @@ class SqliteIndex:
             sql += f" AND chunks.doc_id IN ({', '.join('?' for _ in doc_ids)})"
             params += list(doc_ids)
         sql += " ORDER BY rank LIMIT ?"
-        rows = self._db.execute(sql, [*params, k]).fetchall()
+        rows = self._rows(sql, [*params, k])
         return [(str(chunk_id), -float(rank)) for chunk_id, rank in rows]
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """Chunks by id."""
         if not chunk_ids:
             return {}
-        rows = self._db.execute(
+        rows = self._rows(
             f"SELECT * FROM chunks WHERE chunk_id IN ({', '.join('?' for _ in chunk_ids)})",
             list(chunk_ids),
-        ).fetchall()
+        )
         return {row["chunk_id"]: self._chunk(row) for row in rows}
 
     def document_chunks(self, doc_id: str) -> list[Chunk]:
-        rows = self._db.execute(
+        rows = self._rows(
             "SELECT * FROM chunks WHERE doc_id = ? ORDER BY id",
             (doc_id,),
-        ).fetchall()
+        )
         return [self._chunk(row) for row in rows]
 
     def _chunk(self, row: sqlite3.Row) -> Chunk:
@@ -302,13 +320,11 @@ class SqliteIndex:
 
     def _load_vectors(self) -> None:
         """Keep every vector in one numpy matrix, reloaded only after the data changed."""
-        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        version = self._rows("PRAGMA data_version")[0][0]
         changes = self._db.total_changes
         if (version, changes) == self._matrix_version:
             return
-        rows = self._db.execute(
-            "SELECT chunk_id, doc_id, vector FROM chunks ORDER BY id"
-        ).fetchall()
+        rows = self._rows("SELECT chunk_id, doc_id, vector FROM chunks ORDER BY id")
         self._ids = np.array([r[0] for r in rows], dtype=object)
         self._docs = np.array([r[1] for r in rows], dtype=object)
         blob = b"".join(r[2] for r in rows)

@@ -1,0 +1,37 @@
+"""One wrapper for every ingestion Lambda: structured logs, traces, metrics, typed payloads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
+
+logger = Logger(service="docchat")
+tracer = Tracer(service="docchat")
+metrics = Metrics(namespace="docchat", service="docchat")
+
+Step = Callable[[dict[str, Any]], BaseModel]
+
+
+def step_handler(name: str, step: Step) -> Callable[[dict[str, Any], LambdaContext], Any]:
+    """A Lambda handler running `step` on the event and returning its result as JSON data."""
+
+    @logger.inject_lambda_context(clear_state=True)
+    @tracer.capture_lambda_handler(capture_response=False)
+    @metrics.log_metrics
+    def handler(event: dict[str, Any], context: LambdaContext) -> Any:
+        logger.append_keys(step=name)
+        result = step(event)
+        payload = result.model_dump(mode="json")
+        doc = payload.get("doc") or {}
+        logger.info("step done", extra={"doc_id": payload.get("doc_id") or doc.get("doc_id")})
+        metrics.add_dimension(name="step", value=name)
+        metrics.add_metric(name="StepSucceeded", unit=MetricUnit.Count, value=1)
+        return payload
+
+    wrapped: Callable[[dict[str, Any], LambdaContext], Any] = handler
+    return wrapped

@@ -1,0 +1,355 @@
+"""The cloud ingestion steps as plain functions; the Lambdas in functions/ only call these.
+
+Steps hand each other S3 pointers and counts, never document text. Each step is safe to run
+twice: a retried step rewrites the same artifacts, and the registry's conditional writes stop a
+stale event or an older version from overwriting a newer one.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+from typing import Protocol
+
+from docchat.chunk import chunks_from_pages
+from docchat.config import Settings
+from docchat.convert import ConvertLimits, pages_from_pdf
+from docchat.embed import Embedder, Vectors
+from docchat.errors import (
+    DocchatError,
+    EmptyPdfError,
+    ObjectMissingError,
+    StaleWriteError,
+)
+from docchat.ingest import doc_id_for, version_of
+from docchat.models import (
+    BatchResult,
+    BatchTask,
+    Chunk,
+    ChunkResult,
+    ConvertResult,
+    DocRef,
+    DocStatus,
+    DocumentRecord,
+    FailureTask,
+    FinalizeTask,
+    Page,
+    RegisterResult,
+    StepEvent,
+    StepResult,
+)
+
+SEQUENCER_WIDTH = 32
+
+
+class SupersededError(DocchatError):
+    """A newer upload or a deletion took over this document; this run stops quietly."""
+
+    code = "superseded"
+
+
+class Objects(Protocol):
+    def read(self, bucket: str, key: str) -> bytes: ...
+
+    def sha256(self, bucket: str, key: str) -> str: ...
+
+    def write_json(self, bucket: str, key: str, value: object) -> None: ...
+
+    def read_json(self, bucket: str, key: str) -> object: ...
+
+    def write_vectors(self, bucket: str, key: str, vectors: Vectors) -> None: ...
+
+    def read_vectors(self, bucket: str, key: str) -> Vectors: ...
+
+
+class Registry(Protocol):
+    def get(self, doc_id: str) -> DocumentRecord | None: ...
+
+    def get_item(self, doc_id: str) -> dict[str, object] | None: ...
+
+    def claim(self, record: DocumentRecord, *, sequencer: str, execution_id: str) -> None: ...
+
+    def update(self, doc_id: str, version: str, **fields: object) -> None: ...
+
+    def fail_if_running(
+        self, doc_id: str, execution_id: str, *, code: str, reason: str
+    ) -> bool: ...
+
+    def delete(self, doc_id: str, *, sequencer: str) -> bool: ...
+
+
+class ChunkIndex(Protocol):
+    def write_chunks(self, chunks: Sequence[Chunk], vectors: Vectors) -> None: ...
+
+    def finalize_document(self, doc_id: str, version: str) -> dict[str, int]: ...
+
+    def delete_document(self, doc_id: str) -> object: ...
+
+
+def normalized_sequencer(sequencer: str) -> str:
+    """S3 sequencers compare as hex strings once right-padded with zeros to one width."""
+    return sequencer.upper().ljust(SEQUENCER_WIDTH, "0")
+
+
+# --- Register ---------------------------------------------------------------------------------
+
+
+def register(
+    task: StepEvent, *, objects: Objects, registry: Registry, settings: Settings
+) -> RegisterResult:
+    """Decide whether this upload needs ingesting, and claim the document if it does."""
+    ref = task.event.object_ref()
+    doc_id = doc_id_for(ref.source)
+    sequencer = normalized_sequencer(ref.sequencer)
+    try:
+        version = objects.sha256(ref.bucket, ref.key)
+    except ObjectMissingError:
+        return RegisterResult(action="skip", reason="the object was deleted before it was read")
+    current = registry.get_item(doc_id)
+    if current is not None:
+        if str(current.get("sequencer", "")) > sequencer:
+            return RegisterResult(action="skip", reason="a newer event for this object came first")
+        if current.get("version") == version and not _needs_rerun(current, settings):
+            return RegisterResult(
+                action="skip", reason="unchanged: this version is already handled"
+            )
+    record = DocumentRecord(
+        doc_id=doc_id,
+        source=ref.source,
+        title=PurePosixPath(ref.key).stem,
+        version=version,
+        status=DocStatus.QUEUED,
+    )
+    try:
+        registry.claim(record, sequencer=sequencer, execution_id=task.execution_id)
+    except StaleWriteError:
+        return RegisterResult(action="skip", reason="a newer event for this object came first")
+    doc = DocRef(
+        doc_id=doc_id,
+        version=version,
+        bucket=ref.bucket,
+        key=ref.key,
+        execution_id=task.execution_id,
+    )
+    return RegisterResult(action="process", doc=doc)
+
+
+def _needs_rerun(current: dict[str, object], settings: Settings) -> bool:
+    """A failed version is retried on a new upload event; so is one stuck without progress."""
+    status = current.get("status")
+    if status == DocStatus.FAILED.value:
+        return True
+    if status == DocStatus.INDEXED.value:
+        return False
+    updated = float(str(current.get("updated_at", 0)))
+    return time.time() - updated > settings.stale_after_s
+
+
+# --- Convert, Chunk -----------------------------------------------------------------------------
+
+
+def convert(
+    doc: DocRef, *, objects: Objects, registry: Registry, settings: Settings
+) -> ConvertResult:
+    """PDF -> markdown pages, stored as one JSON artifact."""
+    _advance(registry, doc, DocStatus.CONVERTING)
+    data = objects.read(doc.bucket, doc.key)
+    if version_of(data) != doc.version:
+        raise SupersededError(f"{doc.key} changed after it was registered; the newer upload wins")
+    converted = pages_from_pdf(
+        data,
+        fallback_title=PurePosixPath(doc.key).stem,
+        limits=ConvertLimits(max_pages=settings.max_pages, timeout_s=settings.convert_timeout_s),
+    )
+    key = _artifact(settings, doc, "pages.json")
+    objects.write_json(
+        settings.artifacts_bucket,
+        key,
+        {"title": converted.title, "pages": [p.model_dump() for p in converted.pages]},
+    )
+    _advance(
+        registry,
+        doc,
+        DocStatus.CHUNKING,
+        title=converted.title,
+        pages=len(converted.pages),
+        pages_without_text=converted.pages_without_text,
+    )
+    return ConvertResult(doc=doc, title=converted.title, pages=len(converted.pages), pages_key=key)
+
+
+def chunk(
+    result: ConvertResult, *, objects: Objects, registry: Registry, settings: Settings
+) -> ChunkResult:
+    """Pages -> chunks, stored in batches that the Embed map works through."""
+    doc = result.doc
+    stored = objects.read_json(settings.artifacts_bucket, result.pages_key)
+    assert isinstance(stored, dict)
+    pages = [Page.model_validate(p) for p in stored["pages"]]
+    chunks = chunks_from_pages(
+        pages,
+        doc_id=doc.doc_id,
+        version=doc.version,
+        source=f"{doc.bucket}/{doc.key}",
+        title=result.title,
+        chunk_size=settings.chunk_size,
+        chunk_overlap=settings.chunk_overlap,
+    )
+    if not chunks:
+        raise EmptyPdfError("the PDF's text yields no passages to index")
+    size = settings.chunks_per_batch
+    batches = []
+    for n, start in enumerate(range(0, len(chunks), size)):
+        key = _artifact(settings, doc, f"chunks/{n:05d}.json")
+        batch = [c.model_dump(mode="json") for c in chunks[start : start + size]]
+        objects.write_json(settings.artifacts_bucket, key, batch)
+        batches.append(key)
+    _advance(registry, doc, DocStatus.EMBEDDING, chunks=len(chunks))
+    return ChunkResult(doc=doc, title=result.title, chunks=len(chunks), batches=batches)
+
+
+# --- Embed, Index (one batch per Map iteration) -------------------------------------------------
+
+
+def embed_batch(
+    task: BatchTask, *, objects: Objects, embedder: Embedder, settings: Settings
+) -> BatchResult:
+    """Embed one batch of chunks and store the vectors beside it."""
+    chunks = _read_chunks(objects, settings, task.batch_key)
+    vectors = embedder.embed_documents([c.embed_text for c in chunks])
+    objects.write_vectors(settings.artifacts_bucket, _vectors_key(task.batch_key), vectors)
+    return BatchResult(doc=task.doc, batch_key=task.batch_key, chunks=len(chunks))
+
+
+def index_batch(
+    task: BatchTask, *, objects: Objects, index: ChunkIndex, settings: Settings, model_id: str
+) -> BatchResult:
+    """Write one embedded batch to the search index."""
+    chunks = [
+        c.model_copy(update={"embedding_model": model_id})
+        for c in _read_chunks(objects, settings, task.batch_key)
+    ]
+    vectors = objects.read_vectors(settings.artifacts_bucket, _vectors_key(task.batch_key))
+    index.write_chunks(chunks, vectors)
+    return BatchResult(doc=task.doc, batch_key=task.batch_key, chunks=len(chunks))
+
+
+# --- Finalize, MarkFailed, Remove ----------------------------------------------------------------
+
+
+def finalize(task: FinalizeTask, *, index: ChunkIndex, registry: Registry) -> StepResult:
+    """Drop the old version's chunks and mark the document INDEXED, if this is still the
+    current version; otherwise drop this run's own chunks."""
+    doc = task.doc
+    current = registry.get(doc.doc_id)
+    if current is None:
+        index.delete_document(doc.doc_id)
+        return StepResult(doc_id=doc.doc_id, status="removed", detail="deleted meanwhile")
+    removed = index.finalize_document(doc.doc_id, current.version)
+    if current.version != doc.version:
+        return StepResult(doc_id=doc.doc_id, status="superseded", detail=json.dumps(removed))
+    _advance(registry, doc, DocStatus.INDEXED, chunks=task.chunks, error="", error_code="")
+    return StepResult(doc_id=doc.doc_id, status=DocStatus.INDEXED.value, detail=json.dumps(removed))
+
+
+def mark_failed(task: FailureTask, *, index: ChunkIndex, registry: Registry) -> StepResult:
+    """Record why a run failed, in words a user can act on, and drop the document's chunks
+    (they belong to a version of the file that no longer exists)."""
+    doc_id = doc_id_for(task.event.object_ref().source)
+    code, reason = failure_reason(task.error, task.cause)
+    if not registry.fail_if_running(doc_id, task.execution_id, code=code, reason=reason):
+        return StepResult(doc_id=doc_id, status="unchanged", detail="another run owns it")
+    index.delete_document(doc_id)
+    return StepResult(doc_id=doc_id, status=DocStatus.FAILED.value, detail=reason)
+
+
+def remove(task: StepEvent, *, index: ChunkIndex, registry: Registry) -> StepResult:
+    """An object was deleted: remove its chunks and its registry entry, unless it was
+    uploaded again after the deletion."""
+    ref = task.event.object_ref()
+    doc_id = doc_id_for(ref.source)
+    sequencer = normalized_sequencer(ref.sequencer)
+    current = registry.get_item(doc_id)
+    if current is not None and str(current.get("sequencer", "")) > sequencer:
+        return StepResult(doc_id=doc_id, status="kept", detail="uploaded again after deletion")
+    index.delete_document(doc_id)
+    registry.delete(doc_id, sequencer=sequencer)
+    return StepResult(doc_id=doc_id, status="removed")
+
+
+_PLAIN_REASONS = {
+    "States.Timeout": "a step ran out of time: split the document into smaller PDFs",
+    "Sandbox.Timedout": "a step ran out of time: split the document into smaller PDFs",
+    "Runtime.OutOfMemory": "a step ran out of memory: split the document into smaller PDFs",
+    "TIMED_OUT": "ingestion ran out of time and was stopped: upload the file again",
+    "ABORTED": "ingestion was stopped by hand: upload the file again",
+    "FAILED": "ingestion failed unexpectedly: upload the file again",
+}
+
+
+def failure_reason(error: str, cause: str) -> tuple[str, str]:
+    """(code, message) for a Step Functions error name and its cause."""
+    message = ""
+    try:
+        parsed = json.loads(cause) if cause else {}
+        if isinstance(parsed, dict):
+            message = str(parsed.get("errorMessage", ""))
+    except json.JSONDecodeError:
+        message = cause
+    known = {cls.__name__: cls.code for cls in _error_classes()}
+    if error in known:
+        return known[error], message or error
+    if error in _PLAIN_REASONS:
+        return "stopped", _PLAIN_REASONS[error]
+    return "internal", f"{error}: {message}" if message else error
+
+
+def _error_classes() -> list[type[DocchatError]]:
+    found: list[type[DocchatError]] = []
+    todo: list[type[DocchatError]] = [DocchatError]
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _advance(registry: Registry, doc: DocRef, status: DocStatus, **fields: object) -> None:
+    try:
+        registry.update(doc.doc_id, doc.version, status=status.value, **fields)
+    except StaleWriteError as exc:
+        raise SupersededError(
+            f"{doc.key}: a newer upload or a deletion took over this document"
+        ) from exc
+
+
+def _artifact(settings: Settings, doc: DocRef, name: str) -> str:
+    return f"{settings.artifacts_prefix}{doc.doc_id}/{doc.version}/{name}"
+
+
+def _vectors_key(batch_key: str) -> str:
+    return batch_key.replace("/chunks/", "/vectors/").removesuffix(".json") + ".npy"
+
+
+def _read_chunks(objects: Objects, settings: Settings, key: str) -> list[Chunk]:
+    stored = objects.read_json(settings.artifacts_bucket, key)
+    assert isinstance(stored, list)
+    return [Chunk.model_validate(c) for c in stored]
+
+
+__all__ = [
+    "SupersededError",
+    "chunk",
+    "convert",
+    "embed_batch",
+    "finalize",
+    "index_batch",
+    "mark_failed",
+    "register",
+    "remove",
+]

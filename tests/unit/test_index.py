@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.errors import DocumentNotFoundError, EmbedderMismatchError
+from docchat.errors import DocumentNotFoundError, EmbedderMismatchError, IndexSchemaError
 from docchat.models import Chunk, DocStatus, DocumentRecord
 from tests.conftest import WordEmbedder
 
@@ -162,3 +163,13 @@ def test_index_sees_writes_from_another_connection(index: SqliteIndex, tmp_path:
     _put(other, "a", "v1", ["apples"])
 
     assert len(index.vector_search(query, k=5)) == 1
+
+
+def test_index_refuses_a_file_of_another_schema(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite3"
+    SqliteIndex(path, embedding_model="test-words", dimension=64).close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
+
+    with pytest.raises(IndexSchemaError, match=r"schema 1, this one reads 2\): delete that file"):
+        SqliteIndex(path, embedding_model="test-words", dimension=64)

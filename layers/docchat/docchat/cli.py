@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from rich.console import Console
 from rich.progress import (
@@ -20,12 +21,12 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from docchat.adapters.extractive import extractive_answer
+from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.config import Settings
 from docchat.errors import DocchatError
 from docchat.ingest import IngestResult, ingest_file, pdf_paths
 from docchat.local import local_embedder, open_index
-from docchat.models import Answer, DocStatus, Passage
+from docchat.models import Answer, Citation, DocStatus, Passage
 from docchat.retrieve import hybrid_search
 
 out = Console(highlight=False, soft_wrap=True)
@@ -73,6 +74,11 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--doc", action="append", help="only this document (repeatable)")
     search.add_argument("--json", action="store_true", help="print passages as JSON")
     search.set_defaults(run=_search)
+
+    serve = commands.add_parser("serve", parents=[common], help="run the chat API locally")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.set_defaults(run=_serve)
 
     status = commands.add_parser("status", parents=[common], help="list documents and totals")
     status.add_argument("--json", action="store_true")
@@ -159,20 +165,57 @@ def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[
 
 
 def _ask(args: argparse.Namespace, settings: Settings) -> int:
-    answer = extractive_answer(args.question, _retrieve(args, settings, args.question))
+    """Stream the agent's answer: steps to stderr, text to stdout as it is written."""
+    from docchat.backend import local_backend
+
+    backend = local_backend(settings)
+    if args.top_k:
+        backend.config.top_k = args.top_k
+    index = cast(SqliteIndex, backend.library.index)
+    doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
+    events = backend.agent().run([{"role": "user", "content": args.question}], doc_ids=doc_ids)
+    text: list[str] = []
+    citations: list[Citation] = []
+    for event in events:
+        if event.type == "delta":
+            text.append(event.data["text"])
+            if not args.json:
+                sys.stdout.write(event.data["text"])
+                sys.stdout.flush()
+        elif event.type == "tool_call" and not args.json:
+            err.print(f"[dim]{event.data['name']} {json.dumps(event.data['input'])}[/dim]")
+        elif event.type == "citations":
+            citations = [Citation.model_validate(c) for c in event.data["citations"]]
+        elif event.type == "error":
+            raise DocchatError(event.data["message"])
+    answer = Answer(text="".join(text), citations=citations, mode=backend.mode)
     if args.json:
         out.print_json(answer.model_dump_json())
     else:
-        _print_answer(answer)
+        _print_sources(answer)
     return 0
 
 
-def _print_answer(answer: Answer) -> None:
-    out.print(answer.text)
+def _print_sources(answer: Answer) -> None:
     if answer.citations:
-        out.print("\nSources")
+        out.print("\n\nSources")
     for c in answer.citations:
         out.print(f"  [{c.number}] {c.title}, page {c.page} ({Path(c.source).name})", markup=False)
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the chat API (the same app the Lambda runs) on this machine."""
+    import uvicorn
+
+    from docchat.api import create_app
+    from docchat.backend import local_backend
+
+    backend = local_backend(settings)  # opened now, so a bad data directory fails at start
+    err.print(
+        f"docchat serving {settings.data_dir} on http://{args.host}:{args.port} ({backend.mode})"
+    )
+    uvicorn.run(create_app(lambda: backend), host=args.host, port=args.port, log_level="warning")
+    return 0
 
 
 def _search(args: argparse.Namespace, settings: Settings) -> int:

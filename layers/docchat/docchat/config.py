@@ -33,6 +33,17 @@ class Settings(BaseModel):
     )
     top_k: int = Field(5, ge=1, le=50, description="passages an answer draws on")
     candidates: int = Field(50, ge=1, le=1000, description="k-NN and BM25 candidates before fusion")
+    # Chat
+    model_provider: str = Field(
+        "", pattern="^(|none|anthropic|bedrock)$", description="none, anthropic or bedrock"
+    )
+    model_id: str = Field("", description="Claude model id; empty: the provider's default")
+    anthropic_api_key: str = Field("", description="Anthropic API key (or ANTHROPIC_API_KEY)")
+    system_prompt: str = Field("", description="replaces the built-in system prompt")
+    max_rounds: int = Field(4, ge=1, le=10, description="model turns per answer")
+    max_tokens: int = Field(1024, ge=64, le=8192, description="answer length limit in tokens")
+    reranker: str = Field("none", pattern="^(none|bedrock)$", description="none or bedrock")
+    rerank_model_id: str = Field("cohere.rerank-v3-5:0", description="Bedrock rerank model")
     # Cloud pipeline
     region: str = Field("", description="AWS region (AWS_REGION in Lambda)")
     documents_table: str = Field("", description="DynamoDB table of document status")
@@ -65,6 +76,8 @@ class Settings(BaseModel):
         }
         if "region" not in values and environ.get("AWS_REGION"):
             values["region"] = environ["AWS_REGION"]
+        if "anthropic_api_key" not in values and environ.get("ANTHROPIC_API_KEY"):
+            values["anthropic_api_key"] = environ["ANTHROPIC_API_KEY"]
         values.update({k: v for k, v in overrides.items() if v is not None})
         try:
             return cls.model_validate(values)
@@ -74,6 +87,13 @@ class Settings(BaseModel):
                 for e in exc.errors()
             )
             raise ConfigError(f"invalid configuration: {problems}") from exc
+
+    @property
+    def chat_provider(self) -> str:
+        """The model provider in force: explicit, or `anthropic` when a key is configured."""
+        if self.model_provider:
+            return self.model_provider
+        return "anthropic" if self.anthropic_api_key else "none"
 
     @property
     def index_path(self) -> Path:

@@ -94,3 +94,9 @@ class StaleWriteError(DocchatError):
     """A newer version or event owns the document now; this write was dropped."""
 
     code = "stale_write"
+
+
+class IndexSchemaError(DocchatError):
+    """The index file was written by a docchat with another layout."""
+
+    code = "index_schema"

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from docchat.embed import Vectors
-from docchat.errors import DocumentNotFoundError, EmbedderMismatchError
+from docchat.errors import DocumentNotFoundError, EmbedderMismatchError, IndexSchemaError
 from docchat.models import Chunk, DocStatus, DocumentRecord
 
 _SCHEMA = """
@@ -39,6 +39,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5 (
 );
 """
 _WORD = re.compile(r"\w+", re.UNICODE)
+SCHEMA_VERSION = "2"
 
 
 class SqliteIndex:
@@ -87,9 +88,19 @@ class SqliteIndex:
             if not meta:
                 self._db.executemany(
                     "INSERT INTO meta VALUES (?, ?)",
-                    [("embedding_model", self.embedding_model), ("dimension", str(self.dimension))],
+                    [
+                        ("embedding_model", self.embedding_model),
+                        ("dimension", str(self.dimension)),
+                        ("schema", SCHEMA_VERSION),
+                    ],
                 )
                 return
+        if meta.get("schema") != SCHEMA_VERSION:
+            raise IndexSchemaError(
+                f"the index at {self.path} was written by another docchat version "
+                f"(schema {meta.get('schema', '1')}, this one reads {SCHEMA_VERSION}): "
+                "delete that file or use another --data-dir, and ingest the documents again"
+            )
         if (meta["embedding_model"], int(meta["dimension"])) != (
             self.embedding_model,
             self.dimension,

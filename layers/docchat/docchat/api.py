@@ -1,0 +1,245 @@
+"""The chat API (FastAPI): the same app under uvicorn locally and behind the Lambda Web Adapter.
+
+POST /chat                 Server-Sent Events: status, tool_call, sources, delta, citations,
+                           then done or error
+POST /v1/chat/completions  OpenAI-compatible, streamed or not; citations in an extra field
+GET  /documents, /documents/{id}, /health
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, Field, field_validator
+from starlette.exceptions import HTTPException
+
+from docchat.agent import ChatEvent
+from docchat.backend import ChatBackend
+
+MAX_MESSAGES = 50
+MAX_MESSAGE_CHARS = 20_000
+MAX_TOTAL_CHARS = 100_000
+MAX_BODY_BYTES = 512 * 1024
+MAX_DOC_IDS = 100
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+class ChatMessage(BaseModel):
+    role: Literal["user", "assistant"]
+    content: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
+
+
+class ChatRequest(BaseModel):
+    """The whole conversation (the API keeps no state) and an optional document filter."""
+
+    messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    doc_ids: list[str] | None = Field(None, max_length=MAX_DOC_IDS)
+
+    @field_validator("messages")
+    @classmethod
+    def _ends_with_user(cls, messages: list[ChatMessage]) -> list[ChatMessage]:
+        if messages[-1].role != "user":
+            raise ValueError("the last message must be the user's question")
+        if sum(len(m.content) for m in messages) > MAX_TOTAL_CHARS:
+            raise ValueError(f"the conversation is longer than {MAX_TOTAL_CHARS} characters")
+        return messages
+
+
+class OpenAIMessage(BaseModel):
+    role: Literal["system", "user", "assistant", "developer", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return " ".join(
+            str(p.get("text", "")) for p in self.content or [] if p.get("type") == "text"
+        )
+
+
+class CompletionRequest(BaseModel):
+    model: str = "docchat"
+    messages: list[OpenAIMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    stream: bool = False
+    doc_ids: list[str] | None = Field(None, max_length=MAX_DOC_IDS)
+
+
+def create_app(backend: Callable[[], ChatBackend]) -> FastAPI:
+    """The app; `backend` is called on first use so that start-up stays light."""
+    app = FastAPI(title="docchat", version="0.1.0")
+    cache: dict[str, ChatBackend] = {}
+
+    def get_backend() -> ChatBackend:
+        if "backend" not in cache:
+            cache["backend"] = backend()
+        return cache["backend"]
+
+    @app.middleware("http")
+    async def limit_body(request: Request, call_next: Callable[..., Any]) -> Any:
+        length = request.headers.get("content-length")
+        if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
+            return _error(413, f"the request body is larger than {MAX_BODY_BYTES} bytes")
+        return await call_next(request)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        if any(e.get("type") == "json_invalid" for e in errors):
+            return _error(400, "the body is not valid JSON")
+        details = [
+            {"field": ".".join(str(p) for p in e.get("loc", ())[1:]), "problem": e.get("msg")}
+            for e in errors
+        ]
+        message = "; ".join(f"{d['field'] or 'body'}: {d['problem']}" for d in details)
+        return _error(422, f"invalid request: {message}", details=details)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail))
+
+    @app.get("/health")
+    def health() -> dict[str, Any]:
+        live = get_backend()
+        return {"status": "ok", "mode": live.mode, "documents": len(live.library.documents())}
+
+    @app.get("/documents")
+    def documents() -> dict[str, Any]:
+        return {"documents": [d.model_dump(mode="json") for d in get_backend().library.documents()]}
+
+    @app.get("/documents/{doc_id}")
+    def document(doc_id: str) -> dict[str, Any]:
+        record = get_backend().library.document(doc_id)
+        if record is None:
+            raise HTTPException(404, f"no document with id {doc_id!r}: GET /documents lists them")
+        return record.model_dump(mode="json")
+
+    @app.post("/chat")
+    def chat(request: ChatRequest) -> StreamingResponse:
+        live = get_backend()
+        _check_doc_ids(live, request.doc_ids)
+        messages = [m.model_dump() for m in request.messages]
+        events = live.agent().run(messages, doc_ids=request.doc_ids)
+        return StreamingResponse(_sse(events), media_type="text/event-stream", headers=SSE_HEADERS)
+
+    @app.post("/v1/chat/completions", response_model=None)
+    def completions(request: CompletionRequest) -> StreamingResponse | dict[str, Any]:
+        live = get_backend()
+        _check_doc_ids(live, request.doc_ids)
+        messages = [
+            {"role": m.role, "content": m.text()}
+            for m in request.messages
+            if m.role in ("user", "assistant") and m.text()
+        ]
+        if not messages or messages[-1]["role"] != "user":
+            raise HTTPException(422, "invalid request: the last message must be the user's")
+        events = live.agent().run(messages, doc_ids=request.doc_ids)
+        if request.stream:
+            return StreamingResponse(
+                _openai_stream(events, request.model),
+                media_type="text/event-stream",
+                headers=SSE_HEADERS,
+            )
+        return _openai_completion(events, request.model)
+
+    return app
+
+
+def _check_doc_ids(backend: ChatBackend, doc_ids: list[str] | None) -> None:
+    if doc_ids is None:
+        return
+    unknown = [d for d in doc_ids if backend.library.document(d) is None]
+    if unknown:
+        raise HTTPException(
+            404, f"unknown document ids: {', '.join(unknown)}; GET /documents lists them"
+        )
+
+
+def _error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": {"status": status, "message": message, **extra}}, status)
+
+
+def _sse(events: Iterator[ChatEvent]) -> Iterator[str]:
+    for event in events:
+        yield f"event: {event.type}\ndata: {json.dumps(event.data, ensure_ascii=False)}\n\n"
+
+
+def _openai_stream(events: Iterator[ChatEvent], model: str) -> Iterator[str]:
+    completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+    created = int(time.time())
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        body = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            **extra,
+        }
+        return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    citations: list[Any] = []
+    for event in events:
+        if event.type == "delta":
+            yield chunk({"content": event.data["text"]})
+        elif event.type == "citations":
+            citations = event.data["citations"]
+        elif event.type == "error":
+            yield f"data: {json.dumps({'error': event.data})}\n\n"
+            return
+    yield chunk({}, "stop", citations=citations)
+    yield "data: [DONE]\n\n"
+
+
+def _openai_completion(events: Iterator[ChatEvent], model: str) -> dict[str, Any]:
+    text: list[str] = []
+    citations: list[Any] = []
+    usage: dict[str, Any] = {}
+    for event in events:
+        if event.type == "delta":
+            text.append(event.data["text"])
+        elif event.type == "citations":
+            citations = event.data["citations"]
+        elif event.type == "done":
+            usage = event.data["usage"]
+        elif event.type == "error":
+            raise HTTPException(502, f"the model failed: {event.data['message']}")
+    prompt, completion = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "".join(text)},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+        "citations": citations,
+    }
+
+
+def local_app() -> FastAPI:
+    """The app over the local data directory (`docchat serve`, or `uvicorn --factory`)."""
+    import os
+
+    from docchat.backend import local_backend
+    from docchat.config import Settings
+
+    settings = Settings.from_env(os.environ)
+    return create_app(lambda: local_backend(settings))

@@ -1,0 +1,84 @@
+"""The chat-model contract the agent talks to: a streamed turn of text and tool calls.
+
+Messages use the Anthropic Messages shape, which every adapter understands:
+`{"role": "user" | "assistant", "content": str | [block, ...]}` with blocks
+`{"type": "text", "text": ...}`, `{"type": "tool_use", "id", "name", "input"}` and
+`{"type": "tool_result", "tool_use_id", "content": str, "is_error": bool}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from docchat.errors import DocchatError
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the answer, streamed as the model writes it."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """The model asks for a tool; the turn ends after its tool calls."""
+
+    id: str
+    name: str
+    input: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    stop_reason: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+ModelEvent = TextDelta | ToolUse | TurnEnd
+
+
+class ChatModel(Protocol):
+    """One streamed model turn: text deltas as they come, then tool calls, then TurnEnd."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    def stream(
+        self,
+        *,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int,
+    ) -> Iterator[ModelEvent]: ...
+
+
+class ModelError(DocchatError):
+    """The language model failed or refused the request."""
+
+    code = "model_failed"
+
+
+class ModelUnavailableError(ModelError):
+    """Overloaded, rate-limited or unreachable: try again shortly."""
+
+    code = "model_unavailable"
+
+
+class ModelAccessError(ModelError):
+    """Bad credentials, or no access to the model: fix the configuration."""
+
+    code = "model_access"

@@ -1,0 +1,86 @@
+"""Shared by the chat tests: a scripted model and a two-document library."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.library import Library
+from docchat.llm import Message, ModelEvent, ModelUnavailableError, ToolSpec
+from docchat.models import Chunk, DocStatus, DocumentRecord
+from tests.conftest import WordEmbedder
+
+PAGES = {
+    "bridges": [
+        "The old bridge was closed in 1998 after an inspection found cracks.",
+        "A new bridge opened in 2004; it carries four lanes and a cycle path.",
+    ],
+    "ferries": ["The ferry to the island leaves every hour from the north pier."],
+}
+
+
+class ScriptedModel:
+    """Plays back one list of events per turn and records what it was sent."""
+
+    model_id = "scripted"
+
+    def __init__(
+        self, turns: list[list[ModelEvent]], *, fail_after: int | None = None, pause: float = 0.0
+    ) -> None:
+        self.turns = turns
+        self.calls: list[dict[str, Any]] = []
+        self.fail_after = fail_after
+        self.pause = pause  # seconds between events, to watch streaming happen
+        self.finished_at: float | None = None
+
+    def stream(
+        self,
+        *,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int,
+    ) -> Iterator[ModelEvent]:
+        self.calls.append({"messages": [dict(m) for m in messages], "tools": list(tools)})
+        turn = self.turns[min(len(self.calls), len(self.turns)) - 1]
+        for n, event in enumerate(turn):
+            if self.fail_after is not None and n == self.fail_after:
+                raise ModelUnavailableError("the model is overloaded: try again shortly")
+            time.sleep(self.pause)
+            yield event
+        self.finished_at = time.monotonic()
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Library:
+    embedder = WordEmbedder()
+    index = SqliteIndex(tmp_path / "i.sqlite3", embedding_model=embedder.model_id, dimension=64)
+    for doc_id, pages in PAGES.items():
+        text = "\n".join(pages)
+        breaks = [len(pages[0]) + 1] if len(pages) > 1 else []
+        chunk = Chunk(
+            chunk_id=f"{doc_id}:0",
+            doc_id=doc_id,
+            version="v",
+            source=f"{doc_id}.pdf",
+            title=doc_id.title(),
+            headings=[],
+            page_start=1,
+            page_end=len(pages),
+            page_breaks=breaks,
+            text=text,
+        )
+        record = DocumentRecord(
+            doc_id=doc_id,
+            source=f"{doc_id}.pdf",
+            title=doc_id.title(),
+            pages=len(pages),
+            status=DocStatus.INDEXED,
+        )
+        index.replace_document(record, [chunk], embedder.embed_documents([text]))
+    return Library(index=index, embedder=embedder, registry=index)

@@ -1,0 +1,184 @@
+"""The agent's tool loop with a scripted model: event order, guards, citations, errors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from docchat.agent import Agent, AgentConfig, ChatEvent
+from docchat.library import Library, SearchResult
+from docchat.llm import TextDelta, ToolUse, TurnEnd
+from docchat.models import Passage
+from tests.chatkit import ScriptedModel, library
+
+__all__ = ["library"]  # the fixture
+
+
+def _types(events: list[ChatEvent]) -> list[str]:
+    return [e.type for e in events]
+
+
+def _search(query: str, call_id: str = "t1", **extra: Any) -> ToolUse:
+    return ToolUse(id=call_id, name="search_documents", input={"query": query, **extra})
+
+
+def test_agent_searches_then_streams_a_cited_answer(library: Library) -> None:
+    model = ScriptedModel(
+        [
+            [TextDelta("Let me look."), _search("new bridge opened"), TurnEnd("tool_use", 10, 5)],
+            [
+                TextDelta("A new bridge opened in 2004 "),
+                TextDelta("[1]."),
+                TurnEnd("end_turn", 30, 8),
+            ],
+        ]
+    )
+
+    events = list(Agent(library, model).run([{"role": "user", "content": "When did it open?"}]))
+
+    assert _types(events) == [
+        "status",
+        "delta",
+        "tool_call",
+        "sources",
+        "delta",
+        "delta",
+        "citations",
+        "done",
+    ]
+    sources = events[3].data["passages"]
+    assert sources[0]["number"] == 1 and sources[0]["doc_id"] == "bridges"
+    [citation] = events[6].data["citations"]
+    assert citation["page"] == 2  # the quoted sentence is on page 2 of the chunk
+    assert (
+        citation["quote"] == "A new bridge opened in 2004; it carries four lanes and a cycle path."
+    )
+    assert events[-1].data["usage"] == {"input_tokens": 40, "output_tokens": 13}
+    tool_result = model.calls[1]["messages"][-1]["content"][0]
+    assert tool_result["type"] == "tool_result" and "[1] Bridges, pp. 1-2" in tool_result["content"]
+
+
+def test_agent_drops_citations_to_passages_never_retrieved(library: Library) -> None:
+    model = ScriptedModel(
+        [
+            [_search("ferry island"), TurnEnd("tool_use")],
+            [TextDelta("The ferry leaves hourly [1], as the atlas says [7]."), TurnEnd("end_turn")],
+        ]
+    )
+
+    events = list(Agent(library, model).run([{"role": "user", "content": "How often?"}]))
+
+    citations = next(e for e in events if e.type == "citations").data["citations"]
+    assert [(c["number"], c["doc_id"]) for c in citations] == [(1, "ferries")]
+
+
+def test_agent_refuses_a_repeated_identical_call(library: Library) -> None:
+    model = ScriptedModel(
+        [
+            [_search("bridge", "a"), TurnEnd("tool_use")],
+            [_search("bridge", "b"), TurnEnd("tool_use")],
+            [TextDelta("Done [1]."), TurnEnd("end_turn")],
+        ]
+    )
+
+    events = list(Agent(library, model).run([{"role": "user", "content": "bridge?"}]))
+
+    assert _types(events).count("sources") == 1
+    repeated = model.calls[2]["messages"][-1]["content"][0]
+    assert repeated["is_error"] and "already made this exact call" in repeated["content"]
+
+
+def test_agent_stops_after_max_rounds_and_forces_an_answer(library: Library) -> None:
+    looping = [[_search(f"query {n}", f"id{n}"), TurnEnd("tool_use")] for n in range(3)]
+    model = ScriptedModel([*looping, [TextDelta("Best I can say [1]."), TurnEnd("end_turn")]])
+
+    events = list(
+        Agent(library, model, AgentConfig(max_rounds=3)).run(
+            [{"role": "user", "content": "bridge?"}]
+        )
+    )
+
+    assert len(model.calls) == 3
+    assert model.calls[-1]["tools"] == []  # the last round may only answer
+    assert _types(events)[-2:] == ["citations", "done"]
+
+
+def test_agent_model_error_mid_stream_ends_with_error_event(library: Library) -> None:
+    model = ScriptedModel(
+        [[TextDelta("Partial "), TextDelta("answer"), TurnEnd("end_turn")]], fail_after=1
+    )
+
+    events = list(Agent(library, model).run([{"role": "user", "content": "bridge?"}]))
+
+    assert _types(events) == ["status", "delta", "error"]
+    assert events[-1].data == {
+        "code": "model_unavailable",
+        "message": "the model is overloaded: try again shortly",
+    }
+
+
+def test_agent_keeps_search_inside_the_chat_document_filter(library: Library) -> None:
+    model = ScriptedModel(
+        [
+            [_search("bridge", doc_ids=["bridges"]), TurnEnd("tool_use")],
+            [TextDelta("Nothing about bridges here."), TurnEnd("end_turn")],
+        ]
+    )
+
+    events = list(
+        Agent(library, model).run([{"role": "user", "content": "bridge?"}], doc_ids=["ferries"])
+    )
+
+    docs = {p["doc_id"] for e in events if e.type == "sources" for p in e.data["passages"]}
+    assert docs == {"ferries"}
+
+
+def test_agent_reads_pages_and_lists_documents(library: Library) -> None:
+    model = ScriptedModel(
+        [
+            [
+                ToolUse("l", "list_documents", {}),
+                ToolUse("r", "read_pages", {"doc_id": "bridges", "first_page": 2, "last_page": 9}),
+                TurnEnd("tool_use"),
+            ],
+            [TextDelta("It has four lanes [1]."), TurnEnd("end_turn")],
+        ]
+    )
+
+    events = list(Agent(library, model).run([{"role": "user", "content": "lanes?"}]))
+
+    results = model.calls[1]["messages"][-1]["content"]
+    assert "- bridges: Bridges (2 pages)" in results[0]["content"]
+    assert "[1] Bridges, pp. 1-2" in results[1]["content"]
+    assert next(e for e in events if e.type == "citations").data["citations"][0]["page"] == 2
+
+
+def test_agent_without_model_answers_extractively_with_pages(library: Library) -> None:
+    events = list(
+        Agent(library, None).run([{"role": "user", "content": "When did the new bridge open?"}])
+    )
+
+    assert _types(events)[:3] == ["status", "tool_call", "sources"]
+    text = "".join(e.data["text"] for e in events if e.type == "delta")
+    assert text.startswith("No language model is configured")
+    citations = next(e for e in events if e.type == "citations").data["citations"]
+    assert citations[0]["page"] == 2 and "2004" in citations[0]["quote"]
+    assert events[-1].data["mode"] == "extractive"
+
+
+class FailingReranker:
+    def rerank(self, query: str, passages: Sequence[Passage], *, top_n: int) -> list[Passage]:
+        from docchat.errors import DocchatError
+
+        raise DocchatError("rerank model unavailable in this region")
+
+
+def test_library_falls_back_to_fused_order_when_rerank_fails(library: Library) -> None:
+    library.reranker = FailingReranker()
+
+    result = library.search("bridge", top_k=2)
+
+    assert isinstance(result, SearchResult)
+    assert not result.reranked
+    assert result.rerank_note == "rerank model unavailable in this region"
+    assert [p.chunk.doc_id for p in result.passages][0] == "bridges"

@@ -40,13 +40,24 @@ DOCS_BUCKET = "docchat-documents"
 ARTIFACTS_BUCKET = "docchat-artifacts"
 TABLE = "docchat-documents"
 FUNCTIONS = (
-    "register", "convert", "chunk", "embed", "index", "finalize", "mark_failed", "remove",
+    "register",
+    "convert",
+    "chunk",
+    "embed",
+    "index",
+    "finalize",
+    "mark_failed",
+    "remove",
     "watchdog",
 )
 ARN_NAMES = {
-    "RegisterFunctionArn": "register", "ConvertFunctionArn": "convert",
-    "ChunkFunctionArn": "chunk", "EmbedFunctionArn": "embed", "IndexFunctionArn": "index",
-    "FinalizeFunctionArn": "finalize", "MarkFailedFunctionArn": "mark_failed",
+    "RegisterFunctionArn": "register",
+    "ConvertFunctionArn": "convert",
+    "ChunkFunctionArn": "chunk",
+    "EmbedFunctionArn": "embed",
+    "IndexFunctionArn": "index",
+    "FinalizeFunctionArn": "finalize",
+    "MarkFailedFunctionArn": "mark_failed",
     "RemoveFunctionArn": "remove",
 }
 
@@ -73,7 +84,7 @@ class FakeBedrock:
         self.throttle_next = 0
         self._lock = threading.Lock()
 
-    def invoke_model(self, *, modelId: str, body: str, **_: Any) -> dict[str, Any]:  # noqa: N803
+    def invoke_model(self, *, modelId: str, body: str, **_: Any) -> dict[str, Any]:
         with self._lock:
             self.calls += 1
             if self.throttle_next > 0:
@@ -113,10 +124,19 @@ class Pipeline:
     def event(self, kind: str, key: str, sequencer: str | None = None) -> dict[str, Any]:
         obj: dict[str, Any] = {"key": key, "sequencer": sequencer or self.next_sequencer()}
         return {
-            "version": "0", "id": str(uuid.uuid4()), "detail-type": kind, "source": "aws.s3",
-            "account": ACCOUNT, "region": REGION, "resources": [f"arn:aws:s3:::{DOCS_BUCKET}"],
-            "detail": {"version": "0", "bucket": {"name": DOCS_BUCKET}, "object": obj,
-                       "reason": "PutObject" if kind == "Object Created" else "DeleteObject"},
+            "version": "0",
+            "id": str(uuid.uuid4()),
+            "detail-type": kind,
+            "source": "aws.s3",
+            "account": ACCOUNT,
+            "region": REGION,
+            "resources": [f"arn:aws:s3:::{DOCS_BUCKET}"],
+            "detail": {
+                "version": "0",
+                "bucket": {"name": DOCS_BUCKET},
+                "object": obj,
+                "reason": "PutObject" if kind == "Object Created" else "DeleteObject",
+            },
         }
 
     def upload(self, key: str, data: bytes) -> dict[str, Any]:
@@ -150,7 +170,9 @@ def _definition() -> str:
     """The real definition with the stack's substitutions, retry waits cut to under a second."""
     text = (REPO / "infra" / "statemachine" / "ingest.asl.json").read_text()
     for placeholder, name in ARN_NAMES.items():
-        text = text.replace("${%s}" % placeholder, f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}")
+        text = text.replace(
+            "${" + placeholder + "}", f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
+        )
     definition = json.loads(text)
 
     def shorten(node: Any) -> None:
@@ -172,13 +194,20 @@ def _definition() -> str:
 @pytest.fixture
 def pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pipeline]:
     env = {
-        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION,
-        "POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_NAMESPACE": "docchat-test",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_NAMESPACE": "docchat-test",
         "POWERTOOLS_LOG_LEVEL": "WARNING",
-        "DOCCHAT_DOCUMENTS_TABLE": TABLE, "DOCCHAT_ARTIFACTS_BUCKET": ARTIFACTS_BUCKET,
-        "DOCCHAT_EMBEDDER": "titan", "DOCCHAT_EMBED_DIMENSION": "256",
-        "DOCCHAT_EMBED_CONCURRENCY": "2", "DOCCHAT_CHUNKS_PER_BATCH": "2",
+        "DOCCHAT_DOCUMENTS_TABLE": TABLE,
+        "DOCCHAT_ARTIFACTS_BUCKET": ARTIFACTS_BUCKET,
+        "DOCCHAT_EMBEDDER": "titan",
+        "DOCCHAT_EMBED_DIMENSION": "256",
+        "DOCCHAT_EMBED_CONCURRENCY": "2",
+        "DOCCHAT_CHUNKS_PER_BATCH": "2",
         "DOCCHAT_DATA_DIR": str(tmp_path / "index"),
     }
     for key, value in env.items():
@@ -192,8 +221,14 @@ def pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pipeli
     handlers = {name: _load_handler(name) for name in FUNCTIONS}
     calls: Counter[str] = Counter()
 
-    def invoke(self: Any, function_name: str, qualifier: Any, body: Any, headers: Any,
-               response_headers: dict[str, str]) -> bytes:
+    def invoke(
+        self: Any,
+        function_name: str,
+        qualifier: Any,
+        body: Any,
+        headers: Any,
+        response_headers: dict[str, str],
+    ) -> bytes:
         name = function_name.rsplit(":", 1)[-1]
         calls[name] += 1
         event = json.loads(body) if body else {}
@@ -206,8 +241,9 @@ def pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pipeli
         return json.dumps(result).encode()
 
     monkeypatch.setattr(LambdaSimpleBackend, "invoke", invoke)
-    with mock_aws(config={"stepfunctions": {"execute_state_machine": True},
-                          "lambda": {"use_docker": False}}):
+    with mock_aws(
+        config={"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
+    ):
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket=DOCS_BUCKET)
         s3.create_bucket(Bucket=ARTIFACTS_BUCKET)
@@ -219,7 +255,8 @@ def pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pipeli
         )
         sfn = boto3.client("stepfunctions", region_name=REGION)
         arn = sfn.create_state_machine(
-            name="ingest", definition=_definition(),
+            name="ingest",
+            definition=_definition(),
             roleArn=f"arn:aws:iam::{ACCOUNT}:role/ingest",
         )["stateMachineArn"]
         services.cache_clear()

@@ -6,7 +6,6 @@ import json
 
 from docchat.ingest import doc_id_for
 from docchat.models import DocStatus
-
 from tests.functions.conftest import DOCS_BUCKET, Pipeline
 from tests.pdfgen import make_pdf
 
@@ -15,7 +14,10 @@ def _pdf(topic: str, pages: int = 3) -> bytes:
     return make_pdf(
         [
             [("h1", f"{topic} chapter {n}")]
-            + [("body", f"Line {i} of page {n} explains {topic} in plain words.") for i in range(25)]
+            + [
+                ("body", f"Line {i} of page {n} explains {topic} in plain words.")
+                for i in range(25)
+            ]
             for n in range(1, pages + 1)
         ]
     )
@@ -31,7 +33,11 @@ def test_upload_is_indexed_with_every_chunk(pipeline: Pipeline) -> None:
     assert execution["status"] == "SUCCEEDED", execution
     record = pipeline.services.registry.get(_doc_id("reports/bridges.pdf"))
     assert record is not None
-    assert (record.status, record.pages, record.title) == (DocStatus.INDEXED, 3, "bridges chapter 1")
+    assert (record.status, record.pages, record.title) == (
+        DocStatus.INDEXED,
+        3,
+        "bridges chapter 1",
+    )
     index = pipeline.services.index
     assert record.chunks > 2  # more than one batch went through the Map
     assert index.count(record.doc_id) == record.chunks
@@ -49,9 +55,9 @@ def test_same_bytes_again_do_no_work(pipeline: Pipeline) -> None:
 
     assert again["status"] == "SUCCEEDED"
     assert pipeline.states_entered(again)[-1] == "Unchanged"
-    assert {k: v - before.get(k, 0) for k, v in pipeline.calls.items() if v != before.get(k, 0)} == {
-        "register": 1
-    }
+    assert {
+        k: v - before.get(k, 0) for k, v in pipeline.calls.items() if v != before.get(k, 0)
+    } == {"register": 1}
 
 
 def test_changed_bytes_replace_the_old_chunks(pipeline: Pipeline) -> None:
@@ -113,7 +119,9 @@ def test_bedrock_throttling_is_retried_and_completes(pipeline: Pipeline) -> None
     assert record is not None and record.status == DocStatus.INDEXED
     assert pipeline.services.index.count(record.doc_id) == record.chunks
     history = pipeline.sfn.get_execution_history(executionArn=execution["executionArn"])["events"]
-    failed = [e for e in history if e["type"] == "LambdaFunctionFailed" or "TaskFailed" in e["type"]]
+    failed = [
+        e for e in history if e["type"] == "LambdaFunctionFailed" or "TaskFailed" in e["type"]
+    ]
     assert failed, "the throttled Embed call should have failed once and been retried"
     assert "EmbeddingThrottledError" in json.dumps(failed[0], default=str)
 

@@ -181,4 +181,4 @@ def test_library_falls_back_to_fused_order_when_rerank_fails(library: Library) -
     assert isinstance(result, SearchResult)
     assert not result.reranked
     assert result.rerank_note == "rerank model unavailable in this region"
-    assert [p.chunk.doc_id for p in result.passages][0] == "bridges"
+    assert result.passages[0].chunk.doc_id == "bridges"

@@ -683,3 +683,62 @@ def test_client_for_https_signs_with_sigv4_for_the_service(
 def test_client_for_rejects_an_unknown_service() -> None:
     with pytest.raises(ConfigError, match="'aos'"):
         client_for("search-docs.eu-west-1.es.amazonaws.com", region="eu-west-1", service="aos")
+
+
+def test_document_chunks_lists_a_documents_chunks_in_order() -> None:
+    """Reading pages needs every chunk of one document, found by doc_id, in reading order."""
+    from docchat.adapters.opensearch_index import OpenSearchIndex
+
+    class Client:
+        def __init__(self) -> None:
+            self.bodies: list[dict[str, object]] = []
+
+        def search(self, *, index: str, body: dict[str, object]) -> dict[str, object]:
+            self.bodies.append(body)
+            if "sort" in body:
+                ids = ["d:v:00001", "d:v:00000"]
+                return {
+                    "hits": {
+                        "hits": [
+                            {"_id": str(n), "_source": {"chunk_id": c, "version": "v"}, "sort": [c]}
+                            for n, c in enumerate(ids)
+                        ]
+                    }
+                }
+            return {
+                "hits": {
+                    "hits": [
+                        {
+                            "_id": "x",
+                            "_source": {
+                                "chunk_id": c,
+                                "doc_id": "d",
+                                "version": "v",
+                                "source": "b/d.pdf",
+                                "title": "D",
+                                "headings": [],
+                                "page_start": n + 1,
+                                "page_end": n + 1,
+                                "page_breaks": [],
+                                "text": f"page {n + 1}",
+                                "embedding_model": "m",
+                            },
+                        }
+                        for n, c in enumerate(["d:v:00000", "d:v:00001"])
+                    ]
+                }
+            }
+
+    client = Client()
+    index = OpenSearchIndex(
+        client=client,
+        embedding_model="m",
+        dimension=8,  # type: ignore[arg-type]
+        serverless=True,
+    )
+
+    chunks = index.document_chunks("d")
+
+    assert [c.text for c in chunks] == ["page 1", "page 2"]
+    assert client.bodies[0]["query"] == {"term": {"doc_id": "d"}}
+    assert client.bodies[1]["query"] == {"terms": {"chunk_id": ["d:v:00000", "d:v:00001"]}}

@@ -243,3 +243,10 @@ def local_app() -> FastAPI:
 
     settings = Settings.from_env(os.environ)
     return create_app(lambda: local_backend(settings))
+
+
+def cloud_app() -> FastAPI:
+    """The app the chat Lambda runs (uvicorn --factory docchat.api:cloud_app)."""
+    from docchat.cloud import services
+
+    return create_app(lambda: services().backend)

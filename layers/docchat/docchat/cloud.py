@@ -84,6 +84,31 @@ class CloudServices:
         index.ensure_index()
         return index
 
+    @cached_property
+    def backend(self) -> Any:
+        """The chat side: OpenSearch, Bedrock embeddings, the registry, rerank and Claude."""
+        from docchat.backend import ChatBackend, agent_config, chat_model
+        from docchat.library import Library
+
+        settings = self.settings
+        reranker = None
+        if settings.reranker == "bedrock":
+            from docchat.adapters.bedrock_reranker import BedrockReranker
+
+            reranker = BedrockReranker(
+                model_id=settings.rerank_model_id, region=settings.region or None
+            )
+        library = Library(
+            index=self.index,
+            embedder=self.embedder,
+            registry=self.registry,
+            reranker=reranker,
+            candidates=settings.candidates,
+        )
+        return ChatBackend(
+            library=library, model=chat_model(settings), config=agent_config(settings)
+        )
+
 
 @cache
 def services() -> CloudServices:

@@ -26,7 +26,10 @@ class DynamoRegistry:
         ).get("Item")
         return item
 
-    def list(self) -> list[DocumentRecord]:
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        return self.get(doc_id)
+
+    def documents(self) -> list[DocumentRecord]:
         items: list[dict[str, Any]] = []
         kwargs: dict[str, Any] = {}
         while True:

@@ -269,6 +269,12 @@ class OpenSearchIndex:
                 found.setdefault(source["chunk_id"], Chunk.model_validate(source))
         return found
 
+    def document_chunks(self, doc_id: str) -> list[Chunk]:
+        """Every chunk of a document, in reading order (chunk ids end in their ordinal)."""
+        ids = {hit["_source"]["chunk_id"] for hit in self._hits_of(doc_id, action="reading pages")}
+        found = self.chunks(sorted(ids))
+        return [found[i] for i in sorted(found)]
+
     # --- plumbing ----------------------------------------------------------------------------
 
     def _action(self, chunk: Chunk) -> str:

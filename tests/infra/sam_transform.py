@@ -1,0 +1,31 @@
+"""Run by SAM CLI's own Python: translate template.yaml as `sam deploy` would, print JSON.
+
+`sam validate --lint` accepts some templates the translator later refuses at deploy time
+(a non-literal DefaultAuthorizer, say); translating finds those here, offline.
+"""
+
+import json
+import sys
+
+from samtranslator.translator.transform import transform
+from samtranslator.yaml_helper import yaml_parse
+
+
+class _NoManagedPolicies:
+    def load(self) -> dict[str, str]:
+        return {}
+
+
+def main(path: str, parameters: str) -> None:
+    template = yaml_parse(open(path).read())
+    for resource in template["Resources"].values():
+        properties = resource.get("Properties", {})
+        for key in ("CodeUri", "ContentUri", "DefinitionUri"):
+            if key in properties:  # `sam package` would have uploaded these
+                properties[key] = "s3://packaged-artifacts/key"
+    translated = transform(template, json.loads(parameters), _NoManagedPolicies())
+    json.dump(translated, sys.stdout)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -17,7 +17,8 @@ class _NoManagedPolicies:
 
 
 def main(path: str, parameters: str) -> None:
-    template = yaml_parse(open(path).read())
+    with open(path) as file:
+        template = yaml_parse(file.read())
     for resource in template["Resources"].values():
         properties = resource.get("Properties", {})
         for key in ("CodeUri", "ContentUri", "DefinitionUri"):

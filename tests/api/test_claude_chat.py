@@ -11,13 +11,13 @@ import anthropic
 import httpx
 import httpx2
 import pytest
+
 from docchat.adapters.anthropic_model import ClaudeModel
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.agent import Agent, AgentConfig
 from docchat.backend import ChatBackend
 from docchat.library import Library
 from docchat.models import Chunk, DocStatus, DocumentRecord
-
 from tests.api.test_server import Server
 from tests.conftest import REPO, WordEmbedder
 

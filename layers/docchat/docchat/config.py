@@ -31,6 +31,9 @@ class Settings(BaseModel):
     convert_timeout_s: float = Field(
         300.0, gt=0, description="time budget for one PDF's conversion"
     )
+    convert_memory_mib: int = Field(
+        2048, ge=256, description="memory one PDF's conversion may take (a child process)"
+    )
     top_k: int = Field(5, ge=1, le=50, description="passages an answer draws on")
     candidates: int = Field(50, ge=1, le=1000, description="k-NN and BM25 candidates before fusion")
     # Chat

@@ -92,6 +92,11 @@ def pages_from_pdf(
     document = _open(data)
     try:
         return _convert(document, fallback_title=fallback_title, limits=limits, on_page=on_page)
+    except pdfium.PdfiumError as exc:
+        raise MalformedPdfError(
+            f"the PDF is damaged and cannot be read ({exc}): "
+            "re-export or repair it, then upload it again"
+        ) from exc
     finally:
         document.close()
 
@@ -178,7 +183,10 @@ def _check_has_text(raw_pages: list[_RawPage], textless: list[int]) -> None:
 
 
 def _read_page(document: pdfium.PdfDocument, index: int) -> _RawPage:
-    page = document[index]
+    try:
+        page = document[index]
+    except pdfium.PdfiumError:
+        return _RawPage(paragraphs=[], chars=0, image_only=False)  # a damaged page reads as blank
     try:
         textpage = page.get_textpage()
         try:

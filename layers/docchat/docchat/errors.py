@@ -38,6 +38,10 @@ class ConversionTimeoutError(ConversionError):
     code = "timeout"
 
 
+class ConversionCrashedError(ConversionError):
+    code = "engine_crash"
+
+
 class EmbedderMismatchError(DocchatError):
     code = "embedder_mismatch"
 

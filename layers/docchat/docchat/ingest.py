@@ -12,9 +12,10 @@ from typing import Protocol
 
 from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
-from docchat.convert import ConvertLimits, pages_from_pdf
+from docchat.convert import ConvertLimits
 from docchat.embed import Embedder, Vectors
 from docchat.errors import ConversionError
+from docchat.isolate import pages_from_pdf_isolated
 from docchat.models import Chunk, DocStatus, DocumentRecord
 
 Progress = Callable[[str, int, int], None]
@@ -82,12 +83,13 @@ def ingest_bytes(
         return IngestResult(current, "unchanged", time.monotonic() - started)
     record = DocumentRecord(doc_id=doc_id, source=source, title=Path(source).stem, version=version)
     try:
-        converted = pages_from_pdf(
+        converted = pages_from_pdf_isolated(
             data,
             fallback_title=Path(source).stem,
             limits=ConvertLimits(
                 max_pages=settings.max_pages, timeout_s=settings.convert_timeout_s
             ),
+            memory_mib=settings.convert_memory_mib,
             on_page=(lambda done, total: on_progress("convert", done, total))
             if on_progress
             else None,

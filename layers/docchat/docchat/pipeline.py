@@ -15,7 +15,7 @@ from typing import Protocol
 
 from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
-from docchat.convert import ConvertLimits, pages_from_pdf
+from docchat.convert import ConvertLimits
 from docchat.embed import Embedder, Vectors
 from docchat.errors import (
     DocchatError,
@@ -24,6 +24,7 @@ from docchat.errors import (
     StaleWriteError,
 )
 from docchat.ingest import doc_id_for, version_of
+from docchat.isolate import pages_from_pdf_isolated
 from docchat.models import (
     BatchResult,
     BatchTask,
@@ -158,10 +159,11 @@ def convert(
     data = objects.read(doc.bucket, doc.key)
     if version_of(data) != doc.version:
         raise SupersededError(f"{doc.key} changed after it was registered; the newer upload wins")
-    converted = pages_from_pdf(
+    converted = pages_from_pdf_isolated(
         data,
         fallback_title=PurePosixPath(doc.key).stem,
         limits=ConvertLimits(max_pages=settings.max_pages, timeout_s=settings.convert_timeout_s),
+        memory_mib=settings.convert_memory_mib,
     )
     key = _artifact(settings, doc, "pages.json")
     objects.write_json(

@@ -1,0 +1,143 @@
+"""Convert a PDF in a child process: a file that crashes, hangs or floods memory in the PDF
+engine costs that child, never the caller (the CLI's ingest run, a Lambda invocation)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import resource
+import signal
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from docchat.convert import ConvertLimits, ProgressFn, pages_from_pdf
+from docchat.errors import ConversionCrashedError, ConversionTimeoutError, PdfTooLargeError
+from docchat.models import ConvertedDocument
+
+MIB = 1024 * 1024
+# The engine's own deadline stops between pages; this one also stops a page that never ends.
+GRACE_S = 5.0
+
+
+def pages_from_pdf_isolated(
+    data: bytes,
+    *,
+    fallback_title: str = "",
+    limits: ConvertLimits = ConvertLimits(),
+    memory_mib: int = 2048,
+    on_page: ProgressFn | None = None,
+) -> ConvertedDocument:
+    """`pages_from_pdf` in a forked child with a memory cap and a hard deadline."""
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(
+        target=_convert_in_child,
+        args=(send, data, fallback_title, limits, memory_mib, on_page is not None),
+        daemon=True,
+    )
+    child.start()
+    send.close()
+    deadline = time.monotonic() + limits.timeout_s + GRACE_S
+    outcome: Any = None
+    try:
+        while True:
+            if not receive.poll(max(deadline - time.monotonic(), 0)):
+                raise ConversionTimeoutError(
+                    f"conversion did not finish within {limits.timeout_s:g} s "
+                    "(DOCCHAT_CONVERT_TIMEOUT_S): split the document or raise the limit"
+                )
+            outcome = receive.recv()
+            if not isinstance(outcome, _Progress):
+                break
+            if on_page:
+                on_page(outcome.done, outcome.total)
+    except EOFError:
+        outcome = None
+    finally:
+        receive.close()
+        if child.is_alive():
+            child.kill()
+        child.join(5)
+    if isinstance(outcome, ConvertedDocument):
+        return outcome
+    if isinstance(outcome, Exception):
+        raise outcome
+    raise _crashed(child.exitcode, memory_mib)
+
+
+def _crashed(exitcode: int | None, memory_mib: int) -> Exception:
+    if exitcode is not None and exitcode < 0:
+        name = signal.Signals(-exitcode).name
+        return ConversionCrashedError(
+            f"the PDF crashed the PDF engine ({name}): re-export or repair the file"
+        )
+    return PdfTooLargeError(
+        f"converting the PDF needs more than {memory_mib} MiB of memory: split the document"
+    )
+
+
+@dataclass(frozen=True)
+class _Progress:
+    done: int
+    total: int
+
+
+def _convert_in_child(
+    send: Connection,
+    data: bytes,
+    fallback_title: str,
+    limits: ConvertLimits,
+    memory_mib: int,
+    report: bool,
+) -> None:
+    _limit_memory(memory_mib)
+    outcome: Any
+    try:
+        outcome = pages_from_pdf(
+            data,
+            fallback_title=fallback_title,
+            limits=limits,
+            on_page=(lambda done, total: send.send(_Progress(done, total))) if report else None,
+        )
+    except MemoryError:
+        outcome = PdfTooLargeError(
+            f"converting the PDF needs more than {memory_mib} MiB of memory: split the document"
+        )
+    except Exception as exc:  # the parent re-raises typed errors; anything else is a crash
+        outcome = exc if _picklable(exc) else ConversionCrashedError(str(exc))
+    try:
+        send.send(outcome)
+    finally:
+        send.close()
+        os._exit(0)  # skip the parent's atexit handlers and buffered output in the child
+
+
+def _limit_memory(memory_mib: int) -> None:
+    """Allow `memory_mib` of address space beyond what the forked process already maps."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = _mapped_bytes() + memory_mib * MIB
+    if hard == resource.RLIM_INFINITY or cap < hard:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+
+
+def _mapped_bytes() -> int:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _picklable(exc: Exception) -> bool:
+    import pickle
+
+    try:
+        pickle.dumps(exc)
+    except Exception:
+        return False
+    return True

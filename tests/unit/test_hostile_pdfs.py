@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from docchat import isolate
 from docchat.convert import ConvertLimits
 from docchat.errors import (
@@ -23,9 +26,6 @@ from docchat.errors import (
 )
 from docchat.isolate import pages_from_pdf_isolated
 from docchat.models import ConvertedDocument
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from tests.conftest import EXAMPLES
 from tests.pdfgen import make_pdf
 
@@ -136,7 +136,7 @@ def test_engine_hang_is_stopped_at_the_deadline(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(isolate, "GRACE_S", 0.2)
     started = time.monotonic()
 
-    with pytest.raises(ConversionTimeoutError, match="did not finish within 0.5 s"):
+    with pytest.raises(ConversionTimeoutError, match=r"did not finish within 0\.5 s"):
         pages_from_pdf_isolated(REPORT, limits=ConvertLimits(timeout_s=0.5))
 
     assert time.monotonic() - started < 5

@@ -19,13 +19,14 @@ from docchat.models import ConvertedDocument
 MIB = 1024 * 1024
 # The engine's own deadline stops between pages; this one also stops a page that never ends.
 GRACE_S = 5.0
+DEFAULT_LIMITS = ConvertLimits()
 
 
 def pages_from_pdf_isolated(
     data: bytes,
     *,
     fallback_title: str = "",
-    limits: ConvertLimits = ConvertLimits(),
+    limits: ConvertLimits = DEFAULT_LIMITS,
     memory_mib: int = 2048,
     on_page: ProgressFn | None = None,
 ) -> ConvertedDocument:
@@ -116,7 +117,7 @@ def _convert_in_child(
 
 def _limit_memory(memory_mib: int) -> None:
     """Allow `memory_mib` of address space beyond what the forked process already maps."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     cap = _mapped_bytes() + memory_mib * MIB
     if hard == resource.RLIM_INFINITY or cap < hard:
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))

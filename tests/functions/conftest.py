@@ -110,8 +110,14 @@ def _load_handler(name: str) -> ModuleType:
     return module
 
 
+class LambdaKilled(Exception):
+    """Stands for a sandbox that died (out of memory, killed) after doing its work."""
+
+
 class Pipeline:
     """Start runs of the real state machine and read what they left behind."""
+
+    kills: Counter[str]  # function name -> invocations to kill after they did their work
 
     def __init__(self, sfn: Any, s3: Any, arn: str, services: Any, calls: Counter[str]) -> None:
         self.sfn, self.s3, self.arn, self.services, self.calls = sfn, s3, arn, services, calls
@@ -220,6 +226,7 @@ def pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pipeli
 
     handlers = {name: _load_handler(name) for name in FUNCTIONS}
     calls: Counter[str] = Counter()
+    kills: Counter[str] = Counter()
 
     def invoke(
         self: Any,
@@ -234,9 +241,13 @@ def pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pipeli
         event = json.loads(body) if body else {}
         try:
             result = handlers[name].handler(event, FakeContext(name))
+            if kills[name] > 0:  # the work is done, then the sandbox dies before answering
+                kills[name] -= 1
+                raise LambdaKilled("Runtime exited with error: signal: killed")
         except Exception as exc:  # the Lambda runtime reports a handler's exception like this
             response_headers["x-amz-function-error"] = "Unhandled"
-            error = {"errorType": type(exc).__name__, "errorMessage": str(exc)}
+            kind = "Runtime.ExitError" if isinstance(exc, LambdaKilled) else type(exc).__name__
+            error = {"errorType": kind, "errorMessage": str(exc)}
             return json.dumps(error).encode()
         return json.dumps(result).encode()
 
@@ -264,7 +275,9 @@ def pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pipeli
         fake = FakeBedrock(dimension=256)
         live.embedder = TitanEmbedder(client=fake, dimension=256, concurrency=2)
         live.bedrock = fake
-        yield Pipeline(sfn, s3, arn, live, calls)
+        pipeline = Pipeline(sfn, s3, arn, live, calls)
+        pipeline.kills = kills
+        yield pipeline
         live.index.close()
         services.cache_clear()
 

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+
 from docchat.errors import SearchIndexUnavailableError
 from docchat.ingest import doc_id_for
 from docchat.models import Chunk, DocStatus
-
 from tests.functions.conftest import DOCS_BUCKET, Pipeline
 from tests.functions.test_ingest_pipeline import _pdf
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.agent import DEFAULT_SYSTEM_PROMPT, TOOLS, WITHHELD, Agent
 from docchat.library import Library
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.models import Chunk, DocStatus, DocumentRecord
-
 from tests.chatkit import ScriptedModel
 from tests.conftest import WordEmbedder
 

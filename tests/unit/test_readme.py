@@ -1,0 +1,15 @@
+"""The README documents every setting and shows the benchmark tables the scripts print."""
+
+from __future__ import annotations
+
+from docchat.config import Settings
+
+from tests.conftest import REPO
+
+
+def test_readme_documents_every_setting() -> None:
+    readme = (REPO / "README.md").read_text()
+
+    missing = [n for n in Settings.model_fields if f"`DOCCHAT_{n.upper()}`" not in readme]
+
+    assert missing == []

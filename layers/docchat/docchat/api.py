@@ -4,24 +4,44 @@ POST /chat                 Server-Sent Events: status, tool_call, sources, delta
                            then done or error
 POST /v1/chat/completions  OpenAI-compatible, streamed or not; citations in an extra field
 GET  /documents, /documents/{id}, /health
+GET  /                     the chat page (docchat/web), its files under /static/
+GET  /config               what the page needs to know: upload kind, size limit, answer mode
+POST /documents            a PDF as the raw body (?filename=...), indexed in the background
+POST /documents/upload-url a presigned S3 PUT URL, where uploads go through the bucket
+DELETE /documents/{id}     forget a document (in the cloud: delete its object)
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Literal
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, field_validator
 from starlette.exceptions import HTTPException
 
 from docchat.agent import ChatEvent
 from docchat.backend import ChatBackend
+from docchat.config import Settings
+from docchat.errors import DocchatError, DocumentNotFoundError
+from docchat.uploads import (
+    MAX_UPLOAD_BYTES,
+    NotPdfError,
+    UploadError,
+    UploadRouteError,
+    Uploads,
+    UploadTooLargeError,
+)
 
 MAX_MESSAGES = 50
 MAX_MESSAGE_CHARS = 20_000
@@ -29,6 +49,9 @@ MAX_TOTAL_CHARS = 100_000
 MAX_BODY_BYTES = 512 * 1024
 MAX_DOC_IDS = 100
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+WEB = Path(__file__).parent / "web"
+PDF_TYPES = {"application/pdf", "application/x-pdf", "application/octet-stream"}
+UploadsFactory = Callable[[ChatBackend], Uploads]
 
 
 class ChatMessage(BaseModel):
@@ -64,6 +87,11 @@ class OpenAIMessage(BaseModel):
         )
 
 
+class UploadUrlRequest(BaseModel):
+    filename: str = Field(min_length=1, max_length=255)
+    size: int = Field(gt=0, description="the file's exact size in bytes; S3 holds the PUT to it")
+
+
 class CompletionRequest(BaseModel):
     model: str = "docchat"
     messages: list[OpenAIMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
@@ -71,21 +99,37 @@ class CompletionRequest(BaseModel):
     doc_ids: list[str] | None = Field(None, max_length=MAX_DOC_IDS)
 
 
-def create_app(backend: Callable[[], ChatBackend]) -> FastAPI:
-    """The app; `backend` is called on first use so that start-up stays light."""
+def create_app(
+    backend: Callable[[], ChatBackend], *, uploads: UploadsFactory | None = None
+) -> FastAPI:
+    """The app; `backend` (and `uploads`, given the backend) is called on first use so that
+    start-up stays light. Without `uploads` the documents are read-only."""
     app = FastAPI(title="docchat", version="0.1.0")
     cache: dict[str, ChatBackend] = {}
+    stores: dict[str, Uploads] = {}
+    stores_lock = threading.Lock()
 
     def get_backend() -> ChatBackend:
         if "backend" not in cache:
             cache["backend"] = backend()
         return cache["backend"]
 
+    def get_uploads() -> Uploads:
+        if uploads is None:
+            raise HTTPException(
+                501, "this server does not take uploads: add documents with `docchat ingest`"
+            )
+        with stores_lock:
+            if "uploads" not in stores:
+                stores["uploads"] = uploads(get_backend())
+            return stores["uploads"]
+
     @app.middleware("http")
     async def limit_body(request: Request, call_next: Callable[..., Any]) -> Any:
+        limit = MAX_UPLOAD_BYTES if _is_upload(request) else MAX_BODY_BYTES
         length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
-            return _error(413, f"the request body is larger than {MAX_BODY_BYTES} bytes")
+        if length and length.isdigit() and int(length) > limit:
+            return _error(413, f"the request body is larger than {limit} bytes")
         return await call_next(request)
 
     @app.exception_handler(RequestValidationError)
@@ -104,6 +148,26 @@ def create_app(backend: Callable[[], ChatBackend]) -> FastAPI:
     async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
         return _error(exc.status_code, str(exc.detail))
 
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(WEB / "index.html", headers={"Cache-Control": "no-cache"})
+
+    app.mount("/static", StaticFiles(directory=WEB, check_dir=False), name="static")
+
+    @app.get("/config")
+    def config() -> dict[str, Any]:
+        return {
+            "upload": uploads_kind(),
+            "max_upload_bytes": MAX_UPLOAD_BYTES,
+            "answers": get_backend().mode,
+        }
+
+    def uploads_kind() -> str:
+        try:
+            return get_uploads().kind
+        except HTTPException:
+            return "none"
+
     @app.get("/health")
     def health() -> dict[str, Any]:
         live = get_backend()
@@ -119,6 +183,38 @@ def create_app(backend: Callable[[], ChatBackend]) -> FastAPI:
         if record is None:
             raise HTTPException(404, f"no document with id {doc_id!r}: GET /documents lists them")
         return record.model_dump(mode="json")
+
+    @app.post("/documents", status_code=202)
+    async def upload(
+        request: Request, filename: str = Query(min_length=1, max_length=255)
+    ) -> dict[str, Any]:
+        store = await run_in_threadpool(get_uploads)
+        kind = request.headers.get("content-type", "application/pdf").split(";")[0].strip()
+        with _upload_errors():
+            if store.kind != "direct":
+                raise UploadRouteError(
+                    "this deployment takes uploads through S3: POST /documents/upload-url "
+                    "for a presigned URL, then PUT the file there"
+                )
+            if kind.lower() not in PDF_TYPES:
+                raise NotPdfError(
+                    f"the body is {kind}, not a PDF: send the file as application/pdf"
+                )
+            data = await _body(request, MAX_UPLOAD_BYTES)
+            record = await run_in_threadpool(store.receive, filename, data)
+        return record.model_dump(mode="json")
+
+    @app.post("/documents/upload-url")
+    def upload_url(request: UploadUrlRequest) -> dict[str, Any]:
+        with _upload_errors():
+            ticket = get_uploads().upload_url(request.filename, size=request.size)
+        return ticket.model_dump()
+
+    @app.delete("/documents/{doc_id}")
+    def delete(doc_id: str) -> JSONResponse:
+        with _upload_errors():
+            removal = get_uploads().remove(doc_id)
+        return JSONResponse(removal.model_dump(), 200 if removal.status == "deleted" else 202)
 
     @app.post("/chat")
     def chat(request: ChatRequest) -> StreamingResponse:
@@ -149,6 +245,45 @@ def create_app(backend: Callable[[], ChatBackend]) -> FastAPI:
         return _openai_completion(events, request.model)
 
     return app
+
+
+def _is_upload(request: Request) -> bool:
+    return request.method == "POST" and request.url.path.rstrip("/").endswith("/documents")
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    """The request body, refused as soon as it grows past `limit` (a chunked body has no
+    Content-Length for the middleware to check)."""
+    parts: list[bytes] = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            raise UploadTooLargeError(
+                f"the file is larger than the {limit // (1024 * 1024)} MB an upload may have: "
+                "split the document"
+            )
+        parts.append(part)
+    return b"".join(parts)
+
+
+UPLOAD_STATUS: tuple[tuple[type[DocchatError], int], ...] = (
+    (NotPdfError, 415),
+    (UploadTooLargeError, 413),
+    (UploadRouteError, 409),
+    (DocumentNotFoundError, 404),
+    (UploadError, 400),
+)
+
+
+@contextmanager
+def _upload_errors() -> Iterator[None]:
+    """The upload side's refusals as HTTP errors with the same message."""
+    try:
+        yield
+    except (UploadError, DocumentNotFoundError) as exc:
+        status = next(code for kind, code in UPLOAD_STATUS if isinstance(exc, kind))
+        raise HTTPException(status, str(exc)) from exc
 
 
 def _check_doc_ids(backend: ChatBackend, doc_ids: list[str] | None) -> None:
@@ -239,14 +374,35 @@ def local_app() -> FastAPI:
     import os
 
     from docchat.backend import local_backend
-    from docchat.config import Settings
 
     settings = Settings.from_env(os.environ)
-    return create_app(lambda: local_backend(settings))
+    return create_app(lambda: local_backend(settings), uploads=local_uploads_for(settings))
+
+
+def local_uploads_for(settings: Settings) -> UploadsFactory:
+    """Direct uploads into `settings.data_dir`, over the local backend's own index."""
+    from docchat.uploads import local_uploads
+
+    return lambda live: local_uploads(settings, live.library.index, live.library.embedder)
 
 
 def cloud_app() -> FastAPI:
     """The app the chat Lambda runs (uvicorn --factory docchat.api:cloud_app)."""
-    from docchat.cloud import services
+    import os
 
-    return create_app(lambda: services().backend)
+    from docchat.cloud import services
+    from docchat.uploads import s3_uploads
+
+    def uploads(live: ChatBackend) -> Uploads:
+        settings = services().settings
+        # DOCCHAT_DOCUMENTS_BUCKET until Settings has documents_bucket; then the setting wins.
+        bucket = getattr(settings, "documents_bucket", "") or os.environ.get(
+            "DOCCHAT_DOCUMENTS_BUCKET", ""
+        )
+        if not bucket:
+            raise HTTPException(
+                501, "uploads are off: set DOCCHAT_DOCUMENTS_BUCKET to the documents bucket"
+            )
+        return s3_uploads(bucket=bucket, region=settings.region, registry=live.library.registry)
+
+    return create_app(lambda: services().backend, uploads=uploads)

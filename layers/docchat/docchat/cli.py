@@ -207,14 +207,15 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     """Run the chat API (the same app the Lambda runs) on this machine."""
     import uvicorn
 
-    from docchat.api import create_app
+    from docchat.api import create_app, local_uploads_for
     from docchat.backend import local_backend
 
     backend = local_backend(settings)  # opened now, so a bad data directory fails at start
     err.print(
         f"docchat serving {settings.data_dir} on http://{args.host}:{args.port} ({backend.mode})"
     )
-    uvicorn.run(create_app(lambda: backend), host=args.host, port=args.port, log_level="warning")
+    app = create_app(lambda: backend, uploads=local_uploads_for(settings))
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
 

@@ -50,6 +50,7 @@ class Settings(BaseModel):
     # Cloud pipeline
     region: str = Field("", description="AWS region (AWS_REGION in Lambda)")
     documents_table: str = Field("", description="DynamoDB table of document status")
+    documents_bucket: str = Field("", description="bucket the page's uploads go to (presigned PUT)")
     artifacts_bucket: str = Field("", description="bucket for intermediate files")
     artifacts_prefix: str = Field("artifacts/", description="prefix of intermediate files")
     opensearch_endpoint: str = Field("", description="OpenSearch URL; empty: embedded SQLite index")

@@ -1,0 +1,389 @@
+"""Adding and removing documents from the web page.
+
+Locally the file goes straight into the data directory and is indexed in a background thread;
+in the cloud the page gets a presigned S3 URL, so every file still enters through the bucket
+and its pipeline, and a deletion removes the object (the pipeline then cleans the index).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import unicodedata
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from pydantic import BaseModel
+
+from docchat.config import Settings
+from docchat.embed import Embedder
+from docchat.errors import DocchatError, DocumentNotFoundError
+from docchat.library import DocumentRegistry
+from docchat.models import DocStatus, DocumentRecord
+
+if TYPE_CHECKING:
+    from docchat.embed import Vectors
+    from docchat.models import Chunk
+
+# docchat.ingest (and with it the PDF engine and the text splitter) is imported only where a
+# file is indexed or named: the chat Lambda loads this module and should start light.
+
+MAX_UPLOAD_BYTES = 100 * 1024 * 1024
+PRESIGN_EXPIRES_S = 15 * 60
+UPLOAD_PREFIX = "uploads/"
+PDF_MAGIC = b"%PDF-"
+MAX_STEM_CHARS = 100
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+logger = logging.getLogger(__name__)
+
+
+class UploadError(DocchatError):
+    """An upload or deletion the server refuses."""
+
+    code = "upload_rejected"
+
+
+class NotPdfError(UploadError):
+    code = "not_pdf"
+
+
+class UploadTooLargeError(UploadError):
+    code = "upload_too_large"
+
+
+class UploadRouteError(UploadError):
+    """The request suits the other kind of deployment (direct versus presigned uploads)."""
+
+    code = "wrong_upload_route"
+
+
+class UploadTicket(BaseModel):
+    """Where and how the browser puts one file into the documents bucket."""
+
+    method: Literal["PUT"] = "PUT"
+    url: str
+    headers: dict[str, str]
+    key: str
+    doc_id: str
+    expires_in: int
+
+
+class Removal(BaseModel):
+    doc_id: str
+    status: Literal["deleted", "deleting"]
+
+
+class Uploads(Protocol):
+    """How documents enter and leave: `direct` (this server indexes them) or `presigned` (S3)."""
+
+    @property
+    def kind(self) -> Literal["direct", "presigned"]: ...
+
+    def receive(self, filename: str, data: bytes) -> DocumentRecord: ...
+
+    def upload_url(self, filename: str, *, size: int) -> UploadTicket: ...
+
+    def remove(self, doc_id: str) -> Removal: ...
+
+
+class LocalIndex(Protocol):
+    """What local uploads need from the embedded index: ingestion's writes and deletion."""
+
+    def document(self, doc_id: str) -> DocumentRecord | None: ...
+
+    def documents(self) -> list[DocumentRecord]: ...
+
+    def set_record(self, record: DocumentRecord) -> None: ...
+
+    def clear_chunks(self, doc_id: str) -> None: ...
+
+    def replace_document(
+        self, record: DocumentRecord, chunks: Sequence[Chunk], vectors: Vectors
+    ) -> None: ...
+
+    def delete_document(self, doc_id: str) -> None: ...
+
+
+def safe_name(filename: str) -> str:
+    """A file name safe on any disk and as an S3 key: ASCII letters, digits, `.`, `_`, `-`."""
+    base = PurePath(filename.replace("\\", "/")).name
+    ascii_name = unicodedata.normalize("NFKD", base).encode("ascii", "ignore").decode()
+    stem = ascii_name[:-4] if ascii_name.lower().endswith(".pdf") else ascii_name
+    cleaned = _UNSAFE.sub("-", stem).strip("-._")[:MAX_STEM_CHARS].strip("-._")
+    return f"{cleaned or 'document'}.pdf"
+
+
+def check_size(size: int) -> None:
+    if size > MAX_UPLOAD_BYTES:
+        raise UploadTooLargeError(
+            f"the file has {size} bytes, more than the {MAX_UPLOAD_BYTES // (1024 * 1024)} MB "
+            "an upload may have: split the document"
+        )
+    if size <= 0:
+        raise NotPdfError("the file is empty: choose a PDF file")
+
+
+def check_pdf_name(filename: str) -> None:
+    if not filename.lower().endswith(".pdf"):
+        raise NotPdfError(f"{filename!r} is not a PDF: only .pdf files can be uploaded")
+
+
+def check_pdf(filename: str, data: bytes) -> None:
+    """Refuse anything but a PDF of an acceptable size, with a message saying why."""
+    check_pdf_name(filename)
+    check_size(len(data))
+    # The PDF header may follow a little junk; readers look in the first 1024 bytes.
+    if PDF_MAGIC not in data[:1024]:
+        raise NotPdfError(
+            f"{filename!r} does not start like a PDF (no %PDF- header): "
+            "upload the PDF itself, not another format renamed"
+        )
+
+
+class LocalUploads:
+    """Files saved under `data_dir/uploads/` and indexed one at a time in a background thread.
+
+    The file on disk is the truth: deleting a document deletes its uploaded file, and a job whose
+    file was deleted or replaced while it waited does nothing.
+    """
+
+    kind: Literal["direct"] = "direct"
+
+    def __init__(self, *, index: LocalIndex, embedder: Embedder, settings: Settings) -> None:
+        self.index = index
+        self.embedder = embedder
+        self.settings = settings
+        self.folder = (settings.data_dir / "uploads").resolve()
+        self._lock = threading.Lock()
+        self._latest: dict[str, str] = {}  # doc_id -> the version its newest upload has
+        self._jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="docchat-ingest")
+        self._resume()
+
+    def receive(self, filename: str, data: bytes) -> DocumentRecord:
+        """Save the PDF and queue it for indexing; its record says QUEUED until work starts."""
+        check_pdf(filename, data)
+        path = self.folder / safe_name(filename)
+        return self._queue(path, data, write=True)
+
+    def upload_url(self, filename: str, *, size: int) -> UploadTicket:
+        raise UploadRouteError(
+            "this server takes uploads directly: POST the PDF to /documents?filename=<name>"
+        )
+
+    def remove(self, doc_id: str) -> Removal:
+        """Forget a document; a file it came from is deleted only if it was uploaded here."""
+        with self._lock:
+            record = self.index.document(doc_id)
+            if record is None:
+                raise DocumentNotFoundError(
+                    f"no document with id {doc_id!r}: GET /documents lists them"
+                )
+            path = Path(record.source)
+            if path.parent == self.folder:
+                path.unlink(missing_ok=True)
+            self._latest.pop(doc_id, None)
+            self.index.delete_document(doc_id)
+        logger.info("document deleted", extra={"doc_id": doc_id})
+        return Removal(doc_id=doc_id, status="deleted")
+
+    def close(self) -> None:
+        """Wait for the queued jobs (tests, and a clean shutdown)."""
+        self._jobs.shutdown(wait=True)
+
+    def _queue(self, path: Path, data: bytes, *, write: bool) -> DocumentRecord:
+        from docchat.ingest import doc_id_for, version_of
+
+        source = str(path)
+        doc_id = doc_id_for(source)
+        version = version_of(data)
+        with self._lock:
+            if write:
+                _write_atomically(path, data)
+            current = self.index.document(doc_id)
+            if current and current.version == version and current.status == DocStatus.INDEXED:
+                return current
+            queued = DocumentRecord(doc_id=doc_id, source=source, title=path.stem, version=version)
+            self.index.set_record(queued)
+            self._latest[doc_id] = version
+        self._jobs.submit(self._ingest, path, data, version)
+        logger.info("upload queued", extra={"doc_id": doc_id})
+        return queued
+
+    def _ingest(self, path: Path, data: bytes, version: str) -> None:
+        from docchat.ingest import doc_id_for, ingest_bytes
+
+        doc_id = doc_id_for(str(path))
+        if self._latest.get(doc_id) != version:
+            return  # deleted, or a newer upload of the same name is queued behind this one
+        current = self.index.document(doc_id)
+        if current and current.version == version and current.status == DocStatus.INDEXED:
+            return  # the same bytes were uploaded twice and the first job indexed them
+        stage = _Stage(lambda status: self._set_status(doc_id, version, status))
+        stage.advance(DocStatus.CONVERTING)
+        try:
+            ingest_bytes(
+                data,
+                source=str(path),
+                index=self.index,
+                embedder=self.embedder,
+                settings=self.settings,
+                on_progress=stage.progress,
+            )
+        except DocchatError as exc:
+            self._fail(doc_id, exc.code, str(exc))
+        except Exception as exc:  # a bug must not leave the document QUEUED for ever
+            logger.exception("indexing an upload failed", extra={"doc_id": doc_id})
+            self._fail(doc_id, "internal", f"indexing failed unexpectedly ({exc}): upload again")
+        with self._lock:
+            if doc_id not in self._latest:  # deleted while it was being indexed
+                self.index.delete_document(doc_id)
+
+    def _fail(self, doc_id: str, code: str, message: str) -> None:
+        with self._lock:
+            record = self.index.document(doc_id)
+            if record is None:
+                return
+            self.index.clear_chunks(doc_id)
+            self.index.set_record(
+                record.model_copy(
+                    update={"status": DocStatus.FAILED, "error_code": code, "error": message}
+                )
+            )
+
+    def _set_status(self, doc_id: str, version: str, status: DocStatus) -> None:
+        with self._lock:
+            record = self.index.document(doc_id)
+            if record is not None and record.version == version:
+                self.index.set_record(record.model_copy(update={"status": status}))
+
+    def _resume(self) -> None:
+        """Queue again the uploads a stopped server left unfinished, so none stays QUEUED."""
+        for record in _unfinished(self.index.documents()):
+            path = Path(record.source)
+            if path.parent != self.folder:
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError:
+                self._fail(record.doc_id, "missing", "the uploaded file is gone: upload it again")
+                continue
+            self._queue(path, data, write=False)
+
+
+class _Stage:
+    """Turns ingestion's progress callbacks into registry statuses, writing only changes."""
+
+    def __init__(self, write: Callable[[DocStatus], None]) -> None:
+        self.write = write
+        self.status: DocStatus | None = None
+
+    def advance(self, status: DocStatus) -> None:
+        if status != self.status:
+            self.status = status
+            self.write(status)
+
+    def progress(self, step: str, done: int, total: int) -> None:
+        self.advance(DocStatus.CONVERTING if step == "convert" else DocStatus.EMBEDDING)
+
+
+def _unfinished(records: Sequence[DocumentRecord]) -> list[DocumentRecord]:
+    return [r for r in records if r.status not in (DocStatus.INDEXED, DocStatus.FAILED)]
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_bytes(data)
+    partial.replace(path)
+
+
+class S3Uploads:
+    """Presigned PUT URLs into the documents bucket; deletion removes the object."""
+
+    kind: Literal["presigned"] = "presigned"
+
+    def __init__(
+        self,
+        *,
+        client: Any,
+        bucket: str,
+        registry: DocumentRegistry,
+        expires_s: int = PRESIGN_EXPIRES_S,
+    ) -> None:
+        self.client = client
+        self.bucket = bucket
+        self.registry = registry
+        self.expires_s = expires_s
+
+    def receive(self, filename: str, data: bytes) -> DocumentRecord:
+        raise UploadRouteError(
+            "this deployment takes uploads through S3: POST /documents/upload-url for a "
+            "presigned URL, then PUT the file there"
+        )
+
+    def upload_url(self, filename: str, *, size: int) -> UploadTicket:
+        """A URL that accepts exactly this many bytes of PDF at `uploads/<safe name>`."""
+        from docchat.ingest import doc_id_for
+
+        check_pdf_name(filename)
+        check_size(size)
+        key = UPLOAD_PREFIX + safe_name(filename)
+        url = self.client.generate_presigned_url(
+            "put_object",
+            Params={
+                "Bucket": self.bucket,
+                "Key": key,
+                "ContentType": "application/pdf",
+                "ContentLength": size,
+            },
+            ExpiresIn=self.expires_s,
+            HttpMethod="PUT",
+        )
+        return UploadTicket(
+            url=url,
+            headers={"Content-Type": "application/pdf"},
+            key=key,
+            doc_id=doc_id_for(f"{self.bucket}/{key}"),
+            expires_in=self.expires_s,
+        )
+
+    def remove(self, doc_id: str) -> Removal:
+        record = self.registry.document(doc_id)
+        if record is None:
+            raise DocumentNotFoundError(
+                f"no document with id {doc_id!r}: GET /documents lists them"
+            )
+        bucket, _, key = record.source.partition("/")
+        if bucket != self.bucket or not key:
+            raise UploadError(
+                f"document {doc_id} comes from {record.source!r}, outside the documents bucket "
+                f"{self.bucket}: delete it where it is stored"
+            )
+        self.client.delete_object(Bucket=bucket, Key=key)
+        logger.info("document object deleted", extra={"doc_id": doc_id})
+        return Removal(doc_id=doc_id, status="deleting")
+
+
+def local_uploads(settings: Settings, index: Any, embedder: Embedder) -> LocalUploads:
+    """Direct uploads over the backend's own index, which must be the embedded SQLite one."""
+    from docchat.adapters.sqlite_index import SqliteIndex
+
+    if not isinstance(index, SqliteIndex):
+        raise TypeError(f"local uploads need the SQLite index, not {type(index).__name__}")
+    return LocalUploads(index=index, embedder=embedder, settings=settings)
+
+
+def s3_uploads(*, bucket: str, region: str, registry: DocumentRegistry) -> S3Uploads:
+    """Presigned uploads with SigV4 on the bucket's regional endpoint, as browsers need."""
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.client(
+        "s3",
+        region_name=region or None,
+        config=Config(signature_version="s3v4", s3={"addressing_style": "virtual"}),
+    )
+    return S3Uploads(client=client, bucket=bucket, registry=registry)

@@ -1,0 +1,87 @@
+"""A local docchat (no language model) served by a real uvicorn on 127.0.0.1, for the page."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+
+from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.agent import Agent, AgentConfig, ChatEvent
+from docchat.api import create_app
+from docchat.backend import ChatBackend
+from docchat.config import Settings
+from docchat.library import Library
+from docchat.llm import Message
+from docchat.uploads import LocalUploads
+from tests.conftest import WordEmbedder
+
+
+class PacedAgent(Agent):
+    """The extractive agent, with a pause before each piece of text so streaming is visible."""
+
+    pause = 0.15
+
+    def run(
+        self, messages: Sequence[Message], *, doc_ids: Sequence[str] | None = None
+    ) -> Iterator[ChatEvent]:
+        for event in super().run(messages, doc_ids=doc_ids):
+            if event.type == "delta":
+                time.sleep(self.pause)
+            yield event
+
+
+@dataclass
+class PacedBackend(ChatBackend):
+    def agent(self) -> Agent:
+        return PacedAgent(self.library, self.model, self.config)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LocalServer:
+    """uvicorn in a thread over a fresh data directory, taking uploads directly."""
+
+    def __init__(self, data_dir: Path) -> None:
+        settings = Settings(data_dir=data_dir)
+        embedder = WordEmbedder()
+        self.index = SqliteIndex(
+            settings.index_path, embedding_model=embedder.model_id, dimension=embedder.dimension
+        )
+        library = Library(index=self.index, embedder=embedder, registry=self.index)
+        self.backend = PacedBackend(library=library, model=None, config=AgentConfig())
+        self.uploads = LocalUploads(index=self.index, embedder=embedder, settings=settings)
+        self.port = free_port()
+        app = create_app(lambda: self.backend, uploads=lambda _: self.uploads)
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def __enter__(self) -> LocalServer:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.uploads.close()
+        self.index.close()

@@ -1,0 +1,256 @@
+"""The chat page in headless Chromium (Debian's), driven by Playwright for Python.
+
+A real uvicorn serves a local docchat with no language model over a fresh data directory; the
+page uploads a PDF, waits for it to be indexed, asks, streams the answer and opens a citation.
+The run also writes the README's screenshots to docs/screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pypdfium2 as pdfium
+import pytest
+
+from tests.conftest import EXAMPLES, REPO
+from tests.pdfgen import make_pdf
+from tests.web.serving import LocalServer
+
+sync_api = pytest.importorskip(
+    "playwright.sync_api",
+    reason="Playwright for Python is not installed: pip install playwright (no browser download "
+    "needed; the test uses Debian's chromium)",
+)
+CHROMIUM = os.environ.get("DOCCHAT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+if not Path(CHROMIUM).is_file():
+    pytest.skip(
+        f"no Chromium at {CHROMIUM}: apt-get install -y chromium, or set DOCCHAT_CHROMIUM",
+        allow_module_level=True,
+    )
+
+expect = sync_api.expect
+Page = sync_api.Page
+Browser = sync_api.Browser
+# Headless as root on a machine with no network beyond loopback: no sandbox, no GPU, and none
+# of Chromium's own background connections.
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+SCREENSHOTS = REPO / "docs" / "screenshots"
+DMCA = EXAMPLES / "dmca.pdf"
+INDEXING_TIMEOUT_MS = 40_000
+ANSWER_TIMEOUT_MS = 15_000
+
+# Collects what the page showed over time: the answer's length at each change, and each status
+# badge text of the documents panel.
+WATCH = """
+() => {
+  window.__lengths = [];
+  window.__badges = [];
+  new MutationObserver(() => {
+    const answers = document.querySelectorAll('.msg.assistant .answer');
+    const last = answers[answers.length - 1];
+    if (last) window.__lengths.push(last.textContent.length);
+    for (const badge of document.querySelectorAll('#doc-list .badge')) {
+      window.__badges.push(badge.textContent);
+    }
+  }).observe(document.body, {subtree: true, childList: true, characterData: true});
+}
+"""
+
+
+def _squash(text: str) -> str:
+    """Compare text the way a reader would: case, spacing and line-break hyphens aside."""
+    return re.sub(r"[\W_]+", "", text.casefold())
+
+
+def _page_texts(pdf: Path) -> list[str]:
+    document = pdfium.PdfDocument(pdf)
+    try:
+        return [_squash(page.get_textpage().get_text_range()) for page in document]
+    finally:
+        document.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
+    with LocalServer(tmp_path_factory.mktemp("web-data")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any, server: LocalServer) -> Iterator[Any]:
+    context = browser.new_context(viewport=DESKTOP)
+    opened = context.new_page()
+    opened.goto(server.url)
+    opened.evaluate(WATCH)
+    yield opened
+    context.close()
+
+
+def _upload(page: Any, path: Path) -> Any:
+    """The document's row once the panel shows it INDEXED."""
+    page.set_input_files("#file", str(path))
+    row = page.locator("#doc-list li.doc", has_text=path.name)
+    expect(row).to_have_attribute("data-status", "INDEXED", timeout=INDEXING_TIMEOUT_MS)
+    expect(row.locator(".badge")).to_have_text("INDEXED")
+    return row
+
+
+def _wait_for_answer(page: Any) -> Any:
+    answer = page.locator(".msg.assistant").last
+    expect(answer).to_have_attribute("aria-busy", "false", timeout=ANSWER_TIMEOUT_MS)
+    return answer
+
+
+def test_page_uploads_a_pdf_and_answers_with_cited_pages(page: Any, server: LocalServer) -> None:
+    # Given the page, when dmca.pdf goes in through the file input
+    _upload(page, DMCA)
+    seen = set(page.evaluate("window.__badges"))
+    assert seen & {"UPLOADING", "QUEUED", "CONVERTING", "EMBEDDING"}, seen
+    assert (server.index.path.parent / "uploads" / "dmca.pdf").is_file()
+    expect(page.locator(".suggestion")).to_have_count(3)
+    expect(page.locator(".suggestion").first).to_contain_text("Digital Millennium Copyright Act")
+
+    # When a question is typed, Shift+Enter adds a line and Enter sends it
+    question = page.locator("#question")
+    question.press_sequentially("What does the DMCA say about")
+    question.press("Shift+Enter")
+    question.press_sequentially("circumvention of technological measures?")
+    assert "\n" in question.input_value()
+    expect(page.locator(".msg")).to_have_count(0)
+    question.press("Enter")
+
+    # Then the steps show the search, and the answer streams in piece by piece
+    expect(page.locator(".msg.user")).to_contain_text("circumvention")
+    answer = _wait_for_answer(page)
+    expect(answer.locator(".step-list")).to_contain_text("Searching the documents for")
+    lengths = [n for n in page.evaluate("window.__lengths") if n]
+    assert len(set(lengths)) >= 3, lengths
+    assert lengths[0] < lengths[-1]
+    expect(answer.locator(".answer")).to_contain_text("extractive")
+    expect(question).to_have_value("")
+
+    # When a citation chip is clicked, the quoted passage shows with its title and page
+    chip = answer.locator(".chip").first
+    chip.click()
+    expect(chip).to_have_attribute("aria-expanded", "true")
+    quote = answer.locator(".quote")
+    expect(quote).to_be_visible()
+    caption = quote.locator("figcaption").inner_text()
+    match = re.search(r"page (\d+)", caption)
+    assert match, caption
+    assert "The Digital Millennium Copyright Act of 1998" in caption
+    shown = quote.locator("blockquote").inner_text()
+    assert len(shown) > 20
+    assert _squash(shown) in _page_texts(DMCA)[int(match.group(1)) - 1]
+    number = chip.get_attribute("data-number")
+    expect(answer.locator(f'.marker[data-number="{number}"]')).to_have_attribute(
+        "aria-expanded", "true"
+    )
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "chat-desktop.png"))
+    page.set_viewport_size(PHONE)
+    expect(page.locator("#docs")).not_to_be_visible()
+    quote.scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOTS / "chat-phone.png"))
+    page.locator("#docs-toggle").click()
+    expect(page.locator("#docs")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#docs")).not_to_be_visible()
+
+    # When "new conversation" is pressed, the transcript and the history are gone
+    page.get_by_role("button", name="New conversation").click()
+    expect(page.locator(".msg")).to_have_count(0)
+    expect(page.locator(".suggestion")).to_have_count(3)
+    expect(question).to_be_focused()
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        {
+            "status": 503,
+            "content_type": "application/json",
+            "body": json.dumps({"error": {"status": 503, "message": "the service is busy"}}),
+        },
+        {
+            "status": 200,
+            "content_type": "text/event-stream",
+            "body": 'event: status\ndata: {"stage": "started", "mode": "model"}\n\n'
+            'event: delta\ndata: {"text": "The answer "}\n\n'
+            'event: error\ndata: {"code": "model_unavailable", "message": "the service is busy"}'
+            "\n\n",
+        },
+    ],
+    ids=["http-503", "error-event"],
+)
+def test_page_shows_an_error_and_retries(
+    page: Any, server: LocalServer, failure: dict[str, Any]
+) -> None:
+    # Given /chat fails once
+    calls: list[str] = []
+
+    def fail_once(route: Any) -> None:
+        calls.append(route.request.post_data or "")
+        if len(calls) == 1:
+            route.fulfill(**failure)
+        else:
+            route.continue_()
+
+    page.route("**/chat", fail_once)
+    page.locator("#question").fill("Which bridge opened in 2004?")
+    page.locator("#question").press("Enter")
+
+    # Then the answer says what went wrong and offers a retry, which asks again
+    alert = page.locator(".msg.assistant [role=alert]")
+    expect(alert).to_contain_text("the service is busy")
+    retry = page.get_by_role("button", name="Retry")
+    expect(retry).to_be_focused()
+    retry.click()
+    answer = _wait_for_answer(page)
+    expect(page.locator(".msg.assistant")).to_have_count(1)
+    expect(answer.locator("[role=alert]")).to_have_count(0)
+    assert len(calls) == 2 and calls[0] == calls[1]
+
+
+def test_page_refuses_a_file_that_is_not_a_pdf(page: Any) -> None:
+    page.set_input_files(
+        "#file", files=[{"name": "notes.pdf", "mimeType": "application/pdf", "buffer": b"hello"}]
+    )
+    expect(page.locator("#upload-error")).to_contain_text("does not start like a PDF")
+    expect(page.locator("#doc-list li.doc", has_text="notes.pdf")).to_have_count(0)
+
+
+def test_page_deletes_a_document(page: Any, server: LocalServer, tmp_path: Path) -> None:
+    pdf = tmp_path / "ferry-timetable.pdf"
+    pdf.write_bytes(make_pdf([[("h1", "Ferries"), ("body", "The ferry leaves every hour.")]]))
+    row = _upload(page, pdf)
+    page.on("dialog", lambda dialog: dialog.accept())
+    row.get_by_role("button", name=re.compile("^Delete")).click()
+    expect(row).to_have_count(0)
+    assert not (server.index.path.parent / "uploads" / pdf.name).exists()
+    assert all("ferry" not in d.source for d in server.index.documents())

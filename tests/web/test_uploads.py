@@ -1,0 +1,395 @@
+"""Uploads and deletions through the API: direct into the data directory, or presigned S3."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import boto3
+import pytest
+from fastapi.testclient import TestClient
+from moto import mock_aws
+
+from docchat import api
+from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.agent import AgentConfig
+from docchat.api import create_app
+from docchat.backend import ChatBackend
+from docchat.config import Settings
+from docchat.errors import DocumentNotFoundError
+from docchat.ingest import doc_id_for
+from docchat.library import Library
+from docchat.models import DocStatus, DocumentRecord
+from docchat.uploads import (
+    LocalUploads,
+    NotPdfError,
+    S3Uploads,
+    UploadTooLargeError,
+    check_pdf,
+    safe_name,
+)
+from tests.conftest import EXAMPLES, WordEmbedder
+from tests.pdfgen import make_pdf
+
+BUCKET = "docchat-documents-test"
+PDF = make_pdf([[("h1", "Ferries"), ("body", "The ferry to the island leaves every hour.")]])
+
+
+class Local:
+    """A local app over a temporary data directory, with its index and uploads at hand."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.settings = Settings(data_dir=data_dir)
+        embedder = WordEmbedder()
+        self.index = SqliteIndex(
+            self.settings.index_path, embedding_model=embedder.model_id, dimension=64
+        )
+        self.uploads = LocalUploads(index=self.index, embedder=embedder, settings=self.settings)
+        library = Library(index=self.index, embedder=embedder, registry=self.index)
+        backend = ChatBackend(library=library, model=None, config=AgentConfig())
+        self.client = TestClient(create_app(lambda: backend, uploads=lambda _: self.uploads))
+
+    def wait(self, doc_id: str) -> DocumentRecord:
+        deadline = time.monotonic() + 30
+        while True:
+            record = self.index.document(doc_id)
+            if record and record.status in (DocStatus.INDEXED, DocStatus.FAILED):
+                return record
+            assert time.monotonic() < deadline, f"{doc_id} is still {record}"
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def local(tmp_path: Path) -> Iterator[Local]:
+    app = Local(tmp_path / "data")
+    yield app
+    app.uploads.close()
+    app.index.close()
+
+
+def _post(
+    local: Local, name: str, body: bytes, kind: str = "application/pdf"
+) -> tuple[int, dict[str, Any]]:
+    response = local.client.post(
+        "/documents", params={"filename": name}, content=body, headers={"content-type": kind}
+    )
+    return response.status_code, response.json()
+
+
+@pytest.mark.parametrize(
+    ("filename", "expected"),
+    [
+        ("report.pdf", "report.pdf"),
+        ("My Report (final).PDF", "My-Report-final.pdf"),
+        ("../../etc/passwd.pdf", "passwd.pdf"),
+        ("C:\\Users\\me\\Übersicht.pdf", "Ubersicht.pdf"),
+        (".hidden.pdf", "hidden.pdf"),
+        ("日本語.pdf", "document.pdf"),
+        ("x" * 300 + ".pdf", "x" * 100 + ".pdf"),
+    ],
+)
+def test_safe_name_keeps_a_plain_pdf_file_name(filename: str, expected: str) -> None:
+    assert safe_name(filename) == expected
+
+
+def test_check_pdf_names_what_is_wrong() -> None:
+    with pytest.raises(NotPdfError, match=r"'notes.txt' is not a PDF"):
+        check_pdf("notes.txt", PDF)
+    with pytest.raises(NotPdfError, match="no %PDF- header"):
+        check_pdf("notes.pdf", b"hello")
+    with pytest.raises(NotPdfError, match="empty"):
+        check_pdf("notes.pdf", b"")
+
+
+def test_upload_queues_the_pdf_then_indexes_it(local: Local) -> None:
+    # When a PDF is posted
+    status, answer = _post(local, "Ferry times.pdf", PDF)
+
+    # Then it is saved under uploads/ and registered QUEUED at once, INDEXED later
+    saved = (local.settings.data_dir / "uploads" / "Ferry-times.pdf").resolve()
+    assert status == 202
+    assert answer["status"] == "QUEUED"
+    assert answer["doc_id"] == doc_id_for(str(saved))
+    assert answer["source"] == str(saved)
+    assert saved.read_bytes() == PDF
+    record = local.wait(answer["doc_id"])
+    assert record.status == DocStatus.INDEXED
+    assert record.pages == 1 and record.chunks == 1
+    listed = local.client.get("/documents").json()["documents"]
+    assert [d["status"] for d in listed] == ["INDEXED"]
+
+
+def test_upload_of_a_damaged_pdf_ends_failed_with_the_reason(local: Local) -> None:
+    _, answer = _post(local, "broken.pdf", b"%PDF-1.7 this is not really a PDF")
+
+    record = local.wait(answer["doc_id"])
+
+    assert record.status == DocStatus.FAILED
+    assert record.error_code == "malformed_pdf"
+    assert "upload it again" in record.error
+
+
+def test_upload_of_the_same_bytes_again_is_unchanged(local: Local) -> None:
+    _, first = _post(local, "ferries.pdf", PDF)
+    indexed = local.wait(first["doc_id"])
+
+    status, again = _post(local, "ferries.pdf", PDF)
+
+    assert status == 202
+    assert again["status"] == "INDEXED"
+    assert again["updated_at"] == indexed.updated_at
+
+
+def test_upload_refuses_what_is_not_a_pdf(local: Local) -> None:
+    answers = [
+        _post(local, "notes.txt", PDF),
+        _post(local, "notes.pdf", PDF, kind="text/plain"),
+        _post(local, "notes.pdf", b"hello"),
+    ]
+
+    assert [status for status, _ in answers] == [415] * 3
+    messages = [body["error"]["message"] for _, body in answers]
+    assert "only .pdf files can be uploaded" in messages[0]
+    assert "the body is text/plain, not a PDF" in messages[1]
+    assert "no %PDF- header" in messages[2]
+    assert local.index.documents() == []
+
+
+def test_upload_refuses_a_body_over_the_limit(
+    local: Local, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(api, "MAX_UPLOAD_BYTES", 1024)
+
+    # A streamed body has no Content-Length: the limit holds while reading
+    def body() -> Iterator[bytes]:
+        yield b"%PDF-1.7 " + b"x" * 2000
+
+    response = local.client.post("/documents", params={"filename": "big.pdf"}, content=body())
+
+    assert response.status_code == 413
+    assert "larger than" in response.json()["error"]["message"]
+
+
+def test_upload_accepts_a_body_over_the_chat_limit(local: Local) -> None:
+    # The body limit of /chat is 512 KiB; an upload may be far larger
+    big = (EXAMPLES / "dmca.pdf").read_bytes() + b"\n%" + b"0" * api.MAX_BODY_BYTES
+
+    status, _ = _post(local, "dmca.pdf", big)
+
+    assert status == 202
+
+
+def test_upload_url_is_refused_when_uploads_are_direct(local: Local) -> None:
+    response = local.client.post("/documents/upload-url", json={"filename": "a.pdf", "size": 10})
+
+    assert response.status_code == 409
+    assert "POST the PDF to /documents" in response.json()["error"]["message"]
+
+
+def test_delete_forgets_the_document_and_its_uploaded_file(local: Local) -> None:
+    _, answer = _post(local, "ferries.pdf", PDF)
+    doc_id = answer["doc_id"]
+    local.wait(doc_id)
+
+    response = local.client.delete(f"/documents/{doc_id}")
+
+    assert response.status_code == 200
+    assert response.json() == {"doc_id": doc_id, "status": "deleted"}
+    assert local.client.get(f"/documents/{doc_id}").status_code == 404
+    assert not (local.settings.data_dir / "uploads" / "ferries.pdf").exists()
+    assert local.index.count() == 0
+
+
+def test_delete_keeps_a_file_that_was_not_uploaded(local: Local, tmp_path: Path) -> None:
+    # Given a document ingested from the user's own folder (docchat ingest)
+    own = tmp_path / "mine.pdf"
+    own.write_bytes(PDF)
+    local.index.set_record(DocumentRecord(doc_id="mine", source=str(own), title="mine"))
+
+    assert local.client.delete("/documents/mine").status_code == 200
+
+    assert own.read_bytes() == PDF
+
+
+def test_delete_of_an_unknown_document_is_404(local: Local) -> None:
+    response = local.client.delete("/documents/nope")
+
+    assert response.status_code == 404
+    assert "GET /documents lists them" in response.json()["error"]["message"]
+
+
+def test_delete_during_indexing_leaves_nothing_behind(local: Local) -> None:
+    _, answer = _post(local, "ferries.pdf", PDF)
+    local.client.delete(f"/documents/{answer['doc_id']}")
+
+    local.uploads.close()
+
+    assert local.index.documents() == []
+    assert local.index.count() == 0
+
+
+def test_unfinished_uploads_are_queued_again_after_a_restart(local: Local) -> None:
+    # Given an upload the previous server left QUEUED
+    path = (local.settings.data_dir / "uploads" / "ferries.pdf").resolve()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(PDF)
+    doc_id = doc_id_for(str(path))
+    local.index.set_record(DocumentRecord(doc_id=doc_id, source=str(path), title="ferries"))
+
+    # When the uploads start again
+    restarted = LocalUploads(
+        index=local.index, embedder=local.uploads.embedder, settings=local.settings
+    )
+    restarted.close()
+
+    record = local.index.document(doc_id)
+    assert record is not None and record.status == DocStatus.INDEXED
+
+
+def test_config_tells_the_page_how_uploads_work(local: Local) -> None:
+    config = local.client.get("/config").json()
+
+    assert config == {
+        "upload": "direct",
+        "max_upload_bytes": 100 * 1024 * 1024,
+        "answers": "extractive",
+    }
+
+
+def test_page_and_its_files_are_served(local: Local) -> None:
+    page = local.client.get("/")
+    script = local.client.get("/static/app.js")
+    style = local.client.get("/static/style.css")
+
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert 'src="static/app.js"' in page.text and 'aria-live="polite"' in page.text
+    assert script.status_code == 200 and "sseEvents" in script.text
+    assert style.status_code == 200
+
+
+def test_without_uploads_the_documents_are_read_only(local: Local) -> None:
+    backend = ChatBackend(
+        library=Library(index=local.index, embedder=WordEmbedder(), registry=local.index),
+        model=None,
+        config=AgentConfig(),
+    )
+    client = TestClient(create_app(lambda: backend))
+
+    posted = client.post("/documents", params={"filename": "a.pdf"}, content=PDF)
+
+    assert posted.status_code == 501
+    assert "docchat ingest" in posted.json()["error"]["message"]
+    assert client.delete("/documents/x").status_code == 501
+    assert client.get("/config").json()["upload"] == "none"
+
+
+# --- the cloud: presigned uploads into the documents bucket -------------------------------------
+
+
+class Registry:
+    def __init__(self, *records: DocumentRecord) -> None:
+        self.records = {r.doc_id: r for r in records}
+
+    def documents(self) -> list[DocumentRecord]:
+        return list(self.records.values())
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        return self.records.get(doc_id)
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        client = boto3.client("s3", region_name="eu-west-1")
+        client.create_bucket(
+            Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+        )
+        yield client
+
+
+def _cloud_client(uploads: S3Uploads) -> TestClient:
+    library = Library(index=None, embedder=WordEmbedder(), registry=uploads.registry)  # type: ignore[arg-type]
+    backend = ChatBackend(library=library, model=None, config=AgentConfig())
+    return TestClient(create_app(lambda: backend, uploads=lambda _: uploads))
+
+
+def test_upload_url_signs_a_put_of_exactly_that_pdf(s3: object) -> None:
+    from docchat.uploads import s3_uploads
+
+    uploads = s3_uploads(bucket=BUCKET, region="eu-west-1", registry=Registry())
+    client = _cloud_client(uploads)
+
+    response = client.post(
+        "/documents/upload-url", json={"filename": "Q3 report.pdf", "size": 1234}
+    )
+
+    assert response.status_code == 200
+    ticket = response.json()
+    url = urlparse(ticket["url"])
+    query = parse_qs(url.query)
+    assert url.hostname == f"{BUCKET}.s3.eu-west-1.amazonaws.com"
+    assert url.path == "/uploads/Q3-report.pdf"
+    assert query["X-Amz-Expires"] == ["900"]
+    assert query["X-Amz-SignedHeaders"] == ["content-length;content-type;host"]
+    assert ticket["method"] == "PUT"
+    assert ticket["headers"] == {"Content-Type": "application/pdf"}
+    assert ticket["key"] == "uploads/Q3-report.pdf"
+    assert ticket["doc_id"] == doc_id_for(f"{BUCKET}/uploads/Q3-report.pdf")
+    assert client.get("/config").json()["upload"] == "presigned"
+
+
+def test_upload_url_refuses_what_cannot_be_indexed(s3: object) -> None:
+    uploads = S3Uploads(client=s3, bucket=BUCKET, registry=Registry())
+    client = _cloud_client(uploads)
+
+    too_big = client.post(
+        "/documents/upload-url", json={"filename": "a.pdf", "size": 100 * 1024 * 1024 + 1}
+    )
+    not_pdf = client.post("/documents/upload-url", json={"filename": "a.docx", "size": 10})
+    direct = client.post("/documents", params={"filename": "a.pdf"}, content=PDF)
+
+    assert too_big.status_code == 413 and "split the document" in too_big.json()["error"]["message"]
+    assert not_pdf.status_code == 415
+    assert direct.status_code == 409
+    assert "/documents/upload-url" in direct.json()["error"]["message"]
+
+
+def test_delete_in_the_cloud_removes_the_object(s3: object) -> None:
+    s3.put_object(Bucket=BUCKET, Key="uploads/a.pdf", Body=PDF)  # type: ignore[attr-defined]
+    record = DocumentRecord(doc_id="a-1", source=f"{BUCKET}/uploads/a.pdf", title="a")
+    client = _cloud_client(S3Uploads(client=s3, bucket=BUCKET, registry=Registry(record)))
+
+    response = client.delete("/documents/a-1")
+
+    assert response.status_code == 202
+    assert response.json() == {"doc_id": "a-1", "status": "deleting"}
+    listed = s3.list_objects_v2(Bucket=BUCKET)  # type: ignore[attr-defined]
+    assert listed.get("KeyCount") == 0
+
+
+def test_delete_in_the_cloud_refuses_other_buckets_and_unknown_ids(s3: object) -> None:
+    record = DocumentRecord(doc_id="b-1", source="another-bucket/b.pdf", title="b")
+    uploads = S3Uploads(client=s3, bucket=BUCKET, registry=Registry(record))
+
+    with pytest.raises(DocumentNotFoundError):
+        uploads.remove("nope")
+    response = _cloud_client(uploads).delete("/documents/b-1")
+
+    assert response.status_code == 400
+    assert "outside the documents bucket" in response.json()["error"]["message"]
+
+
+def test_too_large_is_reported_before_signing() -> None:
+    uploads = S3Uploads(client=None, bucket=BUCKET, registry=Registry())
+
+    with pytest.raises(UploadTooLargeError, match="more than the 100 MB"):
+        uploads.upload_url("a.pdf", size=200 * 1024 * 1024)

@@ -173,3 +173,17 @@ def test_index_refuses_a_file_of_another_schema(tmp_path: Path) -> None:
 
     with pytest.raises(IndexSchemaError, match=r"schema 1, this one reads 2\): delete that file"):
         SqliteIndex(path, embedding_model="test-words", dimension=64)
+
+
+def test_index_keeps_its_vector_cache_across_registry_writes(index: SqliteIndex) -> None:
+    _put(index, "a", "v1", ["apples"])
+    query = WordEmbedder().embed_query("apples")
+    index.vector_search(query, k=5)
+    cached = index._matrix
+
+    index.set_record(DocumentRecord(doc_id="b", source="/docs/b.pdf", status=DocStatus.QUEUED))
+    index.vector_search(query, k=5)
+
+    assert index._matrix is cached  # a status write does not reload every vector
+    _put(index, "c", "v1", ["cherries"])
+    assert len(index.vector_search(query, k=5)) == 2

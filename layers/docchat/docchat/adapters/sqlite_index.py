@@ -60,6 +60,8 @@ class SqliteIndex:
         self._db.executescript(_SCHEMA)
         self._check_model()
         self._matrix_version: tuple[int, int] | None = None
+        # Bumped by this connection's chunk writes only: registry writes keep the vector cache.
+        self._chunk_generation = 0
         self._ids = np.zeros(0, dtype=object)
         self._docs = np.zeros(0, dtype=object)
         self._matrix = np.zeros((0, dimension), dtype=np.float32)
@@ -164,6 +166,7 @@ class SqliteIndex:
 
     def finalize_document(self, doc_id: str, version: str) -> dict[str, int]:
         """Remove the document's chunks of every version but `version`."""
+        self._chunk_generation += 1
         with self._transaction():
             self._db.execute(
                 "DELETE FROM chunks_fts WHERE rowid IN"
@@ -181,6 +184,7 @@ class SqliteIndex:
         return int(self._rows("SELECT COUNT(*) FROM chunks WHERE doc_id = ?", (doc_id,))[0][0])
 
     def _insert(self, chunks: Sequence[Chunk], vectors: Vectors) -> None:
+        self._chunk_generation += 1
         if len(chunks) != len(vectors):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
         if vectors.size and vectors.shape[1] != self.dimension:
@@ -221,6 +225,7 @@ class SqliteIndex:
             self._delete_chunks(doc_id)
 
     def _delete_chunks(self, doc_id: str) -> None:
+        self._chunk_generation += 1
         self._db.execute(
             "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE doc_id = ?)",
             (doc_id,),
@@ -332,7 +337,7 @@ class SqliteIndex:
     def _load_vectors(self) -> None:
         """Keep every vector in one numpy matrix, reloaded only after the data changed."""
         version = self._rows("PRAGMA data_version")[0][0]
-        changes = self._db.total_changes
+        changes = self._chunk_generation
         if (version, changes) == self._matrix_version:
             return
         rows = self._rows("SELECT chunk_id, doc_id, vector FROM chunks ORDER BY id")

@@ -40,6 +40,136 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5 (
 """
 _WORD = re.compile(r"\w+", re.UNICODE)
 SCHEMA_VERSION = "2"
+STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+    ]
+)
 
 
 class SqliteIndex:
@@ -287,18 +417,24 @@ class SqliteIndex:
     ) -> list[tuple[str, float]]:
         """BM25 top-k as (chunk id, score where higher is better), best first."""
         words = _WORD.findall(query)
-        if not words:
+        # Function words match nearly every chunk and make FTS5 score them all; they carry
+        # almost no BM25 weight, so they are left out (unless the query has nothing else).
+        content = [w for w in words if w.casefold() not in STOPWORDS] or words
+        if not content:
             return []
-        match = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
-        sql = (
-            "SELECT chunks.chunk_id, bm25(chunks_fts, 2.0, 3.0, 1.0) AS rank FROM chunks_fts"
-            " JOIN chunks ON chunks.id = chunks_fts.rowid WHERE chunks_fts MATCH ?"
-        )
+        match = " OR ".join('"' + w.replace('"', "") + '"' for w in dict.fromkeys(content))
+        where = "chunks_fts MATCH ?"
         params: list[Any] = [match]
         if doc_ids is not None:
-            sql += f" AND chunks.doc_id IN ({', '.join('?' for _ in doc_ids)})"
+            marks = ", ".join("?" for _ in doc_ids)
+            where += f" AND rowid IN (SELECT id FROM chunks WHERE doc_id IN ({marks}))"
             params += list(doc_ids)
-        sql += " ORDER BY rank LIMIT ?"
+        # Rank inside FTS5 first and join only the top k to the chunks table.
+        sql = (
+            "SELECT c.chunk_id, r.rank FROM (SELECT rowid, bm25(chunks_fts, 2.0, 3.0, 1.0)"
+            f" AS rank FROM chunks_fts WHERE {where} ORDER BY rank LIMIT ?) AS r"
+            " JOIN chunks AS c ON c.id = r.rowid ORDER BY r.rank"
+        )
         rows = self._rows(sql, [*params, k])
         return [(str(chunk_id), -float(rank)) for chunk_id, rank in rows]
 

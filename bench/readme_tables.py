@@ -1,6 +1,6 @@
 """Print the README's configuration table from the settings model (one source of truth).
 
-    .venv/bin/python bench/readme_tables.py > /tmp/settings.md
+.venv/bin/python bench/readme_tables.py > /tmp/settings.md
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ def hostile_cases(sample: bytes) -> dict[str, bytes]:
         "header only": b"%PDF-1.7\n",
         **{f"truncated to {p}%": sample[: len(sample) * p // 100] for p in (5, 25, 50, 75, 95)},
         "broken xref": re.sub(rb"startxref\s+\d+", b"startxref\n99999999", sample),
-        "bytes zeroed mid-file": sample[: len(sample) // 2] + bytes(4096)
+        "bytes zeroed mid-file": sample[: len(sample) // 2]
+        + bytes(4096)
         + sample[len(sample) // 2 + 4096 :],
         "garbage tail": sample + b"\x00\xff" * 50_000,
     }
@@ -62,8 +63,10 @@ def main() -> int:
     peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"{'files tried':<28}{len(cases)} ({len(files)} real, {len(cases) - len(files)} hostile)")
     print(f"{'converted':<28}{outcomes['converted']}")
-    print(f"{'typed errors':<28}{outcomes['typed error']} "
-          f"({', '.join(f'{k} {v}' for k, v in reasons.most_common())})")
+    print(
+        f"{'typed errors':<28}{outcomes['typed error']} "
+        f"({', '.join(f'{k} {v}' for k, v in reasons.most_common())})"
+    )
     print(f"{'crashes':<28}{outcomes['crash']}")
     print(f"{'slowest file':<28}{slowest[0]:.2f} s ({slowest[1]})")
     print(f"{'peak memory (one child)':<28}{peak_mib:.0f} MiB")

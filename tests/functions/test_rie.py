@@ -256,7 +256,8 @@ def moto_endpoint() -> Iterator[str]:
 def emulator(moto_endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> Emulator:
     base = tmp_path_factory.mktemp("rie")
     inherited = {
-        k: v for k, v in os.environ.items()
+        k: v
+        for k, v in os.environ.items()
         if not k.startswith(("AWS_", "DOCCHAT_", "POWERTOOLS_")) and k.upper() not in PROXIES
     }
     env = {
@@ -272,7 +273,8 @@ def emulator(moto_endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> Em
         "AWS_EC2_METADATA_DISABLED": "true",
         # conftest's socket guard does not reach this process: send any HTTP(S) call beyond
         # loopback to a closed port so it fails instead of leaving the machine.
-        "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
         "NO_PROXY": "127.0.0.1,localhost",
         "POWERTOOLS_TRACE_DISABLED": "true",
         "POWERTOOLS_SERVICE_NAME": "docchat",

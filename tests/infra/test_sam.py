@@ -110,11 +110,23 @@ def build(tmp_path_factory: pytest.TempPathFactory) -> Build:
     # Run from the temporary folder so nothing (e.g. .aws-sam/) lands in the repository.
     result = subprocess.run(
         [
-            str(sam), "build", "--template-file", str(REPO / "template.yaml"),
-            "--build-dir", str(out), "--no-cached", "--parallel", "--region", "us-east-1",
+            str(sam),
+            "build",
+            "--template-file",
+            str(REPO / "template.yaml"),
+            "--build-dir",
+            str(out),
+            "--no-cached",
+            "--parallel",
+            "--region",
+            "us-east-1",
         ],
-        cwd=work, env=_sam_env(path_first=python.parent), capture_output=True, text=True,
-        timeout=BUILD_TIMEOUT_S, check=False,
+        cwd=work,
+        env=_sam_env(path_first=python.parent),
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+        check=False,
     )
     return Build(result, out)
 
@@ -128,9 +140,21 @@ def _elf_machine(path: Path) -> int:
 
 def _validate(template: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(_sam()), "validate", "--lint", "--template-file", str(template), "--region",
-         "us-east-1"],
-        cwd=cwd, env=_sam_env(), capture_output=True, text=True, timeout=300, check=False,
+        [
+            str(_sam()),
+            "validate",
+            "--lint",
+            "--template-file",
+            str(template),
+            "--region",
+            "us-east-1",
+        ],
+        cwd=cwd,
+        env=_sam_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
 
 
@@ -177,7 +201,8 @@ def test_sam_build_binaries_are_aarch64_for_python_313(build: Build) -> None:
     assert (python / "pypdfium2_raw" / "libpdfium.so").is_file()
     # Every shared library of the layer and of the functions' own dependencies.
     binaries = [
-        p for p in build.succeeded().rglob("*.so*")
+        p
+        for p in build.succeeded().rglob("*.so*")
         if re.search(r"\.so(\.\d+)*$", p.name) and p.is_file() and not p.is_symlink()
     ]
     machines = {str(p.relative_to(build.out)): _elf_machine(p) for p in binaries}
@@ -208,4 +233,3 @@ def test_sam_build_every_function_folder_is_built_with_its_handler(build: Build)
         assert (code / handler).read_bytes() == source_file.read_bytes(), f"{name}: {handler}"
         if handler.endswith(".sh"):
             assert os.access(code / handler, os.X_OK), f"{name}: {handler} is not executable"
-

@@ -88,9 +88,19 @@ def test_template_passes_checkov_with_justified_skips() -> None:
     # BC_SKIP_MAPPING: checkov would otherwise fetch guideline mappings from its vendor's API.
     env = {**os.environ, "BC_SKIP_MAPPING": "TRUE", "CHECKOV_RUN_SCA_PACKAGE_SCAN_V2": "false"}
     result = subprocess.run(
-        [str(CHECKOV), "-f", str(REPO / "template.yaml"), "--config-file",
-         str(REPO / ".checkov.yaml")],
-        capture_output=True, text=True, timeout=300, check=False, cwd=REPO, env=env,
+        [
+            str(CHECKOV),
+            "-f",
+            str(REPO / "template.yaml"),
+            "--config-file",
+            str(REPO / ".checkov.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=REPO,
+        env=env,
     )
 
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]

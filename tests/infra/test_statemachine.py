@@ -140,11 +140,14 @@ def test_statemachine_every_step_outside_the_map_catches_failures_into_mark_fail
         if not in_map and state["Type"] in ("Task", "Map", "Parallel") and name not in NOT_CAUGHT
     ]
     assert {name for name, _ in steps} == {
-        "Register", "Convert", "Chunk", "EmbedAndIndex", "Finalize",
+        "Register",
+        "Convert",
+        "Chunk",
+        "EmbedAndIndex",
+        "Finalize",
     }
     for name, state in steps:
         catch_all = [c for c in state.get("Catch", []) if "States.ALL" in c["ErrorEquals"]]
         assert catch_all, f"{name} has no Catch for States.ALL"
         assert catch_all[-1]["Next"] == "MarkFailed", f"{name}: {catch_all[-1]}"
         assert state["Catch"][-1] is catch_all[-1], f"{name}: States.ALL must be the last Catch"
-

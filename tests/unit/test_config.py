@@ -26,8 +26,8 @@ def test_settings_defaults_without_environment() -> None:
 
     assert (settings.data_dir, settings.chunk_size, settings.chunk_overlap) == (
         Path(".docchat"),
-        1000,
-        150,
+        1500,
+        200,
     )
 
 

@@ -8,6 +8,7 @@ from docchat.agent import DEFAULT_SYSTEM_PROMPT, Agent, AgentConfig
 from docchat.config import Settings
 from docchat.library import Library
 from docchat.llm import ChatModel
+from docchat.retrieve import Fusion
 
 
 @dataclass
@@ -33,6 +34,10 @@ def agent_config(settings: Settings) -> AgentConfig:
     )
 
 
+def fusion_of(settings: Settings) -> Fusion:
+    return "rank" if settings.fusion == "rank" else "score"
+
+
 def chat_model(settings: Settings) -> ChatModel | None:
     """Claude on Bedrock or the Anthropic API when configured; None means extractive answers."""
     provider = settings.chat_provider
@@ -55,6 +60,11 @@ def local_backend(settings: Settings) -> ChatBackend:
     embedder = local_embedder(settings)
     index = open_index(settings, embedder)
     library = Library(
-        index=index, embedder=embedder, registry=index, candidates=settings.candidates
+        index=index,
+        embedder=embedder,
+        registry=index,
+        candidates=settings.candidates,
+        fusion=fusion_of(settings),
+        vector_weight=settings.vector_weight,
     )
     return ChatBackend(library=library, model=chat_model(settings), config=agent_config(settings))

@@ -22,8 +22,10 @@ from rich.progress import (
 from rich.table import Table
 
 from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.backend import fusion_of
 from docchat.config import Settings
 from docchat.errors import DocchatError
+from docchat.eval_cli import add_eval_commands
 from docchat.ingest import IngestResult, ingest_file, pdf_paths
 from docchat.local import local_embedder, open_index
 from docchat.models import Answer, Citation, DocStatus, Passage
@@ -87,6 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     rm = commands.add_parser("rm", parents=[common], help="remove a document from the index")
     rm.add_argument("doc", metavar="DOC", help="document id, path or file name")
     rm.set_defaults(run=_rm)
+
+    add_eval_commands(commands, common)
     return parser
 
 
@@ -161,6 +165,8 @@ def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[
         top_k=args.top_k or settings.top_k,
         candidates=settings.candidates,
         doc_ids=doc_ids,
+        fusion=fusion_of(settings),
+        vector_weight=settings.vector_weight,
     )
 
 

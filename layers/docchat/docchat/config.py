@@ -24,8 +24,9 @@ class Settings(BaseModel):
     embed_concurrency: int = Field(
         8, ge=1, le=64, description="concurrent Bedrock calls per Lambda"
     )
-    chunk_size: int = Field(1000, ge=100, le=8000, description="characters per chunk")
-    chunk_overlap: int = Field(150, ge=0, description="characters shared by adjacent chunks")
+    # Chunking and fusion defaults come from `bench/eval_sweep.py` (README, Retrieval quality).
+    chunk_size: int = Field(1500, ge=100, le=8000, description="characters per chunk")
+    chunk_overlap: int = Field(200, ge=0, description="characters shared by adjacent chunks")
     embed_batch_size: int = Field(32, ge=1, le=512, description="texts per embedding call")
     max_pages: int = Field(5000, ge=1, description="PDFs with more pages are refused")
     convert_timeout_s: float = Field(
@@ -35,7 +36,13 @@ class Settings(BaseModel):
         2048, ge=256, description="memory one PDF's conversion may take (a child process)"
     )
     top_k: int = Field(5, ge=1, le=50, description="passages an answer draws on")
-    candidates: int = Field(50, ge=1, le=1000, description="k-NN and BM25 candidates before fusion")
+    candidates: int = Field(
+        100, ge=1, le=1000, description="k-NN and BM25 candidates before fusion"
+    )
+    fusion: str = Field("score", pattern="^(rank|score)$", description="score or rank fusion")
+    vector_weight: float = Field(
+        0.45, ge=0, le=1, description="weight of the vector score in score fusion"
+    )
     # Chat
     model_provider: str = Field(
         "", pattern="^(|none|anthropic|bedrock)$", description="none, anthropic or bedrock"

@@ -9,7 +9,7 @@ from typing import Protocol
 from docchat.embed import Embedder
 from docchat.errors import DocchatError
 from docchat.models import Chunk, DocumentRecord, Passage
-from docchat.retrieve import SearchIndex, hybrid_search
+from docchat.retrieve import VECTOR_WEIGHT, Fusion, SearchIndex, hybrid_search
 
 
 class Reranker(Protocol):
@@ -44,12 +44,16 @@ class Library:
         registry: DocumentRegistry,
         reranker: Reranker | None = None,
         candidates: int = 50,
+        fusion: Fusion = "rank",
+        vector_weight: float = VECTOR_WEIGHT,
     ) -> None:
         self.index = index
         self.embedder = embedder
         self.registry = registry
         self.reranker = reranker
         self.candidates = candidates
+        self.fusion: Fusion = fusion
+        self.vector_weight = vector_weight
 
     def search(
         self, query: str, *, top_k: int, doc_ids: Sequence[str] | None = None
@@ -63,6 +67,8 @@ class Library:
             top_k=pool,
             candidates=self.candidates,
             doc_ids=doc_ids,
+            fusion=self.fusion,
+            vector_weight=self.vector_weight,
         )
         if self.reranker is None or not fused:
             return SearchResult(fused[:top_k], reranked=False)

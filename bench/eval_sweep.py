@@ -1,0 +1,179 @@
+"""The sweeps behind docchat's retrieval defaults: hybrid fusion on SciFact, chunking on COVID-QA.
+
+Run from the repository root (the data sets live in ../shared/data; see its README):
+
+    .venv/bin/python bench/eval_sweep.py fusion   # SciFact train qrels: fusion, weight, candidates
+    .venv/bin/python bench/eval_sweep.py chunks   # COVID-QA: answer in top 1/5/10 per chunk size
+
+`fusion` tunes on the 809 train queries only; the test qrels are for `docchat eval beir`, once
+the defaults are chosen. Both reuse corpus embeddings cached in .docchat-eval/ (the first
+SciFact run embeds 5,183 abstracts: several minutes on 2 cores). Each prints a table; in the
+fusion table the best setting on train is marked with *.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from docchat.adapters.local_embedder import LocalEmbedder
+from docchat.evaluate import (
+    DEPTH,
+    Chunking,
+    Retrieval,
+    beir_scores,
+    cached_vectors,
+    corpus_chunks,
+    documents_in_order,
+    evaluate_qa,
+    filled_index,
+    load_beir,
+    load_squad,
+)
+from docchat.retrieve import fuse_by_rank, fuse_by_score
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+CACHE = Path(".docchat-eval")
+POOL = 1000  # candidates fetched once per query; each setting takes its first `candidates`
+WEIGHTS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
+CANDIDATES = (50, 100, 200)
+CHUNKINGS = ((500, 100), (1000, 150), (1500, 200), (2000, 200))
+
+Hits = list[tuple[str, float]]
+Fuse = Callable[[Hits, Hits], list[str]]
+
+
+def fusions() -> dict[str, Fuse]:
+    """Every fusion setting of the sweep, by label."""
+    table: dict[str, Fuse] = {}
+    for candidates in CANDIDATES:
+        table[f"rank k=60, {candidates} candidates"] = _rank(candidates)
+        for weight in WEIGHTS:
+            label = f"score w={weight:.2f}, {candidates} candidates"
+            table[label] = _score(candidates, weight)
+    return table
+
+
+def _rank(candidates: int) -> Fuse:
+    def fuse(vector: Hits, keyword: Hits) -> list[str]:
+        lists = [[c for c, _ in vector[:candidates]], [c for c, _ in keyword[:candidates]]]
+        return [c for c, _ in fuse_by_rank(lists)]
+
+    return fuse
+
+
+def _score(candidates: int, weight: float) -> Fuse:
+    def fuse(vector: Hits, keyword: Hits) -> list[str]:
+        lists = [vector[:candidates], keyword[:candidates]]
+        return [c for c, _ in fuse_by_score(lists, weights=[weight, 1 - weight])]
+
+    return fuse
+
+
+def sweep_fusion(folder: Path, *, split: str, chunking: Chunking) -> None:
+    """nDCG@10 / recall of each fusion setting on `split`, from one retrieval pass."""
+    started = time.monotonic()
+    data = load_beir(folder, split=split)
+    embedder = LocalEmbedder()
+    chunks = corpus_chunks(data.corpus, chunking, version="beir")
+    vectors = cached_vectors(chunks, embedder=embedder, cache_dir=CACHE, on_progress=_dots)
+    doc_of = {c.chunk_id: c.doc_id for c in chunks}
+    pools: dict[str, tuple[Hits, Hits]] = {}
+    with filled_index(chunks, vectors, embedder=embedder) as index:
+        for qid, text in data.queries.items():
+            pools[qid] = (
+                index.vector_search(embedder.embed_query(text), k=POOL),
+                index.keyword_search(text, k=POOL),
+            )
+    rows: list[tuple[str, dict[str, float]]] = [
+        ("bm25 only", _scores(data.qrels, pools, doc_of, lambda v, k: [c for c, _ in k])),
+        ("vector only", _scores(data.qrels, pools, doc_of, lambda v, k: [c for c, _ in v])),
+    ]
+    rows += [(label, _scores(data.qrels, pools, doc_of, fuse)) for label, fuse in fusions().items()]
+    best = max(rows[2:], key=lambda row: row[1]["ndcg@10"])[0]
+    print(
+        f"\nSciFact {split} ({len(data.queries)} queries, {chunking.label}), "
+        f"{time.monotonic() - started:.0f} s\n"
+    )
+    _table(["setting", "ndcg@10", "recall@10", "recall@100"], rows, best)
+
+
+def _scores(
+    qrels: dict[str, dict[str, int]],
+    pools: dict[str, tuple[Hits, Hits]],
+    doc_of: dict[str, str],
+    fuse: Fuse,
+) -> dict[str, float]:
+    rankings = {q: documents_in_order(fuse(*pools[q]), doc_of)[:DEPTH] for q in pools}
+    return beir_scores(rankings, qrels)
+
+
+def sweep_chunks(path: Path, *, chunkings: Sequence[tuple[int, int]]) -> None:
+    """Answer-in-top-k rates per chunk size with the tuned hybrid search."""
+    data = load_squad(path)
+    embedder = LocalEmbedder()
+    rows: list[tuple[str, dict[str, float]]] = []
+    for size, overlap in chunkings:
+        started = time.monotonic()
+        chunking = Chunking(size, overlap)
+        chunks = corpus_chunks(data.documents, chunking, version=data.sha256)
+        scores = evaluate_qa(
+            data,
+            embedder=embedder,
+            chunking=chunking,
+            retrieval=Retrieval(),
+            cache_dir=CACHE,
+            on_progress=_dots,
+        )
+        mean_chars = float(np.mean([len(c.text) for c in chunks]))
+        for method, values in scores.items():
+            extra = {"chunks": float(len(chunks)), "mean chars": mean_chars}
+            rows.append((f"{size}/{overlap} {method}", {**values, **extra}))
+        print(f"  {size}/{overlap}: {time.monotonic() - started:.0f} s", file=sys.stderr)
+    print(f"\nCOVID-QA ({len(data.questions)} questions, {len(data.documents)} papers)\n")
+    header = ["chunks/overlap method", "hit@1", "hit@5", "hit@10", "chunks", "mean chars"]
+    _table(header, rows, best="")
+
+
+def _table(header: list[str], rows: list[tuple[str, dict[str, float]]], best: str) -> None:
+    width = max(len(header[0]), *(len(label) for label, _ in rows)) + 2
+    print(header[0].ljust(width) + "".join(h.rjust(11) for h in header[1:]))
+    for label, values in rows:
+        cells = "".join(
+            (f"{values[h]:.0f}" if values[h] >= 2 else f"{values[h]:.4f}").rjust(11)
+            for h in header[1:]
+        )
+        print(f"{label}{' *' if label == best else ''}".ljust(width) + cells)
+
+
+def _dots(stage: str, done: int, total: int) -> None:
+    if done == total:
+        print(f"  {stage}: {total}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    sweeps = parser.add_subparsers(dest="sweep", required=True)
+    fusion = sweeps.add_parser("fusion", help="hybrid fusion settings on SciFact")
+    fusion.add_argument("--data", type=Path, default=SHARED / "beir-scifact")
+    fusion.add_argument("--qrels", choices=["train", "test"], default="train")
+    fusion.add_argument("--chunk-size", type=int, default=0, help="default: whole abstracts")
+    fusion.add_argument("--chunk-overlap", type=int, default=0)
+    chunks = sweeps.add_parser("chunks", help="chunk sizes on COVID-QA")
+    chunks.add_argument("--file", type=Path, default=SHARED / "covid-qa" / "200423_covidQA.json")
+    args = parser.parse_args(argv)
+    if args.sweep == "fusion":
+        chunking = Chunking(args.chunk_size, args.chunk_overlap)
+        sweep_fusion(args.data, split=args.qrels, chunking=chunking)
+    else:
+        sweep_chunks(args.file, chunkings=CHUNKINGS)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

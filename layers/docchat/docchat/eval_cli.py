@@ -1,0 +1,223 @@
+"""`docchat eval beir DIR` and `docchat eval qa FILE`: retrieval quality on public benchmarks."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from docchat.config import Settings
+from docchat.errors import DocchatError
+from docchat.evaluate import (
+    Chunking,
+    Retrieval,
+    evaluate_beir,
+    evaluate_qa,
+    load_beir,
+    load_squad,
+)
+from docchat.library import Reranker
+from docchat.local import local_embedder
+from docchat.retrieve import TUNED_CANDIDATES, TUNED_FUSION, VECTOR_WEIGHT
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+DEFAULT_CACHE = Path(".docchat-eval")
+
+
+def add_eval_commands(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    common_parser: argparse.ArgumentParser,
+) -> None:
+    """Add `eval beir` and `eval qa` to the `docchat` command."""
+    evaluate = subparsers.add_parser("eval", help="measure retrieval on BEIR or SQuAD-style data")
+    kinds = evaluate.add_subparsers(dest="eval_command", required=True)
+    search = argparse.ArgumentParser(add_help=False)
+    search.add_argument(
+        "--cache",
+        type=Path,
+        default=DEFAULT_CACHE,
+        help=f"where corpus embeddings are kept between runs (default: {DEFAULT_CACHE}/)",
+    )
+    search.add_argument("--json", type=Path, metavar="PATH", help="also write the scores here")
+    search.add_argument(
+        "--fusion",
+        choices=["rank", "score"],
+        default=TUNED_FUSION,
+        help=f"hybrid fusion: reciprocal rank or min-max score (default {TUNED_FUSION})",
+    )
+    search.add_argument(
+        "--vector-weight",
+        type=float,
+        default=VECTOR_WEIGHT,
+        help=f"cosine share in score fusion (default {VECTOR_WEIGHT})",
+    )
+    search.add_argument(
+        "--candidates",
+        type=int,
+        default=TUNED_CANDIDATES,
+        help=f"k-NN and BM25 candidates before fusion (default {TUNED_CANDIDATES})",
+    )
+
+    beir = kinds.add_parser(
+        "beir",
+        parents=[common_parser, search],
+        help="nDCG@10 and recall of BM25, vectors and hybrid on a BEIR folder",
+    )
+    beir.add_argument(
+        "folder", type=Path, metavar="DIR", help="corpus.jsonl, queries.jsonl, qrels/"
+    )
+    beir.add_argument("--qrels", choices=["test", "train"], default="test", help="which judgements")
+    beir.add_argument("--limit", type=int, default=None, help="only the first N judged queries")
+    beir.add_argument(
+        "--chunk-size",
+        type=int,
+        default=0,
+        help="split documents into chunks of this many characters (default: whole documents)",
+    )
+    beir.add_argument("--chunk-overlap", type=int, default=0)
+    beir.set_defaults(run=run_beir)
+
+    qa = kinds.add_parser(
+        "qa",
+        parents=[common_parser, search],
+        help="share of SQuAD-style questions whose answer is in the top 1/5/10 passages",
+    )
+    qa.add_argument("file", type=Path, metavar="FILE", help="SQuAD-format JSON")
+    qa.add_argument("--chunk-size", type=int, default=None, help="default: DOCCHAT_CHUNK_SIZE")
+    qa.add_argument(
+        "--chunk-overlap", type=int, default=None, help="default: DOCCHAT_CHUNK_OVERLAP"
+    )
+    qa.add_argument(
+        "--limit", type=int, default=None, help="only the first N questions (and their documents)"
+    )
+    qa.set_defaults(run=run_qa)
+
+
+def run_beir(args: argparse.Namespace, settings: Settings) -> int:
+    """Evaluate each search method on a BEIR folder; print a table, optionally write JSON."""
+    data = load_beir(args.folder, split=args.qrels, limit=args.limit)
+    started = time.monotonic()
+    with _progress() as report:
+        scores = evaluate_beir(
+            data,
+            embedder=local_embedder(settings),
+            chunking=Chunking(args.chunk_size, args.chunk_overlap),
+            retrieval=_retrieval(args),
+            cache_dir=args.cache,
+            reranker=_reranker(settings),
+            on_progress=report,
+        )
+    title = (
+        f"{args.folder.name}: {len(data.queries)} {args.qrels} queries, "
+        f"{len(data.corpus)} documents ({time.monotonic() - started:.0f} s)"
+    )
+    _show(scores, title=title, json_path=args.json)
+    return 0
+
+
+def run_qa(args: argparse.Namespace, settings: Settings) -> int:
+    """Evaluate answer hit rates on a SQuAD-style file; print a table, optionally write JSON."""
+    data = load_squad(args.file, limit=args.limit)
+    size = args.chunk_size or settings.chunk_size
+    overlap = settings.chunk_overlap if args.chunk_overlap is None else args.chunk_overlap
+    started = time.monotonic()
+    with _progress() as report:
+        scores = evaluate_qa(
+            data,
+            embedder=local_embedder(settings),
+            chunking=Chunking(size, overlap),
+            retrieval=_retrieval(args),
+            cache_dir=args.cache,
+            reranker=_reranker(settings),
+            on_progress=report,
+        )
+    title = (
+        f"{args.file.name}: {len(data.questions)} questions, {len(data.documents)} documents, "
+        f"chunks of {size} (overlap {overlap}) ({time.monotonic() - started:.0f} s)"
+    )
+    _show(scores, title=title, json_path=args.json)
+    return 0
+
+
+def _retrieval(args: argparse.Namespace) -> Retrieval:
+    return Retrieval(
+        candidates=args.candidates, fusion=args.fusion, vector_weight=args.vector_weight
+    )
+
+
+def _reranker(settings: Settings) -> Reranker | None:
+    if settings.reranker != "bedrock":
+        return None
+    from docchat.adapters.bedrock_reranker import BedrockReranker
+
+    return BedrockReranker(model_id=settings.rerank_model_id, region=settings.region or None)
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[str, int, int], None]]:
+    """A progress callback that draws one bar per stage on stderr."""
+    columns = (
+        TextColumn("{task.description:<10}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err, transient=False) as progress:
+        tasks: dict[str, TaskID] = {}
+
+        def report(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = progress.add_task(stage, total=total)
+            progress.update(tasks[stage], completed=done, total=total)
+
+        yield report
+
+
+def _show(scores: dict[str, dict[str, float]], *, title: str, json_path: Path | None) -> None:
+    metrics = list(next(iter(scores.values())))
+    table = Table(title=title)
+    table.add_column("method")
+    for metric in metrics:
+        table.add_column(metric, justify="right")
+    for method, values in scores.items():
+        table.add_row(method, *(f"{values[m]:.4f}" for m in metrics))
+    out.print(table)
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
+        err.print(f"scores written to {json_path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m docchat.eval_cli beir DIR …`: the eval commands without the rest of docchat."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    parser = argparse.ArgumentParser(prog="docchat")
+    add_eval_commands(parser.add_subparsers(dest="command", required=True), common)
+    args = parser.parse_args(["eval", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.run(args, Settings.from_env(os.environ, data_dir=args.data_dir)))
+    except DocchatError as exc:
+        err.print(f"[red]error:[/red] {exc}", markup=True)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -110,18 +110,20 @@ def citations_for_answer(answer: str, sources: Sequence[Chunk]) -> list[Citation
             if quote is None or (number, *quote) in seen:
                 continue
             seen.add((number, *quote))
-            page, text = quote
-            citations.append(
-                Citation(
-                    number=number,
-                    doc_id=chunk.doc_id,
-                    title=chunk.title,
-                    source=chunk.source,
-                    page=page,
-                    quote=text,
-                )
-            )
+            citations.append(citation(number, chunk, *quote))
     return citations
+
+
+def citation(number: int, chunk: Chunk, page: int, quote: str) -> Citation:
+    """Passage `number` (a retrieved chunk) cited at `page` with `quote`."""
+    return Citation(
+        number=number,
+        doc_id=chunk.doc_id,
+        title=chunk.title,
+        source=chunk.source,
+        page=page,
+        quote=quote,
+    )
 
 
 def _claims(answer: str) -> Iterator[tuple[str, list[int]]]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+import uvicorn
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.library import Library
@@ -84,3 +87,28 @@ def library(tmp_path: Path) -> Library:
         )
         index.replace_document(record, [chunk], embedder.embed_documents([text]))
     return Library(index=index, embedder=embedder, registry=index)
+
+
+class ServedApp:
+    """An ASGI app under a real uvicorn in a thread, on a free port of 127.0.0.1."""
+
+    def __init__(self, app: Any) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = int(probe.getsockname()[1])
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)

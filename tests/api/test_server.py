@@ -3,63 +3,42 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 
 import httpx
 import openai
 import pytest
-import uvicorn
 
 from docchat.agent import AgentConfig
 from docchat.api import MAX_BODY_BYTES, create_app
 from docchat.backend import ChatBackend
 from docchat.library import Library
 from docchat.llm import TextDelta, ToolUse, TurnEnd
-from tests.chatkit import ScriptedModel, library
+from tests.chatkit import ScriptedModel, ServedApp, library
 
 __all__ = ["library"]  # the fixture
 
 ANSWER = ["A new ", "bridge ", "opened ", "in 2004 ", "[1]."]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Server:
+    """The chat API over `backend`, served for real on 127.0.0.1."""
+
     def __init__(self, backend: ChatBackend) -> None:
         self.backend = backend
-        self.port = _free_port()
-        config = uvicorn.Config(
-            create_app(lambda: backend),
-            host="127.0.0.1",
-            port=self.port,
-            log_level="warning",
-            lifespan="off",
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.served = ServedApp(create_app(lambda: backend))
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://127.0.0.1:{self.served.port}"
 
     def __enter__(self) -> Server:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
+        self.served.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.served.stop()
 
 
 def _model(pause: float = 0.0) -> ScriptedModel:

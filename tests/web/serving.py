@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import uvicorn
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.agent import Agent, AgentConfig, ChatEvent
@@ -19,6 +15,7 @@ from docchat.config import Settings
 from docchat.library import Library
 from docchat.llm import Message
 from docchat.uploads import LocalUploads
+from tests.chatkit import ServedApp
 from tests.conftest import WordEmbedder
 
 
@@ -42,12 +39,6 @@ class PacedBackend(ChatBackend):
         return PacedAgent(self.library, self.model, self.config)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class LocalServer:
     """uvicorn in a thread over a fresh data directory, taking uploads directly."""
 
@@ -60,28 +51,17 @@ class LocalServer:
         library = Library(index=self.index, embedder=embedder, registry=self.index)
         self.backend = PacedBackend(library=library, model=None, config=AgentConfig())
         self.uploads = LocalUploads(index=self.index, embedder=embedder, settings=settings)
-        self.port = free_port()
-        app = create_app(lambda: self.backend, uploads=lambda _: self.uploads)
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.served = ServedApp(create_app(lambda: self.backend, uploads=lambda _: self.uploads))
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
+        return f"http://127.0.0.1:{self.served.port}/"
 
     def __enter__(self) -> LocalServer:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
+        self.served.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.served.stop()
         self.uploads.close()
         self.index.close()

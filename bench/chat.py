@@ -16,8 +16,9 @@ Built once under bench/.data/ (gitignored), a few minutes the first time:
   `pip install -e .[chat,aws]`.
 
 Budgets; the script exits 1 when one fails (and prints a profile of what failed):
-- hybrid_search (top_k=5, 50 candidates) p50 and p95 within 3x of exact vector search alone,
-  same queries in the same run, the query vector precomputed on both sides;
+- hybrid_search (top_k=5, the product's default candidates and fusion) p50 and p95 within 3x
+  of exact vector search alone for as many candidates, same queries in the same run, the query
+  vector precomputed on both sides;
 - the cold start docchat adds to a bare FastAPI app on Python 3.13, a fresh process doing
   `from docchat.api import cloud_app; cloud_app()` against `import fastapi; fastapi.FastAPI()`,
   median of 7: under 0.5 s.
@@ -86,7 +87,7 @@ PER_DOC = 50
 DIMENSION = 384
 SEED = 2026
 MODEL_ID = "bench-random-unit-384"
-INDEX_FORMAT = "1"  # bump when the way the index is built changes
+INDEX_FORMAT = "2"  # bump when the way the index is built changes
 RATIO_BUDGET = 3.0
 SSE_FLAG_MS = 50.0
 COLD_START_BUDGET_S = 0.5
@@ -264,10 +265,10 @@ def retrieval_times(
 ) -> dict[str, list[float]]:
     """Milliseconds per query of both searches, taking turns at going first."""
     sides: dict[str, Callable[[str], object]] = {
-        "vector": lambda q: index.vector_search(embedder.vectors[q], k=50),
+        "vector": lambda q: index.vector_search(embedder.vectors[q], k=DEFAULTS.candidates),
         "hybrid": lambda q: hybrid_search(index, embedder, q, top_k=5, **SEARCH),
     }
-    for query in queries[:WARMUP]:  # the first search loads every vector into numpy
+    for query in queries[:WARMUP]:
         for side in sides.values():
             side(query)
     times: dict[str, list[float]] = {name: [] for name in sides}
@@ -282,7 +283,11 @@ def retrieval_rows(times: dict[str, list[float]]) -> tuple[list[Row], bool]:
     ratios = (hybrid[0] / vector[0], hybrid[1] / vector[1])
     passed = max(ratios) <= RATIO_BUDGET
     rows = [
-        Row("exact vector_search k=50 (numpy)", f"{vector[0]:.1f} ms", f"{vector[1]:.1f} ms"),
+        Row(
+            f"exact vector_search k={DEFAULTS.candidates} (numpy)",
+            f"{vector[0]:.1f} ms",
+            f"{vector[1]:.1f} ms",
+        ),
         Row(
             f"hybrid_search top_k=5 candidates={DEFAULTS.candidates} {DEFAULTS.fusion}",
             f"{hybrid[0]:.1f} ms",
@@ -607,8 +612,11 @@ def main() -> int:
     python = venv313()
 
     log(f"timing {len(queries)} queries ...")
+    # The first search after opening reads every chunk's vector and terms into numpy.
+    load_ms = _ms(lambda: hybrid_search(index, embedder, queries[0], top_k=5, **SEARCH))
     times = retrieval_times(index, embedder, queries)
     rows, retrieval_ok = retrieval_rows(times)
+    rows.append(Row("first search after opening (loads the index)", f"{load_ms:.0f} ms"))
     profile = "" if retrieval_ok else hybrid_profile(index, embedder, queries[:PROFILED])
     log(f"timing {args.requests} requests per server ...")
     questions = [all_queries[i % len(all_queries)] for i in range(args.requests)]

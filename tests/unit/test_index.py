@@ -171,8 +171,60 @@ def test_index_refuses_a_file_of_another_schema(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
 
-    with pytest.raises(IndexSchemaError, match=r"schema 1, this one reads 2\): delete that file"):
+    with pytest.raises(IndexSchemaError, match=r"schema 1, this one reads 3\): delete that file"):
         SqliteIndex(path, embedding_model="test-words", dimension=64)
+
+
+# The tables of schema 2 (docchat before BM25 moved to numpy postings), as it wrote them.
+SCHEMA_2_CHUNKS = """
+CREATE TABLE chunks (
+    id INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, doc_id TEXT NOT NULL,
+    version TEXT NOT NULL, source TEXT NOT NULL, title TEXT NOT NULL, headings TEXT NOT NULL,
+    page_start INTEGER NOT NULL, page_end INTEGER NOT NULL, page_breaks TEXT NOT NULL,
+    text TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX chunks_doc ON chunks (doc_id);
+CREATE VIRTUAL TABLE chunks_fts USING fts5 (
+    title, headings, text, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"""
+
+
+def test_index_upgrades_a_schema_2_file_in_place(index: SqliteIndex, tmp_path: Path) -> None:
+    texts = ["red apples and green pears", "pears in a pie", "plums"]
+    _put(index, "a", "v1", texts)
+    # The same document in a file written by schema 2.
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.executescript(SCHEMA_2_CHUNKS)
+        meta = [("embedding_model", "test-words"), ("dimension", "64"), ("schema", "2")]
+        db.executemany("INSERT INTO meta VALUES (?, ?)", meta)
+        for n, chunk in enumerate(_chunks("a", "v1", texts), start=1):
+            vector = WordEmbedder().embed_documents([chunk.text])[0].tobytes()
+            row = [n, chunk.chunk_id, "a", "v1", chunk.source, chunk.title, '["H"]', n, n, "[]"]
+            db.execute(
+                "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [*row, chunk.text, vector],
+            )
+            db.execute(
+                "INSERT INTO chunks_fts (rowid, title, headings, text) VALUES (?, ?, 'H', ?)",
+                (n, chunk.title, chunk.text),
+            )
+    db.close()
+
+    old = SqliteIndex(path, embedding_model="test-words", dimension=64)
+
+    assert old.keyword_search("pears", k=5) == index.keyword_search("pears", k=5)
+    assert len(old.keyword_search("pears", k=5)) == 2
+    query = WordEmbedder().embed_query("plums")
+    assert old.vector_search(query, k=1) == index.vector_search(query, k=1)
+    with sqlite3.connect(path) as db:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+        assert ("schema", "3") in db.execute("SELECT key, value FROM meta").fetchall()
+    db.close()
+    assert not any(name.startswith("chunks_fts") for name in tables)
 
 
 def test_index_keeps_its_vector_cache_across_registry_writes(index: SqliteIndex) -> None:

@@ -1,9 +1,8 @@
-"""The embedded index: SQLite for documents and chunks, FTS5 for BM25, numpy for exact k-NN."""
+"""The embedded index: SQLite for documents and chunks, numpy for exact k-NN and for BM25."""
 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 import time
@@ -13,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
+from docchat.adapters.bm25 import Fields, Postings, Tokenizer, best_rows
 from docchat.embed import Vectors
 from docchat.errors import DocumentNotFoundError, EmbedderMismatchError, IndexSchemaError
 from docchat.models import Chunk, DocStatus, DocumentRecord
@@ -31,145 +32,13 @@ CREATE TABLE IF NOT EXISTS chunks (
     version TEXT NOT NULL, source TEXT NOT NULL, title TEXT NOT NULL, headings TEXT NOT NULL,
     page_start INTEGER NOT NULL, page_end INTEGER NOT NULL, page_breaks TEXT NOT NULL,
     text TEXT NOT NULL,
-    vector BLOB NOT NULL
+    vector BLOB NOT NULL,
+    length INTEGER NOT NULL, term_ids BLOB NOT NULL, term_freqs BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5 (
-    title, headings, text, tokenize = 'porter unicode61 remove_diacritics 2'
-);
+CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT UNIQUE NOT NULL);
 """
-_WORD = re.compile(r"\w+", re.UNICODE)
-SCHEMA_VERSION = "2"
-STOPWORDS = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "all",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "down",
-        "during",
-        "each",
-        "few",
-        "for",
-        "from",
-        "further",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "herself",
-        "him",
-        "himself",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "me",
-        "more",
-        "most",
-        "my",
-        "myself",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "only",
-        "or",
-        "other",
-        "our",
-        "ours",
-        "ourselves",
-        "out",
-        "over",
-        "own",
-        "same",
-        "she",
-        "should",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "themselves",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "very",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "yours",
-        "yourself",
-        "yourselves",
-    ]
-)
+SCHEMA_VERSION = "3"
 
 
 class SqliteIndex:
@@ -188,13 +57,15 @@ class SqliteIndex:
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA busy_timeout = 10000")
         self._db.executescript(_SCHEMA)
+        self._tokenizer = Tokenizer()
         self._check_model()
-        self._matrix_version: tuple[int, int] | None = None
+        self._loaded: tuple[int, int] | None = None
         # Bumped by this connection's chunk writes only: registry writes keep the vector cache.
         self._chunk_generation = 0
         self._ids = np.zeros(0, dtype=object)
         self._docs = np.zeros(0, dtype=object)
         self._matrix = np.zeros((0, dimension), dtype=np.float32)
+        self._postings = Postings.build({}, [], [])
 
     def close(self) -> None:
         self._db.close()
@@ -227,7 +98,9 @@ class SqliteIndex:
                     ],
                 )
                 return
-        if meta.get("schema") != SCHEMA_VERSION:
+        if meta.get("schema") == "2":
+            self._upgrade_from_2()
+        elif meta.get("schema") != SCHEMA_VERSION:
             raise IndexSchemaError(
                 f"the index at {self.path} was written by another docchat version "
                 f"(schema {meta.get('schema', '1')}, this one reads {SCHEMA_VERSION}): "
@@ -242,6 +115,27 @@ class SqliteIndex:
                 f"({meta['dimension']} dims), not {self.embedding_model} ({self.dimension} dims): "
                 "use the same embedder, or another --data-dir and ingest the documents again"
             )
+
+    def _upgrade_from_2(self) -> None:
+        """Schema 2 ranked with an FTS5 table; give each chunk its terms instead (same scores)."""
+        with self._transaction():
+            for column in ("length INTEGER", "term_ids BLOB", "term_freqs BLOB"):
+                self._db.execute(f"ALTER TABLE chunks ADD COLUMN {column} NOT NULL DEFAULT 0")
+            rows = self._db.execute("SELECT id, title, headings, text FROM chunks").fetchall()
+            for start in range(0, len(rows), 500):
+                batch = rows[start : start + 500]
+                fields = [
+                    (r["title"], " ".join(json.loads(r["headings"])), r["text"]) for r in batch
+                ]
+                self._db.executemany(
+                    "UPDATE chunks SET length = ?, term_ids = ?, term_freqs = ? WHERE id = ?",
+                    [
+                        (*terms, r["id"])
+                        for terms, r in zip(self._terms(fields), batch, strict=True)
+                    ],
+                )
+            self._db.execute("DROP TABLE chunks_fts")
+            self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
 
     # --- documents ---------------------------------------------------------------------------
 
@@ -286,11 +180,6 @@ class SqliteIndex:
         with self._transaction():
             ids = [c.chunk_id for c in chunks]
             marks = ", ".join("?" for _ in ids)
-            self._db.execute(
-                "DELETE FROM chunks_fts WHERE rowid IN"
-                f" (SELECT id FROM chunks WHERE chunk_id IN ({marks}))",
-                ids,
-            )
             self._db.execute(f"DELETE FROM chunks WHERE chunk_id IN ({marks})", ids)
             self._insert(chunks, vectors)
 
@@ -298,11 +187,6 @@ class SqliteIndex:
         """Remove the document's chunks of every version but `version`."""
         self._chunk_generation += 1
         with self._transaction():
-            self._db.execute(
-                "DELETE FROM chunks_fts WHERE rowid IN"
-                " (SELECT id FROM chunks WHERE doc_id = ? AND version != ?)",
-                (doc_id, version),
-            )
             old = self._db.execute(
                 "DELETE FROM chunks WHERE doc_id = ? AND version != ?", (doc_id, version)
             ).rowcount
@@ -321,29 +205,53 @@ class SqliteIndex:
             raise EmbedderMismatchError(
                 f"vectors have {vectors.shape[1]} dims; this index holds {self.dimension}"
             )
-        for chunk, vector in zip(chunks, vectors, strict=True):
-            rowid = self._db.execute(
-                "INSERT INTO chunks (chunk_id, doc_id, version, source, title, headings,"
-                " page_start, page_end, page_breaks, text, vector)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    chunk.chunk_id,
-                    chunk.doc_id,
-                    chunk.version,
-                    chunk.source,
-                    chunk.title,
-                    json.dumps(chunk.headings),
-                    chunk.page_start,
-                    chunk.page_end,
-                    json.dumps(chunk.page_breaks),
-                    chunk.text,
-                    np.asarray(vector, dtype=np.float32).tobytes(),
-                ),
-            ).lastrowid
-            self._db.execute(
-                "INSERT INTO chunks_fts (rowid, title, headings, text) VALUES (?, ?, ?, ?)",
-                (rowid, chunk.title, " ".join(chunk.headings), chunk.text),
+        rows = [
+            (
+                chunk.chunk_id,
+                chunk.doc_id,
+                chunk.version,
+                chunk.source,
+                chunk.title,
+                json.dumps(chunk.headings),
+                chunk.page_start,
+                chunk.page_end,
+                json.dumps(chunk.page_breaks),
+                chunk.text,
+                np.asarray(vector, dtype=np.float32).tobytes(),
+                *terms,
             )
+            for chunk, vector, terms in zip(
+                chunks, vectors, self._terms([_fields(chunk) for chunk in chunks]), strict=True
+            )
+        ]
+        self._db.executemany(
+            "INSERT INTO chunks (chunk_id, doc_id, version, source, title, headings, page_start,"
+            " page_end, page_breaks, text, vector, length, term_ids, term_freqs)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    def _terms(self, chunks: Sequence[Fields]) -> list[tuple[int, bytes, bytes]]:
+        """Per chunk: its number of tokens, term ids and weighted term frequencies, as stored."""
+        analysed = self._tokenizer.analyse(chunks)
+        vocabulary = sorted(set().union(*(frequencies for frequencies, _ in analysed)))
+        self._db.executemany(
+            "INSERT OR IGNORE INTO terms (term) VALUES (?)", [(term,) for term in vocabulary]
+        )
+        term_ids = dict(
+            self._db.execute(
+                "SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))",
+                (json.dumps(vocabulary),),
+            ).fetchall()
+        )
+        return [
+            (
+                length,
+                np.array([term_ids[term] for term in frequencies], dtype=np.int32).tobytes(),
+                np.array(list(frequencies.values()), dtype=np.float32).tobytes(),
+            )
+            for frequencies, length in analysed
+        ]
 
     def delete_document(self, doc_id: str) -> None:
         with self._transaction():
@@ -356,10 +264,6 @@ class SqliteIndex:
 
     def _delete_chunks(self, doc_id: str) -> None:
         self._chunk_generation += 1
-        self._db.execute(
-            "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE doc_id = ?)",
-            (doc_id,),
-        )
         self._db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
 
     def _write_record(self, record: DocumentRecord) -> None:
@@ -400,43 +304,30 @@ class SqliteIndex:
     ) -> list[tuple[str, float]]:
         """Exact cosine top-k as (chunk id, similarity), best first."""
         with self._lock:
-            self._load_vectors()
-            ids, docs, matrix = self._ids, self._docs, self._matrix
+            self._load()
+            ids, matrix, rows = self._ids, self._matrix, self._rows_of(doc_ids)
         scores = matrix @ np.asarray(query, dtype=np.float32)
-        if doc_ids is not None:
-            scores = np.where(np.isin(docs, list(doc_ids)), scores, -np.inf)
-        k = min(k, int(np.isfinite(scores).sum()))
-        if k <= 0:
-            return []
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(str(ids[i]), float(scores[i])) for i in top]
+        if rows is None:
+            rows = np.arange(len(ids))
+        return [(str(ids[row]), float(scores[row])) for row in best_rows(scores, rows, k)]
 
     def keyword_search(
         self, query: str, *, k: int, doc_ids: Sequence[str] | None = None
     ) -> list[tuple[str, float]]:
         """BM25 top-k as (chunk id, score where higher is better), best first."""
-        words = _WORD.findall(query)
-        # Function words match nearly every chunk and make FTS5 score them all; they carry
-        # almost no BM25 weight, so they are left out (unless the query has nothing else).
-        content = [w for w in words if w.casefold() not in STOPWORDS] or words
-        if not content:
+        terms = self._tokenizer.query_terms(query)
+        if not terms:
             return []
-        match = " OR ".join('"' + w.replace('"', "") + '"' for w in dict.fromkeys(content))
-        where = "chunks_fts MATCH ?"
-        params: list[Any] = [match]
-        if doc_ids is not None:
-            marks = ", ".join("?" for _ in doc_ids)
-            where += f" AND rowid IN (SELECT id FROM chunks WHERE doc_id IN ({marks}))"
-            params += list(doc_ids)
-        # Rank inside FTS5 first and join only the top k to the chunks table.
-        sql = (
-            "SELECT c.chunk_id, r.rank FROM (SELECT rowid, bm25(chunks_fts, 2.0, 3.0, 1.0)"
-            f" AS rank FROM chunks_fts WHERE {where} ORDER BY rank LIMIT ?) AS r"
-            " JOIN chunks AS c ON c.id = r.rowid ORDER BY r.rank"
-        )
-        rows = self._rows(sql, [*params, k])
-        return [(str(chunk_id), -float(rank)) for chunk_id, rank in rows]
+        with self._lock:
+            self._load()
+            ids, postings, rows = self._ids, self._postings, self._rows_of(doc_ids)
+        return [(str(ids[row]), score) for row, score in postings.search(terms, k=k, within=rows)]
+
+    def _rows_of(self, doc_ids: Sequence[str] | None) -> NDArray[np.intp] | None:
+        """The positions of the documents' chunks in the loaded arrays (None: every chunk)."""
+        if doc_ids is None:
+            return None
+        return np.flatnonzero(np.isin(self._docs, list(doc_ids)))
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """Chunks by id."""
@@ -470,15 +361,31 @@ class SqliteIndex:
             embedding_model=self.embedding_model,
         )
 
-    def _load_vectors(self) -> None:
-        """Keep every vector in one numpy matrix, reloaded only after the data changed."""
-        version = self._rows("PRAGMA data_version")[0][0]
-        changes = self._chunk_generation
-        if (version, changes) == self._matrix_version:
-            return
-        rows = self._rows("SELECT chunk_id, doc_id, vector FROM chunks ORDER BY id")
-        self._ids = np.array([r[0] for r in rows], dtype=object)
-        self._docs = np.array([r[1] for r in rows], dtype=object)
-        blob = b"".join(r[2] for r in rows)
-        self._matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), self.dimension)
-        self._matrix_version = (version, changes)
+    def _load(self) -> None:
+        """Keep every vector in a numpy matrix and every term in postings, reloaded only after
+        the data changed."""
+        with self._lock:
+            self._db.execute("BEGIN")  # one snapshot of chunks and terms
+            try:
+                version = self._db.execute("PRAGMA data_version").fetchone()[0]
+                if (version, self._chunk_generation) == self._loaded:
+                    return
+                rows = self._db.execute(
+                    "SELECT chunk_id, doc_id, vector, length, term_ids, term_freqs"
+                    " FROM chunks ORDER BY id"
+                ).fetchall()
+                term_ids = dict(self._db.execute("SELECT term, id FROM terms").fetchall())
+            finally:
+                self._db.execute("COMMIT")
+            self._ids = np.array([r[0] for r in rows], dtype=object)
+            self._docs = np.array([r[1] for r in rows], dtype=object)
+            blob = b"".join(r[2] for r in rows)
+            self._matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), self.dimension)
+            self._postings = Postings.build(
+                term_ids, [(r[4], r[5]) for r in rows], [r[3] for r in rows]
+            )
+            self._loaded = (version, self._chunk_generation)
+
+
+def _fields(chunk: Chunk) -> Fields:
+    return (chunk.title, " ".join(chunk.headings), chunk.text)

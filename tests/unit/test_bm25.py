@@ -158,3 +158,12 @@ def test_best_rows_breaks_ties_by_row() -> None:
     assert best_rows(scores, rows, 4).tolist() == [1, 2, 4, 3]
     assert best_rows(scores, np.array([0, 3, 4]), 2).tolist() == [4, 3]
     assert best_rows(scores, rows, 0).tolist() == []
+
+
+def test_tokenizer_recovers_from_a_failed_call() -> None:
+    tokenizer = Tokenizer()
+    with pytest.raises(sqlite3.Error):
+        # the first row goes in, the second has a field too many
+        tokenizer.analyse([("t", "h", "pears"), ("t", "h", "x", "y")])  # type: ignore[list-item]
+
+    assert tokenizer.analyse([("", "", "apples")]) == [({"appl": 1.0}, 1)]

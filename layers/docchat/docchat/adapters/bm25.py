@@ -13,7 +13,8 @@ import math
 import re
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +61,7 @@ class Tokenizer:
         """Per document: its terms with their weighted frequencies, and its number of tokens."""
         frequencies: list[TermFrequencies] = [{} for _ in documents]
         lengths = [0] * len(documents)
-        with self._lock:
+        with self._lock, self._emptied():
             self._db.executemany(
                 "INSERT INTO fields (rowid, title, headings, text) VALUES (?, ?, ?, ?)",
                 [(n, *fields) for n, fields in enumerate(documents)],
@@ -68,7 +69,6 @@ class Tokenizer:
             rows = self._db.execute(
                 "SELECT doc, col, term, count(*) FROM tokens GROUP BY doc, col, term"
             ).fetchall()
-            self._db.execute("DELETE FROM fields")
         for doc, column, term, count in rows:
             terms = frequencies[doc]
             terms[term] = terms.get(term, 0.0) + FIELD_WEIGHTS[column] * count
@@ -79,14 +79,24 @@ class Tokenizer:
         """The terms of the query's distinct content words, in order (FTS5's OR of words)."""
         words = _WORD.findall(query)
         content = [w for w in words if w.casefold() not in STOPWORDS] or words
-        with self._lock:
+        with self._lock, self._emptied():
             self._db.executemany(
                 "INSERT INTO fields (rowid, text) VALUES (?, ?)",
                 enumerate(dict.fromkeys(content)),
             )
             rows = self._db.execute("SELECT term FROM tokens ORDER BY doc, offset").fetchall()
-            self._db.execute("DELETE FROM fields")
         return [term for (term,) in rows]
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def _emptied(self) -> Iterator[None]:
+        """Leave the table empty afterwards, also when a call fails half way."""
+        try:
+            yield
+        finally:
+            self._db.execute("DELETE FROM fields")
 
 
 def best_rows(

@@ -69,6 +69,7 @@ class SqliteIndex:
 
     def close(self) -> None:
         self._db.close()
+        self._tokenizer.close()
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:

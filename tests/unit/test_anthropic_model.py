@@ -57,26 +57,7 @@ SEARCH = ToolSpec(
 Handler = Callable[[httpx2.Request], httpx2.Response]
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Dummy AWS credentials and no endpoint overrides, so nothing reaches a real account."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    for name in (
-        "AWS_SESSION_TOKEN",
-        "AWS_PROFILE",
-        "AWS_REGION",
-        "AWS_DEFAULT_REGION",
-        "AWS_BEARER_TOKEN_BEDROCK",
-        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-        "ANTHROPIC_BEDROCK_BASE_URL",
-        "ANTHROPIC_BASE_URL",
-    ):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("dummy_aws")
 
 
 class Recorder:
@@ -200,21 +181,25 @@ def bedrock_response(content: bytes) -> httpx2.Response:
 # --- streamed turns ---------------------------------------------------------------------------
 
 
+# What tool_use_turn.sse decodes to, whichever way it arrives.
+TOOL_USE_TURN = [
+    TextDelta("I'll search the manuals"),
+    TextDelta(" for that."),
+    ToolUse(
+        id="toolu_01T1x1fJ34qAmk2tNTrN7Up6",
+        name="search_documents",
+        input={"query": "torque for the M8 cylinder head bolts"},
+    ),
+    TurnEnd(stop_reason="tool_use", input_tokens=472, output_tokens=89),
+]
+
+
 def test_claude_model_streams_text_then_tool_use_then_turn_end() -> None:
     model, _ = replaying(sse_bytes("tool_use_turn.sse"))
 
     events = turn(model)
 
-    assert events == [
-        TextDelta("I'll search the manuals"),
-        TextDelta(" for that."),
-        ToolUse(
-            id="toolu_01T1x1fJ34qAmk2tNTrN7Up6",
-            name="search_documents",
-            input={"query": "torque for the M8 cylinder head bolts"},
-        ),
-        TurnEnd(stop_reason="tool_use", input_tokens=472, output_tokens=89),
-    ]
+    assert events == TOOL_USE_TURN
 
 
 def test_claude_model_sends_one_streaming_messages_request() -> None:
@@ -511,16 +496,7 @@ def test_claude_model_factory_bedrock_signs_an_invoke_with_response_stream_reque
         ],
     }
     # ... and the decoded events are the same as over the Anthropic API
-    assert events == [
-        TextDelta("I'll search the manuals"),
-        TextDelta(" for that."),
-        ToolUse(
-            id="toolu_01T1x1fJ34qAmk2tNTrN7Up6",
-            name="search_documents",
-            input={"query": "torque for the M8 cylinder head bolts"},
-        ),
-        TurnEnd(stop_reason="tool_use", input_tokens=472, output_tokens=89),
-    ]
+    assert events == TOOL_USE_TURN
 
 
 def test_claude_model_bedrock_throttling_mid_stream_raises_unavailable() -> None:

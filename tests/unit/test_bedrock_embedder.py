@@ -38,16 +38,7 @@ TITAN = "amazon.titan-embed-text-v2:0"
 COHERE = "cohere.embed-english-v3"
 
 
-@pytest.fixture(autouse=True)
-def _dummy_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    """Fake credentials and no shared config files, so nothing looks for a real account."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+pytestmark = pytest.mark.usefixtures("dummy_aws")
 
 
 def runtime_client(max_attempts: int = 1) -> Any:

@@ -7,7 +7,6 @@ them against botocore's service model, so a wrong request shape fails here, not 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -30,16 +29,7 @@ MODEL_ARN = "arn:aws:bedrock:us-east-1::foundation-model/cohere.rerank-v3-5:0"
 QUERY = "torque for the M8 head bolts"
 
 
-@pytest.fixture(autouse=True)
-def _dummy_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Fake credentials and no shared config files, so nothing looks for a real account."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+pytestmark = pytest.mark.usefixtures("dummy_aws")
 
 
 def agent_runtime_client(**kwargs: Any) -> Any:

@@ -59,13 +59,13 @@ class ScriptedModel:
         self.finished_at = time.monotonic()
 
 
-@pytest.fixture
-def library(tmp_path: Path) -> Library:
+def library_of(path: Path, documents: dict[str, list[str]]) -> Library:
+    """A library at `path` holding each document (id -> its pages' texts) as one indexed chunk."""
     embedder = WordEmbedder()
-    index = SqliteIndex(tmp_path / "i.sqlite3", embedding_model=embedder.model_id, dimension=64)
-    for doc_id, pages in PAGES.items():
+    index = SqliteIndex(path, embedding_model=embedder.model_id, dimension=64)
+    for doc_id, pages in documents.items():
         text = "\n".join(pages)
-        breaks = [len(pages[0]) + 1] if len(pages) > 1 else []
+        starts = [sum(len(page) + 1 for page in pages[:n]) for n in range(1, len(pages))]
         chunk = Chunk(
             chunk_id=f"{doc_id}:0",
             doc_id=doc_id,
@@ -75,7 +75,7 @@ def library(tmp_path: Path) -> Library:
             headings=[],
             page_start=1,
             page_end=len(pages),
-            page_breaks=breaks,
+            page_breaks=starts,
             text=text,
         )
         record = DocumentRecord(
@@ -87,6 +87,11 @@ def library(tmp_path: Path) -> Library:
         )
         index.replace_document(record, [chunk], embedder.embed_documents([text]))
     return Library(index=index, embedder=embedder, registry=index)
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Library:
+    return library_of(tmp_path / "i.sqlite3", PAGES)
 
 
 class ServedApp:

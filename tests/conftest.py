@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pypdfium2 as pdfium
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,6 +55,20 @@ def dummy_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "ANTHROPIC_BASE_URL",
     ):
         monkeypatch.delenv(name, raising=False)
+
+
+def squash(text: str) -> str:
+    """Compare text the way a reader would: case, spacing and line-break hyphens aside."""
+    return re.sub(r"[\W_]+", "", text.casefold())
+
+
+def page_texts(pdf: Path) -> list[str]:
+    """Each page's text of `pdf`, squashed."""
+    document = pdfium.PdfDocument(pdf)
+    try:
+        return [squash(page.get_textpage().get_text_range()) for page in document]
+    finally:
+        document.close()
 
 
 class WordEmbedder:

@@ -9,11 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pypdfium2 as pdfium
 import pytest
 
 from docchat.cli import main
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, page_texts, squash
 from tests.pdfgen import make_pdf
 
 DMCA = EXAMPLES / "dmca.pdf"
@@ -23,19 +22,6 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     code = main(list(argv))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
-
-
-def _squash(text: str) -> str:
-    """Compare text the way a reader would: case, spacing and line-break hyphens aside."""
-    return re.sub(r"[\W_]+", "", text.casefold())
-
-
-def _page_texts(pdf: Path) -> list[str]:
-    document = pdfium.PdfDocument(pdf)
-    try:
-        return [_squash(page.get_textpage().get_text_range()) for page in document]
-    finally:
-        document.close()
 
 
 @pytest.fixture
@@ -83,12 +69,12 @@ def test_cli_ingest_folder_then_ask_cites_pages_that_hold_the_quotes(
     answer = json.loads(out)
     assert answer["mode"] == "extractive"
     assert "No language model is configured" in answer["text"]
-    pages = _page_texts(DMCA)
+    pages = page_texts(DMCA)
     cited = {(c["doc_id"], c["page"]) for c in answer["citations"]}
     assert len(cited) >= 2
     for citation in answer["citations"]:
         assert citation["source"].endswith("dmca.pdf")
-        assert _squash(citation["quote"]) in pages[citation["page"] - 1], citation
+        assert squash(citation["quote"]) in pages[citation["page"] - 1], citation
 
 
 def test_cli_reingest_is_noop_and_changed_file_replaces_chunks(

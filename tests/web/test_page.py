@@ -16,10 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pypdfium2 as pdfium
 import pytest
 
-from tests.conftest import EXAMPLES, REPO
+from tests.conftest import EXAMPLES, REPO, page_texts, squash
 from tests.pdfgen import make_pdf
 from tests.web.serving import LocalServer
 
@@ -71,19 +70,6 @@ WATCH = """
   }).observe(document.body, {subtree: true, childList: true, characterData: true});
 }
 """
-
-
-def _squash(text: str) -> str:
-    """Compare text the way a reader would: case, spacing and line-break hyphens aside."""
-    return re.sub(r"[\W_]+", "", text.casefold())
-
-
-def _page_texts(pdf: Path) -> list[str]:
-    document = pdfium.PdfDocument(pdf)
-    try:
-        return [_squash(page.get_textpage().get_text_range()) for page in document]
-    finally:
-        document.close()
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +153,7 @@ def test_page_uploads_a_pdf_and_answers_with_cited_pages(
     assert "The Digital Millennium Copyright Act of 1998" in caption
     shown = quote.locator("blockquote").inner_text()
     assert len(shown) > 20
-    assert _squash(shown) in _page_texts(DMCA)[int(match.group(1)) - 1]
+    assert squash(shown) in page_texts(DMCA)[int(match.group(1)) - 1]
     number = chip.get_attribute("data-number")
     expect(answer.locator(f'.marker[data-number="{number}"]')).to_have_attribute(
         "aria-expanded", "true"

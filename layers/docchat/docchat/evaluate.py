@@ -19,6 +19,7 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.chunk import chunks_from_pages
 from docchat.embed import Embedder, Vectors
 from docchat.errors import DocchatError
+from docchat.ingest import Progress, embed_chunks
 from docchat.library import Reranker
 from docchat.models import Chunk, DocumentRecord, Page
 from docchat.retrieve import (
@@ -29,7 +30,6 @@ from docchat.retrieve import (
     hybrid_search,
 )
 
-Progress = Callable[[str, int, int], None]
 Ranking = list[str]
 DEPTH = 100  # documents ranked per BEIR query: enough for recall@100
 RERANKED = "hybrid+rerank"
@@ -258,15 +258,7 @@ def cached_vectors(
             cached: Vectors = np.load(cache_file)
             if cached.shape == (len(texts), embedder.dimension):
                 return cached
-    done = 0
-
-    def tick(count: int) -> None:
-        nonlocal done
-        done += count
-        if on_progress:
-            on_progress("embed", done, len(texts))
-
-    vectors = embedder.embed_documents(texts, on_batch=tick)
+    vectors = embed_chunks(chunks, embedder=embedder, on_progress=on_progress)
     if cache_file is not None:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         partial = cache_file.with_name(cache_file.name + ".partial.npy")

@@ -166,7 +166,6 @@ class Postings:
             rows, frequencies = self.rows[low:high], self.frequencies[low:high]
             idf = max(math.log((count - hits + 0.5) / (hits + 0.5)), 1e-6)
             scores[rows] += idf * frequencies * (K1 + 1) / (frequencies + self.norms[rows])
-        matched = np.flatnonzero(scores)
-        if within is not None:
-            matched = np.intersect1d(matched, within, assume_unique=True)
+        # `within` is ascending, as best_rows wants its rows.
+        matched = np.flatnonzero(scores) if within is None else within[scores[within] != 0]
         return [(int(row), float(scores[row])) for row in best_rows(scores, matched, k)]

@@ -63,7 +63,7 @@ class SqliteIndex:
         # Bumped by this connection's chunk writes only: registry writes keep the vector cache.
         self._chunk_generation = 0
         self._ids = np.zeros(0, dtype=object)
-        self._docs = np.zeros(0, dtype=object)
+        self._doc_rows: dict[str, NDArray[np.intp]] = {}
         self._matrix = np.zeros((0, dimension), dtype=np.float32)
         self._postings = Postings.build({}, [], [])
 
@@ -286,7 +286,7 @@ class SqliteIndex:
             "SELECT COUNT(*), COALESCE(SUM(pages), 0) FROM documents WHERE status = ?",
             (DocStatus.INDEXED.value,),
         )[0]
-        chunks = self._rows("SELECT COUNT(*) FROM chunks")[0][0]
+        chunks = self.count()
         return {
             "documents": sum(by_status.values()),
             "by_status": by_status,
@@ -328,7 +328,8 @@ class SqliteIndex:
         """The positions of the documents' chunks in the loaded arrays (None: every chunk)."""
         if doc_ids is None:
             return None
-        return np.flatnonzero(np.isin(self._docs, list(doc_ids)))
+        rows = [self._doc_rows[doc_id] for doc_id in set(doc_ids) if doc_id in self._doc_rows]
+        return np.sort(np.concatenate([np.zeros(0, dtype=np.intp), *rows]))
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """Chunks by id."""
@@ -379,7 +380,10 @@ class SqliteIndex:
             finally:
                 self._db.execute("COMMIT")
             self._ids = np.array([r[0] for r in rows], dtype=object)
-            self._docs = np.array([r[1] for r in rows], dtype=object)
+            by_doc: dict[str, list[int]] = {}
+            for row, r in enumerate(rows):
+                by_doc.setdefault(r[1], []).append(row)
+            self._doc_rows = {doc: np.array(at, dtype=np.intp) for doc, at in by_doc.items()}
             blob = b"".join(r[2] for r in rows)
             self._matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), self.dimension)
             self._postings = Postings.build(

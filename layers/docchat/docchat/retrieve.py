@@ -83,13 +83,13 @@ def hybrid_search(
     """
     if not query.strip() or top_k <= 0:
         return []
+    if fusion == "score" and not 0.0 <= vector_weight <= 1.0:
+        raise ConfigError(f"vector weight ({vector_weight}) must be between 0 and 1")
     vector_hits = index.vector_search(embedder.embed_query(query), k=candidates, doc_ids=doc_ids)
     keyword_hits = index.keyword_search(query, k=candidates, doc_ids=doc_ids)
     vector_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(vector_hits, start=1)}
     keyword_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(keyword_hits, start=1)}
     if fusion == "score":
-        if not 0.0 <= vector_weight <= 1.0:
-            raise ConfigError(f"vector weight ({vector_weight}) must be between 0 and 1")
         fused = fuse_by_score(
             [vector_hits, keyword_hits], weights=[vector_weight, 1.0 - vector_weight]
         )[:top_k]

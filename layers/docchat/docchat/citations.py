@@ -102,11 +102,12 @@ def citations_for_answer(answer: str, sources: Sequence[Chunk]) -> list[Citation
     citations: list[Citation] = []
     seen: set[tuple[int, int, str]] = set()
     for claim, numbers in _claims(answer):
+        wanted = terms(claim)
         for number in numbers:
             if not 1 <= number <= len(sources):
                 continue
             chunk = sources[number - 1]
-            quote = best_quote(chunk, terms(claim)) or _opening(chunk)
+            quote = best_quote(chunk, wanted) or _opening(chunk)
             if quote is None or (number, *quote) in seen:
                 continue
             seen.add((number, *quote))

@@ -22,19 +22,12 @@ class S3Objects:
         self._s3 = client
 
     def read(self, bucket: str, key: str) -> bytes:
-        try:
-            body = self._s3.get_object(Bucket=bucket, Key=key)["Body"]
-        except self._s3.exceptions.NoSuchKey as exc:
-            raise ObjectMissingError(f"s3://{bucket}/{key} no longer exists") from exc
-        data: bytes = body.read()
+        data: bytes = self._body(bucket, key).read()
         return data
 
     def sha256(self, bucket: str, key: str) -> str:
         """The object's content hash, streamed so a large PDF never sits in memory twice."""
-        try:
-            body = self._s3.get_object(Bucket=bucket, Key=key)["Body"]
-        except self._s3.exceptions.NoSuchKey as exc:
-            raise ObjectMissingError(f"s3://{bucket}/{key} no longer exists") from exc
+        body = self._body(bucket, key)
         digest = hashlib.sha256()
         for part in iter(lambda: body.read(_CHUNK), b""):
             digest.update(part)
@@ -56,11 +49,9 @@ class S3Objects:
         vectors: Vectors = np.load(io.BytesIO(self.read(bucket, key)), allow_pickle=False)
         return vectors
 
-    def exists(self, bucket: str, key: str) -> bool:
+    def _body(self, bucket: str, key: str) -> Any:
+        """The object's streaming body; a missing object raises `ObjectMissingError`."""
         try:
-            self._s3.head_object(Bucket=bucket, Key=key)
-        except self._s3.exceptions.ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-                return False
-            raise
-        return True
+            return self._s3.get_object(Bucket=bucket, Key=key)["Body"]
+        except self._s3.exceptions.NoSuchKey as exc:
+            raise ObjectMissingError(f"s3://{bucket}/{key} no longer exists") from exc

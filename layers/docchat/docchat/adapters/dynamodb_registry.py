@@ -17,7 +17,7 @@ class DynamoRegistry:
         self._table = table  # a boto3 DynamoDB Table resource
 
     def get(self, doc_id: str) -> DocumentRecord | None:
-        item = self._table.get_item(Key={"doc_id": doc_id}, ConsistentRead=True).get("Item")
+        item = self.get_item(doc_id)
         return _record(item) if item else None
 
     def get_item(self, doc_id: str) -> dict[str, Any] | None:

@@ -17,8 +17,6 @@ from botocore.stub import Stubber
 
 from docchat.adapters.bedrock_reranker import (
     BedrockReranker,
-    NoReranker,
-    Reranker,
     RerankError,
 )
 from docchat.errors import DocchatError
@@ -279,11 +277,3 @@ def test_bedrock_reranker_creates_its_client_on_first_use() -> None:
     assert reranker.model_arn(client.meta.region_name) == (
         "arn:aws:bedrock:us-west-2::foundation-model/cohere.rerank-v3-5:0"
     )
-
-
-def test_no_reranker_keeps_the_first_top_n_unchanged() -> None:
-    reranker: Reranker = NoReranker()
-
-    assert reranker.rerank(QUERY, PASSAGES, top_n=2) == PASSAGES[:2]
-    assert reranker.rerank(QUERY, PASSAGES, top_n=0) == []
-    assert reranker.rerank(QUERY, [], top_n=3) == []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import boto3
 from botocore.config import Config
@@ -37,18 +37,6 @@ class RerankError(DocchatError):
     """The rerank model could not rank the passages; the retrieval order still stands."""
 
     code = "rerank_failed"
-
-
-class Reranker(Protocol):
-    def rerank(self, query: str, passages: Sequence[Passage], *, top_n: int) -> list[Passage]: ...
-
-
-class NoReranker:
-    """Keeps the retrieval order: the first `top_n` passages, unchanged."""
-
-    def rerank(self, query: str, passages: Sequence[Passage], *, top_n: int) -> list[Passage]:
-        """The first `top_n` of `passages`."""
-        return list(passages[: max(top_n, 0)])
 
 
 class BedrockReranker:

@@ -8,7 +8,6 @@ from docchat.agent import DEFAULT_SYSTEM_PROMPT, Agent, AgentConfig
 from docchat.config import Settings
 from docchat.library import Library
 from docchat.llm import ChatModel
-from docchat.retrieve import Fusion
 
 
 @dataclass
@@ -34,10 +33,6 @@ def agent_config(settings: Settings) -> AgentConfig:
     )
 
 
-def fusion_of(settings: Settings) -> Fusion:
-    return "rank" if settings.fusion == "rank" else "score"
-
-
 def chat_model(settings: Settings) -> ChatModel | None:
     """Claude on Bedrock or the Anthropic API when configured; None means extractive answers."""
     provider = settings.chat_provider
@@ -53,18 +48,24 @@ def chat_model(settings: Settings) -> ChatModel | None:
     )
 
 
-def local_backend(settings: Settings) -> ChatBackend:
+def local_library(settings: Settings) -> Library:
     """The embedded index and local embedder of `settings.data_dir`."""
     from docchat.local import local_embedder, open_index
 
     embedder = local_embedder(settings)
     index = open_index(settings, embedder)
-    library = Library(
+    return Library(
         index=index,
         embedder=embedder,
         registry=index,
         candidates=settings.candidates,
-        fusion=fusion_of(settings),
+        fusion=settings.fusion,
         vector_weight=settings.vector_weight,
     )
-    return ChatBackend(library=library, model=chat_model(settings), config=agent_config(settings))
+
+
+def local_backend(settings: Settings) -> ChatBackend:
+    """The local library answered by the configured model (extractive when none is)."""
+    return ChatBackend(
+        library=local_library(settings), model=chat_model(settings), config=agent_config(settings)
+    )

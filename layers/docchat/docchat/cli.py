@@ -22,14 +22,12 @@ from rich.progress import (
 from rich.table import Table
 
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.backend import fusion_of
 from docchat.config import Settings
 from docchat.errors import DocchatError
 from docchat.eval_cli import add_eval_commands
 from docchat.ingest import IngestResult, ingest_file, pdf_paths
 from docchat.local import local_embedder, open_index
 from docchat.models import Answer, Citation, DocStatus, Passage
-from docchat.retrieve import hybrid_search
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
@@ -155,19 +153,12 @@ def _summary(results: list[IngestResult]) -> Table:
 
 
 def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[Passage]:
-    embedder = local_embedder(settings)
-    index = open_index(settings, embedder)
+    from docchat.backend import local_library
+
+    library = local_library(settings)
+    index = cast(SqliteIndex, library.index)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
-    return hybrid_search(
-        index,
-        embedder,
-        query,
-        top_k=args.top_k or settings.top_k,
-        candidates=settings.candidates,
-        doc_ids=doc_ids,
-        fusion=fusion_of(settings),
-        vector_weight=settings.vector_weight,
-    )
+    return library.search(query, top_k=args.top_k or settings.top_k, doc_ids=doc_ids).passages
 
 
 def _ask(args: argparse.Namespace, settings: Settings) -> int:

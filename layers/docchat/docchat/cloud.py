@@ -87,7 +87,7 @@ class CloudServices:
     @cached_property
     def backend(self) -> Any:
         """The chat side: OpenSearch, Bedrock embeddings, the registry, rerank and Claude."""
-        from docchat.backend import ChatBackend, agent_config, chat_model, fusion_of
+        from docchat.backend import ChatBackend, agent_config, chat_model
         from docchat.library import Library
 
         settings = self.settings
@@ -104,7 +104,7 @@ class CloudServices:
             registry=self.registry,
             reranker=reranker,
             candidates=settings.candidates,
-            fusion=fusion_of(settings),
+            fusion=settings.fusion,
             vector_weight=settings.vector_weight,
         )
         return ChatBackend(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -39,7 +40,7 @@ class Settings(BaseModel):
     candidates: int = Field(
         100, ge=1, le=1000, description="k-NN and BM25 candidates before fusion"
     )
-    fusion: str = Field("score", pattern="^(rank|score)$", description="score or rank fusion")
+    fusion: Literal["rank", "score"] = Field("score", description="score or rank fusion")
     vector_weight: float = Field(
         0.45, ge=0, le=1, description="weight of the vector score in score fusion"
     )

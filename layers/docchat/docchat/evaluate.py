@@ -7,7 +7,7 @@ import json
 import math
 import re
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,7 +27,8 @@ from docchat.retrieve import (
     TUNED_FUSION,
     VECTOR_WEIGHT,
     Fusion,
-    hybrid_search,
+    check_weight,
+    fused_passages,
 )
 
 Ranking = list[str]
@@ -319,24 +320,6 @@ def documents_in_order(chunk_ids: Sequence[str], doc_of: Mapping[str, str]) -> R
     return list(ranked)
 
 
-class _KnownQuery:
-    """An embedder whose query vector was already computed (each query is embedded once)."""
-
-    def __init__(self, embedder: Embedder, vector: Vectors) -> None:
-        self._embedder = embedder
-        self._vector = vector
-        self.model_id = embedder.model_id
-        self.dimension = embedder.dimension
-
-    def embed_documents(
-        self, texts: Sequence[str], *, on_batch: Callable[[int], None] | None = None
-    ) -> Vectors:
-        return self._embedder.embed_documents(texts, on_batch=on_batch)
-
-    def embed_query(self, text: str) -> Vectors:
-        return self._vector
-
-
 def ranked_chunks(
     index: SqliteIndex,
     embedder: Embedder,
@@ -351,19 +334,26 @@ def ranked_chunks(
 
     With a reranker, the first `rerank_depth` fused passages are reordered and the rest follow.
     """
-    vector = embedder.embed_query(query)
-    fused = hybrid_search(
-        index,
-        _KnownQuery(embedder, vector),
-        query,
-        top_k=max(depth, rerank_depth),
-        candidates=retrieval.candidates,
-        fusion=retrieval.fusion,
-        vector_weight=retrieval.vector_weight,
+    # Each list once, as deep as the deepest use: a shorter top-k is always its head.
+    check_weight(retrieval.fusion, retrieval.vector_weight)
+    deepest = max(depth, retrieval.candidates)
+    vector_hits = index.vector_search(embedder.embed_query(query), k=deepest)
+    keyword_hits = index.keyword_search(query, k=deepest)
+    fused = (
+        fused_passages(
+            index,
+            vector_hits[: retrieval.candidates],
+            keyword_hits[: retrieval.candidates],
+            top_k=max(depth, rerank_depth),
+            fusion=retrieval.fusion,
+            vector_weight=retrieval.vector_weight,
+        )
+        if query.strip()  # as hybrid_search: a blank query finds nothing
+        else []
     )
     found = {
-        "bm25": [c for c, _ in index.keyword_search(query, k=depth)],
-        "vector": [c for c, _ in index.vector_search(vector, k=depth)],
+        "bm25": [c for c, _ in keyword_hits[:depth]],
+        "vector": [c for c, _ in vector_hits[:depth]],
         "hybrid": [p.chunk.chunk_id for p in fused[:depth]],
     }
     if reranker and rerank_depth:

@@ -83,10 +83,35 @@ def hybrid_search(
     """
     if not query.strip() or top_k <= 0:
         return []
-    if fusion == "score" and not 0.0 <= vector_weight <= 1.0:
-        raise ConfigError(f"vector weight ({vector_weight}) must be between 0 and 1")
+    check_weight(fusion, vector_weight)
     vector_hits = index.vector_search(embedder.embed_query(query), k=candidates, doc_ids=doc_ids)
     keyword_hits = index.keyword_search(query, k=candidates, doc_ids=doc_ids)
+    return fused_passages(
+        index,
+        vector_hits,
+        keyword_hits,
+        top_k=top_k,
+        fusion=fusion,
+        vector_weight=vector_weight,
+    )
+
+
+def check_weight(fusion: Fusion, vector_weight: float) -> None:
+    """Refuse a vector weight score fusion cannot use."""
+    if fusion == "score" and not 0.0 <= vector_weight <= 1.0:
+        raise ConfigError(f"vector weight ({vector_weight}) must be between 0 and 1")
+
+
+def fused_passages(
+    index: SearchIndex,
+    vector_hits: Sequence[tuple[str, float]],
+    keyword_hits: Sequence[tuple[str, float]],
+    *,
+    top_k: int,
+    fusion: Fusion,
+    vector_weight: float,
+) -> list[Passage]:
+    """The `top_k` passages of the two candidate lists fused (see `hybrid_search`)."""
     vector_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(vector_hits, start=1)}
     keyword_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(keyword_hits, start=1)}
     if fusion == "score":

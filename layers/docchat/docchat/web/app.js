@@ -265,6 +265,10 @@ function fileName(source) {
   return source.split(/[\\/]/).pop();
 }
 
+function docTitle(doc) {
+  return doc.title || fileName(doc.source);
+}
+
 function describeTool(call) {
   const input = call.input || {};
   if (call.name === "search_documents") return `Searching the documents for “${input.query || ""}”`;
@@ -400,7 +404,7 @@ function suggestionsFor(titles) {
 }
 
 function renderSuggestions() {
-  const titles = [...new Set(state.docs.filter((d) => d.status === "INDEXED").map((d) => d.title || fileName(d.source)))];
+  const titles = [...new Set(state.docs.filter((d) => d.status === "INDEXED").map(docTitle))];
   const box = $("suggestions");
   const questions = suggestionsFor(titles);
   if (!questions.length) {
@@ -486,7 +490,7 @@ function updateRow(row, doc) {
 function rowsToShow() {
   const rows = state.docs.map((d) => ({
     doc_id: d.doc_id,
-    title: d.title || fileName(d.source),
+    title: docTitle(d),
     name: fileName(d.source),
     pages: d.pages,
     status: state.deleting.has(d.doc_id) ? "DELETING" : d.status,
@@ -595,7 +599,7 @@ async function uploadToBucket(file) {
 
 async function removeDocument(docId) {
   const doc = state.docs.find((d) => d.doc_id === docId);
-  const title = doc ? doc.title || fileName(doc.source) : docId;
+  const title = doc ? docTitle(doc) : docId;
   if (!window.confirm(`Delete “${title}”? It will no longer be searched.`)) return;
   state.deleting.add(docId);
   renderDocs();

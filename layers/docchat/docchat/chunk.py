@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 
 from langchain_text_splitters import MarkdownHeaderTextSplitter, RecursiveCharacterTextSplitter
 
@@ -43,9 +44,9 @@ def chunks_from_pages(
     for section in sections:
         headings = [section.metadata[key] for _, key in _HEADERS if key in section.metadata]
         content = section.page_content.replace("  \n", "\n")
+        page_at = _page_finder(content, page)
         for piece in splitter.create_documents([content]):
-            start = piece.metadata["start_index"]
-            text, spans = _unmark(piece.page_content, _page_before(content, start, page))
+            text, spans = _unmark(piece.page_content, page_at(piece.metadata["start_index"]))
             if not text:
                 continue
             chunks.append(
@@ -62,14 +63,18 @@ def chunks_from_pages(
                     text=text,
                 )
             )
-        page = _page_before(content, len(content), page)
+        page = page_at(len(content))
     return chunks
 
 
-def _page_before(text: str, offset: int, page: int) -> int:
-    """The page in force at `offset`: the last marker before it, else `page`."""
-    marks = _MARK_RE.findall(text, 0, offset)
-    return int(marks[-1]) if marks else page
+def _page_finder(text: str, page: int) -> Callable[[int], int]:
+    """The page in force at an offset of `text`: the last marker ending by it, else `page`."""
+    ends: list[int] = []
+    numbers = [page]
+    for mark in _MARK_RE.finditer(text):
+        ends.append(mark.end())
+        numbers.append(int(mark.group(1)))
+    return lambda offset: numbers[bisect_right(ends, offset)]
 
 
 def _unmark(raw: str, page: int) -> tuple[str, list[int]]:

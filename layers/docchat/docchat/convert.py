@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TypeVar
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -22,6 +23,7 @@ from docchat.errors import (
 from docchat.models import ConvertedDocument, Page
 
 ProgressFn = Callable[[int, int], None]
+_T = TypeVar("_T")
 
 _LINE = re.compile(r"\S(?:[^\r\n]*\S)?")  # a line without its outer spaces
 _SPACES = re.compile(r" +")
@@ -76,7 +78,6 @@ class _RawPage:
     paragraphs: list[_Paragraph]
     chars: int
     image_only: bool
-    outline_titles: list[tuple[int, str, float | None]] = field(default_factory=list)
 
 
 def pages_from_pdf(
@@ -93,10 +94,7 @@ def pages_from_pdf(
     try:
         return _convert(document, fallback_title=fallback_title, limits=limits, on_page=on_page)
     except pdfium.PdfiumError as exc:
-        raise MalformedPdfError(
-            f"the PDF is damaged and cannot be read ({exc}): "
-            "re-export or repair it, then upload it again"
-        ) from exc
+        raise _damaged(exc) from exc
     finally:
         document.close()
 
@@ -113,10 +111,14 @@ def _open(data: bytes) -> pdfium.PdfDocument:
             raise MalformedPdfError(
                 "the file is not a PDF (no %PDF header): upload the document as a PDF"
             ) from exc
-        raise MalformedPdfError(
-            f"the PDF is damaged and cannot be read ({exc}): "
-            "re-export or repair it, then upload it again"
-        ) from exc
+        raise _damaged(exc) from exc
+
+
+def _damaged(exc: pdfium.PdfiumError) -> MalformedPdfError:
+    return MalformedPdfError(
+        f"the PDF is damaged and cannot be read ({exc}): "
+        "re-export or repair it, then upload it again"
+    )
 
 
 def _convert(
@@ -148,7 +150,7 @@ def _convert(
 
     # After the pages are loaded PDFium finds an outline entry's page quickly.
     outline = _outline_by_page(document, count)
-    textless = [i + 1 for i, page in enumerate(raw_pages) if page.chars == 0]
+    textless = sum(page.chars == 0 for page in raw_pages)
     _check_has_text(raw_pages, textless)
     _drop_running_headers(raw_pages)
     if outline:
@@ -162,19 +164,19 @@ def _convert(
     return ConvertedDocument(
         title=_title(document, raw_pages, fallback_title),
         pages=pages,
-        pages_without_text=len(textless),
+        pages_without_text=textless,
         used_outline=bool(outline),
     )
 
 
-def _check_has_text(raw_pages: list[_RawPage], textless: list[int]) -> None:
+def _check_has_text(raw_pages: list[_RawPage], textless: int) -> None:
     total = len(raw_pages)
     image_only = sum(page.image_only for page in raw_pages)
-    if len(textless) == total and image_only == 0:
+    if textless == total and image_only == 0:
         raise EmptyPdfError(f"none of the {total} pages has any text or image: nothing to index")
-    if len(textless) == total or image_only >= _OCR_SHARE * total:
+    if textless == total or image_only >= _OCR_SHARE * total:
         raise NeedsOcrError(
-            f"no text layer on {len(textless)} of {total} pages (scanned images): "
+            f"no text layer on {textless} of {total} pages (scanned images): "
             "run OCR on it (for example with ocrmypdf) and upload the result"
         )
 
@@ -340,12 +342,7 @@ def _column_order(segments: list[_Line]) -> list[_Line]:
 
 def _column_starts(xs: list[float], *, tolerance: float, share: float = 0.05) -> list[float]:
     """Left edges shared by at least three pieces of text (and `share` of all): columns."""
-    clusters: list[list[float]] = []
-    for x in sorted(xs):
-        if clusters and x - clusters[-1][0] <= tolerance:
-            clusters[-1].append(x)
-        else:
-            clusters.append([x])
+    clusters = _clusters(xs, key=float, tolerance=tolerance)
     starts = [min(c) for c in clusters if len(c) >= max(3, share * len(xs))]
     return starts or [min(xs)]
 
@@ -430,7 +427,7 @@ def _drop_running_headers(raw_pages: list[_RawPage]) -> None:
             by_text.setdefault(key, []).append((paragraph.lines[0].y, number, paragraph))
     running: set[int] = set()
     for found in by_text.values():
-        for cluster in _clusters(sorted(found, key=lambda item: item[0]), tolerance=8.0):
+        for cluster in _clusters(found, key=lambda item: item[0], tolerance=8.0):
             if len({number for _, number, _ in cluster}) >= 0.5 * len(raw_pages):
                 running.update(id(paragraph) for _, _, paragraph in cluster)
     for page in raw_pages:
@@ -438,15 +435,17 @@ def _drop_running_headers(raw_pages: list[_RawPage]) -> None:
 
 
 def _clusters(
-    items: list[tuple[float, int, _Paragraph]], *, tolerance: float
-) -> Iterator[list[tuple[float, int, _Paragraph]]]:
-    """Runs of (y, ...) items, sorted by y, whose y lie within `tolerance` of the run's first."""
-    run: list[tuple[float, int, _Paragraph]] = []
-    for item in items:
-        if run and item[0] - run[0][0] > tolerance:
+    items: Iterable[_T], *, key: Callable[[_T], float], tolerance: float
+) -> Iterator[list[_T]]:
+    """The items sorted by `key`, in runs whose keys lie within `tolerance` of the run's first."""
+    run: list[_T] = []
+    for item in sorted(items, key=key):
+        if run and key(item) - key(run[0]) <= tolerance:
+            run.append(item)
+            continue
+        if run:
             yield run
-            run = []
-        run.append(item)
+        run = [item]
     if run:
         yield run
 

@@ -74,6 +74,10 @@ def _crashed(exitcode: int | None, memory_mib: int) -> Exception:
         return ConversionCrashedError(
             f"the PDF crashed the PDF engine ({name}): re-export or repair the file"
         )
+    return _too_large(memory_mib)
+
+
+def _too_large(memory_mib: int) -> PdfTooLargeError:
     return PdfTooLargeError(
         f"converting the PDF needs more than {memory_mib} MiB of memory: split the document"
     )
@@ -103,9 +107,7 @@ def _convert_in_child(
             on_page=(lambda done, total: send.send(_Progress(done, total))) if report else None,
         )
     except MemoryError:
-        outcome = PdfTooLargeError(
-            f"converting the PDF needs more than {memory_mib} MiB of memory: split the document"
-        )
+        outcome = _too_large(memory_mib)
     except Exception as exc:  # the parent re-raises typed errors; anything else is a crash
         outcome = exc if _picklable(exc) else ConversionCrashedError(str(exc))
     try:

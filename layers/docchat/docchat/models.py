@@ -17,10 +17,6 @@ class Page(BaseModel):
     chars: int = Field(ge=0, description="non-whitespace characters of text on the page")
     image_only: bool = False
 
-    @property
-    def has_text(self) -> bool:
-        return self.chars > 0
-
 
 class ConvertedDocument(BaseModel):
     title: str

@@ -36,6 +36,7 @@ from docchat.config import Settings
 from docchat.errors import DocchatError, DocumentNotFoundError
 from docchat.uploads import (
     MAX_UPLOAD_BYTES,
+    S3_UPLOAD_ROUTE,
     NotPdfError,
     UploadError,
     UploadRouteError,
@@ -192,10 +193,7 @@ def create_app(
         kind = request.headers.get("content-type", "application/pdf").split(";")[0].strip()
         with _upload_errors():
             if store.kind != "direct":
-                raise UploadRouteError(
-                    "this deployment takes uploads through S3: POST /documents/upload-url "
-                    "for a presigned URL, then PUT the file there"
-                )
+                raise UploadRouteError(S3_UPLOAD_ROUTE)
             if kind.lower() not in PDF_TYPES:
                 raise NotPdfError(
                     f"the body is {kind}, not a PDF: send the file as application/pdf"
@@ -388,21 +386,17 @@ def local_uploads_for(settings: Settings) -> UploadsFactory:
 
 def cloud_app() -> FastAPI:
     """The app the chat Lambda runs (uvicorn --factory docchat.api:cloud_app)."""
-    import os
-
     from docchat.cloud import services
     from docchat.uploads import s3_uploads
 
     def uploads(live: ChatBackend) -> Uploads:
         settings = services().settings
-        # DOCCHAT_DOCUMENTS_BUCKET until Settings has documents_bucket; then the setting wins.
-        bucket = getattr(settings, "documents_bucket", "") or os.environ.get(
-            "DOCCHAT_DOCUMENTS_BUCKET", ""
-        )
-        if not bucket:
+        if not settings.documents_bucket:
             raise HTTPException(
                 501, "uploads are off: set DOCCHAT_DOCUMENTS_BUCKET to the documents bucket"
             )
-        return s3_uploads(bucket=bucket, region=settings.region, registry=live.library.registry)
+        return s3_uploads(
+            bucket=settings.documents_bucket, region=settings.region, registry=live.library.registry
+        )
 
     return create_app(lambda: services().backend, uploads=uploads)

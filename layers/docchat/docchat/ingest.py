@@ -12,11 +12,11 @@ from typing import Protocol
 
 from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
-from docchat.convert import ConvertLimits
+from docchat.convert import ConvertLimits, ProgressFn
 from docchat.embed import Embedder, Vectors
 from docchat.errors import ConversionError
 from docchat.isolate import pages_from_pdf_isolated
-from docchat.models import Chunk, DocStatus, DocumentRecord
+from docchat.models import Chunk, ConvertedDocument, DocStatus, DocumentRecord
 
 Progress = Callable[[str, int, int], None]
 
@@ -79,17 +79,14 @@ def ingest_bytes(
     doc_id = doc_id_for(source)
     version = version_of(data)
     current = index.document(doc_id)
-    if current and current.version == version and current.status == DocStatus.INDEXED:
+    if current and is_indexed(current, version):
         return IngestResult(current, "unchanged", time.monotonic() - started)
     record = DocumentRecord(doc_id=doc_id, source=source, title=Path(source).stem, version=version)
     try:
-        converted = pages_from_pdf_isolated(
+        converted = convert_pdf(
             data,
+            settings,
             fallback_title=Path(source).stem,
-            limits=ConvertLimits(
-                max_pages=settings.max_pages, timeout_s=settings.convert_timeout_s
-            ),
-            memory_mib=settings.convert_memory_mib,
             on_page=(lambda done, total: on_progress("convert", done, total))
             if on_progress
             else None,
@@ -123,6 +120,24 @@ def ingest_bytes(
     index.replace_document(record, chunks, vectors)
     indexed = index.document(doc_id) or record
     return IngestResult(indexed, "indexed", time.monotonic() - started)
+
+
+def is_indexed(record: DocumentRecord, version: str) -> bool:
+    """Whether `record` says this version of the document is fully indexed."""
+    return record.version == version and record.status == DocStatus.INDEXED
+
+
+def convert_pdf(
+    data: bytes, settings: Settings, *, fallback_title: str, on_page: ProgressFn | None = None
+) -> ConvertedDocument:
+    """PDF bytes -> markdown pages, in a child process within the settings' limits."""
+    return pages_from_pdf_isolated(
+        data,
+        fallback_title=fallback_title,
+        limits=ConvertLimits(max_pages=settings.max_pages, timeout_s=settings.convert_timeout_s),
+        memory_mib=settings.convert_memory_mib,
+        on_page=on_page,
+    )
 
 
 def embed_chunks(

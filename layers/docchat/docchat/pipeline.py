@@ -15,7 +15,6 @@ from typing import Protocol
 
 from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
-from docchat.convert import ConvertLimits
 from docchat.embed import Embedder, Vectors
 from docchat.errors import (
     DocchatError,
@@ -23,8 +22,7 @@ from docchat.errors import (
     ObjectMissingError,
     StaleWriteError,
 )
-from docchat.ingest import doc_id_for, version_of
-from docchat.isolate import pages_from_pdf_isolated
+from docchat.ingest import convert_pdf, doc_id_for, embed_chunks, version_of
 from docchat.models import (
     BatchResult,
     BatchTask,
@@ -159,12 +157,7 @@ def convert(
     data = objects.read(doc.bucket, doc.key)
     if version_of(data) != doc.version:
         raise SupersededError(f"{doc.key} changed after it was registered; the newer upload wins")
-    converted = pages_from_pdf_isolated(
-        data,
-        fallback_title=PurePosixPath(doc.key).stem,
-        limits=ConvertLimits(max_pages=settings.max_pages, timeout_s=settings.convert_timeout_s),
-        memory_mib=settings.convert_memory_mib,
-    )
+    converted = convert_pdf(data, settings, fallback_title=PurePosixPath(doc.key).stem)
     key = _artifact(settings, doc, "pages.json")
     objects.write_json(
         settings.artifacts_bucket,
@@ -220,7 +213,7 @@ def embed_batch(
 ) -> BatchResult:
     """Embed one batch of chunks and store the vectors beside it."""
     chunks = _read_chunks(objects, settings, task.batch_key)
-    vectors = embedder.embed_documents([c.embed_text for c in chunks])
+    vectors = embed_chunks(chunks, embedder=embedder)
     objects.write_vectors(settings.artifacts_bucket, _vectors_key(task.batch_key), vectors)
     return BatchResult(doc=task.doc, batch_key=task.batch_key, chunks=len(chunks))
 

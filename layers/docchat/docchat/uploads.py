@@ -36,6 +36,10 @@ PRESIGN_EXPIRES_S = 15 * 60
 UPLOAD_PREFIX = "uploads/"
 PDF_MAGIC = b"%PDF-"
 MAX_STEM_CHARS = 100
+S3_UPLOAD_ROUTE = (
+    "this deployment takes uploads through S3: POST /documents/upload-url for a "
+    "presigned URL, then PUT the file there"
+)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 logger = logging.getLogger(__name__)
 
@@ -194,7 +198,7 @@ class LocalUploads:
         self._jobs.shutdown(wait=True)
 
     def _queue(self, path: Path, data: bytes, *, write: bool) -> DocumentRecord:
-        from docchat.ingest import doc_id_for, version_of
+        from docchat.ingest import doc_id_for, is_indexed, version_of
 
         source = str(path)
         doc_id = doc_id_for(source)
@@ -203,23 +207,22 @@ class LocalUploads:
             if write:
                 _write_atomically(path, data)
             current = self.index.document(doc_id)
-            if current and current.version == version and current.status == DocStatus.INDEXED:
+            if current and is_indexed(current, version):
                 return current
             queued = DocumentRecord(doc_id=doc_id, source=source, title=path.stem, version=version)
             self.index.set_record(queued)
             self._latest[doc_id] = version
-        self._jobs.submit(self._ingest, path, data, version)
+        self._jobs.submit(self._ingest, path, data, doc_id, version)
         logger.info("upload queued", extra={"doc_id": doc_id})
         return queued
 
-    def _ingest(self, path: Path, data: bytes, version: str) -> None:
-        from docchat.ingest import doc_id_for, ingest_bytes
+    def _ingest(self, path: Path, data: bytes, doc_id: str, version: str) -> None:
+        from docchat.ingest import ingest_bytes, is_indexed
 
-        doc_id = doc_id_for(str(path))
         if self._latest.get(doc_id) != version:
             return  # deleted, or a newer upload of the same name is queued behind this one
         current = self.index.document(doc_id)
-        if current and current.version == version and current.status == DocStatus.INDEXED:
+        if current and is_indexed(current, version):
             return  # the same bytes were uploaded twice and the first job indexed them
         stage = _Stage(lambda status: self._set_status(doc_id, version, status))
         stage.advance(DocStatus.CONVERTING)
@@ -319,10 +322,7 @@ class S3Uploads:
         self.expires_s = expires_s
 
     def receive(self, filename: str, data: bytes) -> DocumentRecord:
-        raise UploadRouteError(
-            "this deployment takes uploads through S3: POST /documents/upload-url for a "
-            "presigned URL, then PUT the file there"
-        )
+        raise UploadRouteError(S3_UPLOAD_ROUTE)
 
     def upload_url(self, filename: str, *, size: int) -> UploadTicket:
         """A URL that accepts exactly this many bytes of PDF at `uploads/<safe name>`."""

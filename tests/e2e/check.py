@@ -152,6 +152,7 @@ class ChatReply:
 
     events: list[SseEvent]
     answer: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
     passages: list[dict[str, Any]] = field(default_factory=list)
     citations: list[dict[str, Any]] = field(default_factory=list)
     done: dict[str, Any] | None = None
@@ -163,6 +164,9 @@ class ChatReply:
     def citations_of(self, doc_id: str) -> list[dict[str, Any]]:
         return [c for c in self.citations if c.get("doc_id") == doc_id]
 
+    def searched(self) -> bool:
+        return any(call.get("name") == "search_documents" for call in self.tool_calls)
+
 
 def chat_reply(events: Iterable[SseEvent]) -> ChatReply:
     """The answer, passages, citations and end of a chat stream (agent.py's event types)."""
@@ -171,6 +175,8 @@ def chat_reply(events: Iterable[SseEvent]) -> ChatReply:
     for event in reply.events:
         if event.type == "delta":
             text.append(str(event.json().get("text", "")))
+        elif event.type == "tool_call":
+            reply.tool_calls.append(event.json())
         elif event.type == "sources":
             reply.passages.extend(event.json().get("passages", []))
         elif event.type == "citations":

@@ -36,6 +36,7 @@ VISIBLE_TIMEOUT_S = 3 * 60
 REMOVE_TIMEOUT_S = 5 * 60
 # How long an S3 event may take to start an execution before we conclude none will start.
 SETTLE_S = 90
+LISTED_TIMEOUT_S = 30
 TOKEN_LIFETIME_S = 45 * 60  # Cognito ID tokens live an hour by default; sign in again before
 
 
@@ -161,12 +162,18 @@ def cognito_user(session: Any, stack: Stack, run_id: str) -> Iterator[Callable[[
         )
 
         def sign_in() -> str:
-            answer = idp.admin_initiate_auth(
-                UserPoolId=stack.user_pool_id,
-                ClientId=stack.client_id,
-                AuthFlow="ADMIN_USER_PASSWORD_AUTH",
-                AuthParameters={"USERNAME": username, "PASSWORD": password},
-            )
+            try:
+                answer = idp.admin_initiate_auth(
+                    UserPoolId=stack.user_pool_id,
+                    ClientId=stack.client_id,
+                    AuthFlow="ADMIN_USER_PASSWORD_AUTH",
+                    AuthParameters={"USERNAME": username, "PASSWORD": password},
+                )
+            except idp.exceptions.InvalidParameterException as exc:
+                raise AssertionError(
+                    f"signing the temporary user in failed ({exc}): the app client "
+                    f"{stack.client_id} needs ALLOW_ADMIN_USER_PASSWORD_AUTH in ExplicitAuthFlows"
+                ) from exc
             if "AuthenticationResult" not in answer:
                 raise AssertionError(
                     f"signing in asked for a challenge ({answer.get('ChallengeName')}) instead "
@@ -284,6 +291,17 @@ def wait_removed(
             )
         time.sleep(POLL_S)
     log.info("%s removed from the registry after %.0f s", doc_id, time.monotonic() - started)
+
+
+def wait_listed(
+    api: ChatApi, holds: Callable[[dict[str, dict[str, Any]]], bool], what: str
+) -> None:
+    """Wait until GET /documents (a DynamoDB Scan, eventually consistent) shows `what`."""
+    started = time.monotonic()
+    while not holds(listed := {d["doc_id"]: d for d in api.documents()}):
+        if time.monotonic() - started > LISTED_TIMEOUT_S:
+            raise AssertionError(f"GET documents does not show {what}: {listed}")
+        time.sleep(POLL_S)
 
 
 def ask_until(

@@ -30,11 +30,13 @@ from tests.e2e.live import (
     log,
     now,
     wait_indexed,
+    wait_listed,
     wait_removed,
 )
 
 PDF = EXAMPLES / "dmca.pdf"
 QUESTION = "What does the DMCA say about circumvention of technological protection measures?"
+SEARCH_FIRST = "Search the documents to answer. "
 ENDED_BADLY = ("FAILED", "TIMED_OUT", "ABORTED")
 
 
@@ -82,8 +84,11 @@ def test_stack_indexes_answers_replaces_and_forgets_a_pdf(
         Bucket=stack.bucket, Key=key, Body=first, ContentType="application/pdf"
     )["VersionId"]
     wait_indexed(registry, executions, doc_id, old, since=started)
-    listed = {d["doc_id"]: d for d in api.documents()}
-    assert listed.get(doc_id, {}).get("status") == "INDEXED", listed.get(doc_id)
+    wait_listed(
+        api,
+        lambda listed: listed.get(doc_id, {}).get("status") == "INDEXED",
+        f"{doc_id} INDEXED",
+    )
 
     log.info("2. ask through the streamed API; every cited quote must be on its page")
     ask_until(
@@ -98,7 +103,11 @@ def test_stack_indexes_answers_replaces_and_forgets_a_pdf(
     log.info("3. upload changed bytes to the same key; the old version's chunks must go")
     s3.put_object(Bucket=stack.bucket, Key=key, Body=second, ContentType="application/pdf")
     wait_indexed(registry, executions, doc_id, new, since=started)
-    assert {d["doc_id"]: d for d in api.documents()}[doc_id]["version"] == new
+    wait_listed(
+        api,
+        lambda listed: listed.get(doc_id, {}).get("version") == new,
+        f"{doc_id} at version {new[:12]}",
+    )
 
     def only_the_new_version(reply: ChatReply) -> None:
         # Both versions have the same text: only the version in the chunk ids tells them apart,
@@ -146,10 +155,20 @@ def test_stack_indexes_answers_replaces_and_forgets_a_pdf(
     since = now()
     s3.delete_object(Bucket=stack.bucket, Key=key)
     wait_removed(registry, executions, doc_id, since=since)
-    assert doc_id not in {d["doc_id"] for d in api.documents()}
+    wait_listed(api, lambda listed: doc_id not in listed, f"{doc_id} gone")
     assert api.get(f"documents/{doc_id}").status_code == 404
-    reply = api.ask(QUESTION)  # over every document: a filter on a forgotten id is refused
-    assert not reply.passages_of(doc_id), (
-        f"search still returns chunks of the deleted document: "
-        f"{[p['chunk_id'] for p in reply.passages_of(doc_id)]}"
+
+    def no_passage_of_the_document(reply: ChatReply) -> None:
+        found = [p["chunk_id"] for p in reply.passages_of(doc_id)]
+        assert not found, f"search still returns chunks of the deleted document: {found}"
+
+    # Over every document (a filter on a forgotten id is refused with 404); the answer only
+    # tells something once the model has searched.
+    ask_until(
+        api,
+        SEARCH_FIRST + QUESTION,
+        doc_ids=None,
+        ready=lambda reply: reply.searched(),
+        check=no_passage_of_the_document,
+        what="an answer that searched the documents",
     )

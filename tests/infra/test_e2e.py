@@ -288,6 +288,7 @@ def test_sse_events_follow_the_event_stream_format() -> None:
 def test_chat_reply_collects_answer_passages_citations_and_end() -> None:
     stream = [
         "event: status\ndata: {}\n",
+        'event: tool_call\ndata: {"id": "t1", "name": "search_documents", "input": {}}\n',
         'event: sources\ndata: {"passages": [{"chunk_id": "d:abc:00000", "doc_id": "d"}]}\n',
         'event: delta\ndata: {"text": "Yes "}\n',
         'event: delta\ndata: {"text": "[1]."}\n',
@@ -299,6 +300,8 @@ def test_chat_reply_collects_answer_passages_citations_and_end() -> None:
     reply = chat_reply(sse_events(lines))
 
     assert reply.answer == "Yes [1]."
+    assert reply.searched()
+    assert not chat_reply(sse_events(lines[:3] + lines[6:])).searched()
     assert [p["chunk_id"] for p in reply.passages_of("d")] == ["d:abc:00000"]
     assert reply.citations_of("d") == [{"doc_id": "d", "page": 2, "quote": "q"}]
     assert reply.citations_of("other") == []

@@ -14,7 +14,7 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from tests.e2e import live
-from tests.e2e.check import IngestFailedError, Stack
+from tests.e2e.check import ChatReply, IngestFailedError, Stack, stale_passages
 from tests.e2e.live import Executions, SigV4, TokenAuth, cognito_user, leave_no_trace
 
 REGION = "eu-west-1"
@@ -78,6 +78,33 @@ def test_cognito_user_is_deleted_when_the_check_fails(session: Any, pool: Stack)
         raise RuntimeError("step 3 failed")
 
     assert _users(session, pool) == []
+
+
+def test_cognito_user_says_which_flow_the_app_client_lacks() -> None:
+    idp = boto3.client(
+        "cognito-idp", region_name=REGION, aws_access_key_id="a", aws_secret_access_key="b"
+    )
+    stack = _stack(user_pool_id=f"{REGION}_AbC", client_id="4abc")
+    stubber = Stubber(idp)
+    stubber.add_response("admin_create_user", {})
+    stubber.add_response("admin_set_user_password", {})
+    # What Cognito answers when the flow is not in the client's ExplicitAuthFlows.
+    stubber.add_client_error(
+        "admin_initiate_auth", "InvalidParameterException", "Auth flow not enabled for this client"
+    )
+    stubber.add_response("admin_delete_user", {})
+
+    class Session:
+        def client(self, name: str) -> Any:
+            return idp
+
+    with (
+        stubber,
+        pytest.raises(AssertionError, match="4abc needs ALLOW_ADMIN_USER_PASSWORD_AUTH"),
+        cognito_user(Session(), stack, "run-3") as sign_in,
+    ):
+        sign_in()
+    stubber.assert_no_pending_responses()  # the user was deleted all the same
 
 
 def test_token_auth_signs_in_once_and_again_when_the_token_ages(
@@ -255,3 +282,71 @@ def test_executions_settle_accepts_that_no_run_starts(
 
     with stubber:
         assert executions.settle(since=datetime.now(UTC), known=set()) == []
+
+
+# --- asking until new chunks are searchable -----------------------------------------------------
+
+
+class _Api:
+    def __init__(self, *replies: ChatReply) -> None:
+        self.replies = list(replies)
+        self.asked = 0
+
+    def ask(self, question: str, *, doc_ids: list[str] | None = None) -> ChatReply:
+        self.asked += 1
+        return self.replies.pop(0)
+
+
+def _reply(*chunk_ids: str) -> ChatReply:
+    passages = [{"chunk_id": c, "doc_id": "d"} for c in chunk_ids]
+    return ChatReply(events=[], passages=passages)
+
+
+def _never_stale(reply: ChatReply) -> None:
+    assert not stale_passages(reply.passages_of("d"), "new-version")
+
+
+def test_ask_until_asks_again_until_the_chunks_are_searchable(no_waiting: None) -> None:
+    api = _Api(_reply(), _reply(), _reply("d:new-version:00000"))
+
+    reply = live.ask_until(
+        api,  # type: ignore[arg-type]
+        "q",
+        doc_ids=["d"],
+        ready=lambda r: bool(r.passages_of("d")),
+        check=_never_stale,
+        what="passages",
+    )
+
+    assert (api.asked, reply.passages[0]["chunk_id"]) == (3, "d:new-version:00000")
+
+
+def test_ask_until_fails_at_once_on_what_must_never_be_seen(no_waiting: None) -> None:
+    api = _Api(_reply("d:old-version:00003"), _reply("d:new-version:00000"))
+
+    with pytest.raises(AssertionError):
+        live.ask_until(
+            api,  # type: ignore[arg-type]
+            "q",
+            doc_ids=["d"],
+            ready=lambda r: bool(r.passages_of("d")),
+            check=_never_stale,
+            what="passages",
+        )
+    assert api.asked == 1
+
+
+def test_ask_until_gives_up_with_the_last_answer(
+    no_waiting: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live, "VISIBLE_TIMEOUT_S", -1)
+
+    with pytest.raises(AssertionError, match=r"passages after .* 0 passages"):
+        live.ask_until(
+            _Api(_reply()),  # type: ignore[arg-type]
+            "q",
+            doc_ids=None,
+            ready=lambda r: bool(r.passages),
+            check=lambda r: None,
+            what="passages",
+        )

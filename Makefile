@@ -17,7 +17,7 @@ PDFS ?= examples/pdfs
 QUESTION ?= What does the DMCA say about circumvention of technological protection measures?
 DEMO_DIR ?= .docchat-demo
 
-.PHONY: demo test install lint clean
+.PHONY: demo test e2e install lint clean
 
 demo: $(STAMP)
 	-$(BIN)/docchat ingest --data-dir $(DEMO_DIR) $(PDFS)
@@ -27,6 +27,14 @@ test: $(STAMP) $(SAM_STAMP) $(SCAN_STAMP) $(CHROMIUM)
 	$(BIN)/ruff check layers tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The post-deploy check of a deployed stack (tests/e2e), with the caller's AWS credentials:
+# `make e2e STACK=<stack name>` (E2E_ARGS go to pytest). Without STACK it prints what it needs in
+# one line, before installing anything; without credentials or a region, once installed, too.
+# Either way it exits 0, so CI without an AWS account stays green.
+e2e:
+	@$(if $(STACK),$(MAKE) -s --no-print-directory $(STAMP) && $(BIN)/python,$(PYTHON)) \
+		-m tests.e2e "$(STACK)" $(E2E_ARGS)
 
 install: $(STAMP) $(SAM_STAMP) $(SCAN_STAMP)
 

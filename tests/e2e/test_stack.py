@@ -1,0 +1,174 @@
+"""The post-deploy check: a real PDF through the deployed pipeline and chat API, then replaced,
+its old version deleted, and itself deleted. Run it with `make e2e STACK=<name>`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from docchat.ingest import doc_id_for, version_of
+from tests.conftest import EXAMPLES
+from tests.e2e.check import (
+    ChatReply,
+    Stack,
+    changed_pdf,
+    duplicate_passages,
+    ingest_outcome,
+    misplaced_quotes,
+    page_texts,
+    stale_passages,
+)
+from tests.e2e.live import (
+    Auth,
+    ChatApi,
+    Executions,
+    Registry,
+    ask_until,
+    leave_no_trace,
+    log,
+    now,
+    wait_indexed,
+    wait_listed,
+    wait_removed,
+)
+
+PDF = EXAMPLES / "dmca.pdf"
+QUESTION = "What does the DMCA say about circumvention of technological protection measures?"
+SEARCH_FIRST = "Search the documents to answer. "
+ENDED_BADLY = ("FAILED", "TIMED_OUT", "ABORTED")
+
+
+def test_stack_chat_api_url_ends_with_a_slash(stack: Stack) -> None:
+    # The page's relative URLs drop the stage without it (issue 11, defect 3).
+    assert stack.api_url.endswith("/"), f"ChatApiUrl {stack.api_url!r} must end with '/'"
+
+
+def test_stack_api_refuses_a_caller_without_credentials(stack: Stack) -> None:
+    if stack.auth == "NONE":
+        pytest.skip("ApiAuth=NONE: the API is open on purpose")
+    response = ChatApi(stack, Auth()).get("documents")
+    assert response.status_code in (401, 403), (
+        f"GET documents without credentials answered {response.status_code} under "
+        f"ApiAuth={stack.auth}: {response.text[:300]}"
+    )
+
+
+@pytest.fixture
+def document_key(stack: Stack, session: Any, run_id: str) -> Iterator[str]:
+    key = f"docchat-e2e/{run_id}/{PDF.name}"
+    yield key
+    leave_no_trace(session, stack, key, doc_id_for(f"{stack.bucket}/{key}"))
+
+
+def test_stack_indexes_answers_replaces_and_forgets_a_pdf(
+    stack: Stack, session: Any, api: ChatApi, run_id: str, document_key: str
+) -> None:
+    s3 = session.client("s3")
+    key = document_key
+    doc_id = doc_id_for(f"{stack.bucket}/{key}")
+    registry, executions = Registry(session, stack), Executions(session, stack, key)
+    first = PDF.read_bytes()
+    second = changed_pdf(first, run_id)
+    old, new = version_of(first), version_of(second)
+    pages = page_texts(first)  # the changed bytes carry the same pages
+    started = now()
+
+    def quotes_on_their_pages(reply: ChatReply) -> None:
+        wrong = misplaced_quotes(reply.citations_of(doc_id), pages)
+        assert not wrong, f"cited quotes not on their cited pages: {wrong}"
+
+    log.info("1. upload s3://%s/%s (doc_id %s) and wait for INDEXED", stack.bucket, key, doc_id)
+    first_version_id = s3.put_object(
+        Bucket=stack.bucket, Key=key, Body=first, ContentType="application/pdf"
+    )["VersionId"]
+    wait_indexed(registry, executions, doc_id, old, since=started)
+    wait_listed(
+        api,
+        lambda listed: listed.get(doc_id, {}).get("status") == "INDEXED",
+        f"{doc_id} INDEXED",
+    )
+
+    log.info("2. ask through the streamed API; every cited quote must be on its page")
+    ask_until(
+        api,
+        QUESTION,
+        doc_ids=[doc_id],
+        ready=lambda reply: bool(reply.citations_of(doc_id)),
+        check=quotes_on_their_pages,
+        what="an answer citing the uploaded PDF",
+    )
+
+    log.info("3. upload changed bytes to the same key; the old version's chunks must go")
+    s3.put_object(Bucket=stack.bucket, Key=key, Body=second, ContentType="application/pdf")
+    wait_indexed(registry, executions, doc_id, new, since=started)
+    wait_listed(
+        api,
+        lambda listed: listed.get(doc_id, {}).get("version") == new,
+        f"{doc_id} at version {new[:12]}",
+    )
+
+    def only_the_new_version(reply: ChatReply) -> None:
+        # Both versions have the same text: only the version in the chunk ids tells them apart,
+        # and a document indexed twice shows up as repeated passages.
+        passages = reply.passages_of(doc_id)
+        assert not stale_passages(passages, new), (
+            f"search returned chunks of the replaced version: {stale_passages(passages, new)}"
+        )
+        assert not duplicate_passages(passages), duplicate_passages(passages)
+        quotes_on_their_pages(reply)
+
+    ask_until(
+        api,
+        QUESTION,
+        doc_ids=[doc_id],
+        ready=lambda reply: bool(reply.passages_of(doc_id) and reply.citations_of(doc_id)),
+        check=only_the_new_version,
+        what="an answer from the new version",
+    )
+
+    log.info("4. delete the noncurrent version; the document must stay INDEXED and answerable")
+    # S3 Lifecycle's NoncurrentVersionExpiration cannot be triggered on demand (it runs about a
+    # day after a version becomes due). A permanent DeleteObject of that version sends the same
+    # `Object Deleted` event (deletion-type "Permanently Deleted") with reason "DeleteObject"
+    # instead of "Lifecycle Expiration": https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventBridge.html
+    known, since = executions.known(since=started), now()
+    s3.delete_object(Bucket=stack.bucket, Key=key, VersionId=first_version_id)
+    runs = executions.settle(since=since, known=known)
+    failed = [f"{r['name']}: {r['status']}" for r in runs if r["status"] in ENDED_BADLY]
+    assert not failed, f"deleting a noncurrent version made the pipeline fail: {failed}"
+    item = registry.item(doc_id)
+    assert ingest_outcome(item, new) == "INDEXED", (
+        f"deleting the noncurrent version changed the live document: {item}"
+    )
+    ask_until(
+        api,
+        QUESTION,
+        doc_ids=[doc_id],
+        ready=lambda reply: bool(reply.citations_of(doc_id)),
+        check=only_the_new_version,
+        what="an answer after the noncurrent version was deleted",
+    )
+
+    log.info("5. delete the object (a delete marker); the document and its chunks must go")
+    since = now()
+    s3.delete_object(Bucket=stack.bucket, Key=key)
+    wait_removed(registry, executions, doc_id, since=since)
+    wait_listed(api, lambda listed: doc_id not in listed, f"{doc_id} gone")
+    assert api.get(f"documents/{doc_id}").status_code == 404
+
+    def no_passage_of_the_document(reply: ChatReply) -> None:
+        found = [p["chunk_id"] for p in reply.passages_of(doc_id)]
+        assert not found, f"search still returns chunks of the deleted document: {found}"
+
+    # Over every document (a filter on a forgotten id is refused with 404); the answer only
+    # tells something once the model has searched.
+    ask_until(
+        api,
+        SEARCH_FIRST + QUESTION,
+        doc_ids=None,
+        ready=lambda reply: reply.searched(),
+        check=no_passage_of_the_document,
+        what="an answer that searched the documents",
+    )

@@ -96,7 +96,7 @@ class Settings(BaseModel):
                 "COGNITO sign-in needs DOCCHAT_AUTH_DOMAIN and DOCCHAT_AUTH_CLIENT_ID "
                 "(the stack sets both on the chat function)"
             )
-        if self.auth_domain and not self.auth_domain.startswith(("https://", "http://127.0.0.1")):
+        if self.auth_domain and not self.auth_domain.startswith("https://"):
             raise ValueError(f"DOCCHAT_AUTH_DOMAIN must be an https URL, not {self.auth_domain!r}")
         return self
 

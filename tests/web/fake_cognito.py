@@ -76,6 +76,7 @@ class FakeCognito:
     grants: list[str] = field(default_factory=list)
     revoked: list[str] = field(default_factory=list)
     logouts: int = 0
+    down: bool = False  # the token endpoint answers 503, as during an outage
 
     def valid_id_token(self, token: str) -> bool:
         return self.id_tokens.get(token, 0) > time.time()
@@ -148,6 +149,8 @@ class FakeCognito:
                 return _oauth_error("invalid_request")
             form = await _form(request)
             self.grants.append(form.get("grant_type", ""))
+            if self.down:
+                return _cors(JSONResponse({"message": "Service Unavailable"}, 503))
             if form.get("client_id") != CLIENT_ID:
                 return _oauth_error("invalid_client")
             if form.get("grant_type") == "authorization_code":

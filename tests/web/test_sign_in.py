@@ -199,6 +199,29 @@ def test_page_refreshes_a_refused_token_and_retries(page: Any, stack: Stack) -> 
     assert stack.gate.tokens[-1] == _stored_tokens(page)["id"]
 
 
+def test_page_keeps_the_session_through_a_sign_in_service_outage(page: Any, stack: Stack) -> None:
+    stack.cognito.lifetime_s = 2
+    _sign_in(page, stack)
+    refresh = _stored_tokens(page)["refresh"]
+    time.sleep(2.2)
+    stack.cognito.down = True
+
+    failed = _ask(page, "What do the documents say?")
+
+    # Then the question fails with the reason, but the user stays signed in
+    expect(failed.locator(".error-text")).to_contain_text("the sign-in service answered HTTP 503")
+    expect(page.locator("#signin")).to_be_hidden()
+    assert _stored_tokens(page)["refresh"] == refresh
+
+    # And once the service is back, a retry refreshes and answers
+    stack.cognito.down = False
+    failed.get_by_role("button", name="Retry").click()
+    answer = page.locator(".msg.assistant").last
+    expect(answer).to_have_attribute("aria-busy", "false", timeout=ANSWER_TIMEOUT_MS)
+    expect(answer).not_to_have_class("failed")
+    assert stack.cognito.grants[-1] == "refresh_token"
+
+
 def test_page_signs_out(page: Any, stack: Stack) -> None:
     _sign_in(page, stack)
     refresh = _stored_tokens(page)["refresh"]

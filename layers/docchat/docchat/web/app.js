@@ -685,8 +685,22 @@ async function tokenRequest(fields) {
     body: new URLSearchParams(fields),
   });
   const body = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Error(body.error_description || body.error || `HTTP ${response.status}`);
+  if (!response.ok) {
+    const error = new Error(body.error_description || body.error || `the sign-in service answered HTTP ${response.status}`);
+    // OAuth errors (invalid_grant...) come as HTTP 400 and are final; anything else may pass.
+    error.refused = response.status === 400;
+    throw error;
+  }
   return body;
+}
+
+async function renewed() {
+  // A refresh Cognito refuses ends the session; an outage or a network failure is only reported.
+  try {
+    await refreshTokens();
+  } catch (error) {
+    throw error.refused || error instanceof SignInRequired ? sessionEnded() : error;
+  }
 }
 
 function keepTokens(body, refreshToken) {
@@ -742,9 +756,7 @@ async function idToken() {
   if (!auth.tokens) throw sessionEnded();
   // Refresh shortly before the token expires (a tenth of its lifetime, at most a minute).
   const margin = Math.min(60000, auth.tokens.lifetime / 10);
-  if (Date.now() >= auth.tokens.expiresAt - margin) {
-    try { await refreshTokens(); } catch (_) { throw sessionEnded(); }
-  }
+  if (Date.now() >= auth.tokens.expiresAt - margin) await renewed();
   return auth.tokens.id;
 }
 
@@ -758,7 +770,7 @@ async function api(path, options = {}) {
   let response = await send();
   if (response.status === 401) {
     // Expired or revoked before the page's clock said so: refresh once, then give up.
-    try { await refreshTokens(); } catch (_) { throw sessionEnded(); }
+    await renewed();
     response = await send();
     if (response.status === 401) throw sessionEnded();
   }

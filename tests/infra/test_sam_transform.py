@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -307,3 +308,11 @@ def _as_list(value: Any) -> list[str]:
     if value is None:
         return []
     return [value] if isinstance(value, str) else list(value)
+
+
+def test_samconfig_deploys_with_cognito_sign_in() -> None:
+    # `sam deploy` takes samconfig.toml's overrides over the template's defaults.
+    config = tomllib.loads((REPO / "samconfig.toml").read_text())
+    overrides = config["default"]["deploy"]["parameters"]["parameter_overrides"]
+
+    assert "ApiAuth=COGNITO" in overrides.split()

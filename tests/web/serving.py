@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.agent import Agent, AgentConfig, ChatEvent
-from docchat.api import create_app
+from docchat.api import SignIn, create_app
 from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.library import Library
@@ -40,9 +41,16 @@ class PacedBackend(ChatBackend):
 
 
 class LocalServer:
-    """uvicorn in a thread over a fresh data directory, taking uploads directly."""
+    """uvicorn in a thread over a fresh data directory, taking uploads directly; `sign_in` and
+    `gate` (an ASGI wrapper, such as API Gateway's stand-in) put it behind a sign-in."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        sign_in: Callable[[], SignIn] = SignIn,
+        gate: Callable[[Any], Any] = lambda app: app,
+    ) -> None:
         settings = Settings(data_dir=data_dir)
         embedder = WordEmbedder()
         self.index = SqliteIndex(
@@ -51,7 +59,8 @@ class LocalServer:
         library = Library(index=self.index, embedder=embedder, registry=self.index)
         self.backend = PacedBackend(library=library, model=None, config=AgentConfig())
         self.uploads = LocalUploads(index=self.index, embedder=embedder, settings=settings)
-        self.served = ServedApp(create_app(lambda: self.backend, uploads=lambda _: self.uploads))
+        app = create_app(lambda: self.backend, uploads=lambda _: self.uploads, sign_in=sign_in)
+        self.served = ServedApp(gate(app))
 
     @property
     def url(self) -> str:

@@ -6,6 +6,7 @@ POST /v1/chat/completions  OpenAI-compatible, streamed or not; citations in an e
 GET  /documents, /documents/{id}, /health
 GET  /                     the chat page (docchat/web), its files under /static/
 GET  /config               what the page needs to know: upload kind, size limit, answer mode
+GET  /auth-config          how the page signs in (open in the cloud stack, like / and /static/)
 POST /documents            a PDF as the raw body (?filename=...), indexed in the background
 POST /documents/upload-url a presigned S3 PUT URL, where uploads go through the bucket
 DELETE /documents/{id}     forget a document (in the cloud: delete its object)
@@ -27,7 +28,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException
 
 from docchat.agent import ChatEvent
@@ -53,6 +54,31 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 WEB = Path(__file__).parent / "web"
 PDF_TYPES = {"application/pdf", "application/x-pdf", "application/octet-stream"}
 UploadsFactory = Callable[[ChatBackend], Uploads]
+
+
+class SignIn(BaseModel):
+    """How the page signs in, from the settings: nothing (local, NONE), impossible (IAM: a
+    browser cannot sign SigV4 requests) or Cognito managed login with this public client."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mode: Literal["none", "iam", "cognito"] = "none"
+    region: str = ""
+    domain: str = ""
+    client_id: str = ""
+    scopes: str = ""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SignIn:
+        if settings.api_auth == "COGNITO":
+            return cls(
+                mode="cognito",
+                region=settings.region,
+                domain=settings.auth_domain.rstrip("/"),
+                client_id=settings.auth_client_id,
+                scopes="openid email",
+            )
+        return cls(mode="iam" if settings.api_auth == "IAM" else "none", region=settings.region)
 
 
 class ChatMessage(BaseModel):
@@ -101,10 +127,14 @@ class CompletionRequest(BaseModel):
 
 
 def create_app(
-    backend: Callable[[], ChatBackend], *, uploads: UploadsFactory | None = None
+    backend: Callable[[], ChatBackend],
+    *,
+    uploads: UploadsFactory | None = None,
+    sign_in: Callable[[], SignIn] = SignIn,
 ) -> FastAPI:
     """The app; `backend` (and `uploads`, given the backend) is called on first use so that
-    start-up stays light. Without `uploads` the documents are read-only."""
+    start-up stays light. Without `uploads` the documents are read-only; without `sign_in`
+    the page does not sign in."""
     app = FastAPI(title="docchat", version="0.1.0")
     cache: dict[str, ChatBackend] = {}
     stores: dict[str, Uploads] = {}
@@ -162,6 +192,10 @@ def create_app(
             "max_upload_bytes": MAX_UPLOAD_BYTES,
             "answers": get_backend().mode,
         }
+
+    @app.get("/auth-config")
+    def auth_config() -> dict[str, Any]:
+        return sign_in().model_dump()
 
     def uploads_kind() -> str:
         try:
@@ -399,4 +433,8 @@ def cloud_app() -> FastAPI:
             bucket=settings.documents_bucket, region=settings.region, registry=live.library.registry
         )
 
-    return create_app(lambda: services().backend, uploads=uploads)
+    return create_app(
+        lambda: services().backend,
+        uploads=uploads,
+        sign_in=lambda: SignIn.from_settings(services().settings),
+    )

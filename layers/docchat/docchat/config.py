@@ -6,7 +6,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from docchat.errors import ConfigError
 
@@ -68,6 +75,30 @@ class Settings(BaseModel):
     stale_after_s: int = Field(
         3600, ge=60, description="an unfinished ingestion older than this is restarted"
     )
+    # Sign-in for the page (the cloud stack sets these on the chat function)
+    api_auth: Literal["NONE", "IAM", "COGNITO"] = Field(
+        "NONE", description="how API Gateway authenticates callers: NONE, IAM or COGNITO"
+    )
+    auth_domain: str = Field(
+        "", description="https URL of the Cognito managed-login domain (with COGNITO)"
+    )
+    auth_client_id: str = Field("", description="the page's Cognito app client id (with COGNITO)")
+
+    @field_validator("api_auth", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _sign_in_complete(self) -> Settings:
+        if self.api_auth == "COGNITO" and not (self.auth_domain and self.auth_client_id):
+            raise ValueError(
+                "COGNITO sign-in needs DOCCHAT_AUTH_DOMAIN and DOCCHAT_AUTH_CLIENT_ID "
+                "(the stack sets both on the chat function)"
+            )
+        if self.auth_domain and not self.auth_domain.startswith("https://"):
+            raise ValueError(f"DOCCHAT_AUTH_DOMAIN must be an https URL, not {self.auth_domain!r}")
+        return self
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> Settings:

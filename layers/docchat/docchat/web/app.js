@@ -79,7 +79,7 @@ async function* sseEvents(response, signal) {
 
 // --- the conversation -------------------------------------------------------------------------
 
-function history() {
+function recentMessages() {
   // The newest messages that fit the API's limits, oldest first.
   const kept = [];
   let total = 0;
@@ -302,10 +302,10 @@ async function runAnswer() {
   announce("Searching the documents…");
   let finished = false;
   try {
-    const response = await fetch("chat", {
+    const response = await api("chat", {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify({ messages: history() }),
+      body: JSON.stringify({ messages: recentMessages() }),
       signal: controller.signal,
     });
     if (!response.ok) throw new Error(await errorText(response));
@@ -530,7 +530,7 @@ function renderDocs() {
 async function refreshDocs() {
   clearTimeout(state.pollTimer);
   try {
-    const response = await fetch("documents", { headers: { Accept: "application/json" } });
+    const response = await api("documents", { headers: { Accept: "application/json" } });
     if (!response.ok) throw new Error(await errorText(response));
     const body = await response.json();
     state.docs = body.documents;
@@ -539,6 +539,7 @@ async function refreshDocs() {
     for (const docId of state.deleting) if (!present.has(docId)) state.deleting.delete(docId);
     $("docs-error").hidden = true;
   } catch (error) {
+    if (error instanceof SignInRequired) return;
     $("docs-error").textContent = `Could not load the documents: ${error.message}`;
     $("docs-error").hidden = false;
   }
@@ -576,7 +577,7 @@ async function uploadFile(file) {
 }
 
 async function uploadDirect(file) {
-  const response = await fetch(`documents?filename=${encodeURIComponent(file.name)}`, {
+  const response = await api(`documents?filename=${encodeURIComponent(file.name)}`, {
     method: "POST",
     headers: { "Content-Type": "application/pdf" },
     body: file,
@@ -585,7 +586,7 @@ async function uploadDirect(file) {
 }
 
 async function uploadToBucket(file) {
-  const response = await fetch("documents/upload-url", {
+  const response = await api("documents/upload-url", {
     method: "POST",
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ filename: file.name, size: file.size }),
@@ -604,7 +605,7 @@ async function removeDocument(docId) {
   state.deleting.add(docId);
   renderDocs();
   try {
-    const response = await fetch(`documents/${encodeURIComponent(docId)}`, { method: "DELETE" });
+    const response = await api(`documents/${encodeURIComponent(docId)}`, { method: "DELETE" });
     if (!response.ok) throw new Error(await errorText(response));
     announce(`${title} deleted.`);
   } catch (error) {
@@ -613,6 +614,260 @@ async function removeDocument(docId) {
   }
   await refreshDocs();
   $("question").focus();
+}
+
+// --- sign-in (Cognito managed login, authorization code with PKCE) ----------------------------
+// In the cloud stack every API route needs a Cognito ID token (the API Gateway authorizer has no
+// OAuth scopes on its methods, so it takes the ID token). The page, its files and auth-config are
+// open. Tokens live in sessionStorage: the sign-in redirect leaves the page, so the PKCE verifier
+// must outlive it anyway, and a reload should not bounce through the sign-in page again; the
+// storage belongs to this tab and origin only and ends with the tab. The page loads no third-party
+// script and puts every server text in with textContent, which is what keeps them from other code.
+
+const TOKENS_KEY = "docchat.tokens";
+const PENDING_KEY = "docchat.signin";
+
+const auth = { mode: "none", config: {}, tokens: null, refreshing: null };
+
+class SignInRequired extends Error {
+  constructor() {
+    super("you are signed out: sign in again, then retry");
+  }
+}
+
+function pageUrl() {
+  // The page's own address without query or fragment: the client's callback and sign-out URL.
+  return new URL(".", location.href).href;
+}
+
+function base64url(bytes) {
+  return btoa(String.fromCharCode(...new Uint8Array(bytes)))
+    .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function randomText(bytes) {
+  return base64url(crypto.getRandomValues(new Uint8Array(bytes)));
+}
+
+function tokenClaims(token) {
+  try {
+    const part = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    return JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(part), (c) => c.charCodeAt(0))));
+  } catch (_) {
+    return {};
+  }
+}
+
+async function signIn() {
+  // RFC 7636: a verifier of 43-128 characters, its SHA-256 as the challenge; `state` ties the
+  // answer to this request.
+  const verifier = randomText(48);
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
+  const state = randomText(16);
+  sessionStorage.setItem(PENDING_KEY, JSON.stringify({ state, verifier }));
+  const url = new URL(`${auth.config.domain}/oauth2/authorize`);
+  url.search = new URLSearchParams({
+    response_type: "code",
+    client_id: auth.config.client_id,
+    redirect_uri: pageUrl(),
+    scope: auth.config.scopes,
+    state,
+    code_challenge: base64url(digest),
+    code_challenge_method: "S256",
+  });
+  location.assign(url.href);
+}
+
+async function tokenRequest(fields) {
+  const response = await fetch(`${auth.config.domain}/oauth2/token`, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams(fields),
+  });
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const error = new Error(body.error_description || body.error || `the sign-in service answered HTTP ${response.status}`);
+    // OAuth errors (invalid_grant...) come as HTTP 400 and are final; anything else may pass.
+    error.refused = response.status === 400;
+    throw error;
+  }
+  return body;
+}
+
+async function renewed() {
+  // A refresh Cognito refuses ends the session; an outage or a network failure is only reported.
+  try {
+    await refreshTokens();
+  } catch (error) {
+    throw error.refused || error instanceof SignInRequired ? sessionEnded() : error;
+  }
+}
+
+function keepTokens(body, refreshToken) {
+  const lifetime = Number(body.expires_in || 3600) * 1000;
+  // A refresh answers with new ID and access tokens only; the refresh token stays the same.
+  auth.tokens = {
+    id: body.id_token,
+    refresh: body.refresh_token || refreshToken,
+    expiresAt: Date.now() + lifetime,
+    lifetime,
+  };
+  sessionStorage.setItem(TOKENS_KEY, JSON.stringify(auth.tokens));
+}
+
+function forgetTokens() {
+  auth.tokens = null;
+  sessionStorage.removeItem(TOKENS_KEY);
+}
+
+async function finishSignIn(params) {
+  const pending = JSON.parse(sessionStorage.getItem(PENDING_KEY) || "null");
+  sessionStorage.removeItem(PENDING_KEY);
+  history.replaceState(null, "", pageUrl()); // the code is single-use: keep it out of the address bar
+  if (params.has("error")) throw new Error(params.get("error_description") || params.get("error"));
+  if (!pending || pending.state !== params.get("state")) {
+    throw new Error("the answer from the sign-in page does not match this page's request");
+  }
+  keepTokens(await tokenRequest({
+    grant_type: "authorization_code",
+    client_id: auth.config.client_id,
+    code: params.get("code"),
+    redirect_uri: pageUrl(),
+    code_verifier: pending.verifier,
+  }));
+}
+
+function refreshTokens() {
+  // One refresh at a time, shared by every call that needs it.
+  if (!auth.refreshing) {
+    const refresh = auth.tokens && auth.tokens.refresh;
+    auth.refreshing = (refresh ? tokenRequest({
+      grant_type: "refresh_token",
+      client_id: auth.config.client_id,
+      refresh_token: refresh,
+    }) : Promise.reject(new SignInRequired()))
+      .then((body) => keepTokens(body, refresh))
+      .finally(() => { auth.refreshing = null; });
+  }
+  return auth.refreshing;
+}
+
+async function idToken() {
+  if (!auth.tokens) throw sessionEnded();
+  // Refresh shortly before the token expires (a tenth of its lifetime, at most a minute).
+  const margin = Math.min(60000, auth.tokens.lifetime / 10);
+  if (Date.now() >= auth.tokens.expiresAt - margin) await renewed();
+  return auth.tokens.id;
+}
+
+async function api(path, options = {}) {
+  // Every call to the API goes through here; never a presigned S3 URL (its signature is the
+  // credential, and an Authorization header would break it).
+  if (auth.mode !== "cognito") return fetch(path, options);
+  const send = async () => fetch(path, {
+    ...options, headers: { ...(options.headers || {}), Authorization: await idToken() },
+  });
+  let response = await send();
+  if (response.status === 401) {
+    // Expired or revoked before the page's clock said so: refresh once, then give up.
+    await renewed();
+    response = await send();
+    if (response.status === 401) throw sessionEnded();
+  }
+  return response;
+}
+
+function sessionEnded() {
+  forgetTokens();
+  clearTimeout(state.pollTimer);
+  showSignIn("Your session has ended. Sign in again to continue.");
+  return new SignInRequired();
+}
+
+function showSignIn(text, { code = "", button = true } = {}) {
+  $("app").hidden = true;
+  $("account").hidden = true;
+  $("signin").hidden = false;
+  $("signin-text").textContent = text;
+  $("signin-code").textContent = code;
+  $("signin-code").hidden = !code;
+  $("sign-in").hidden = !button;
+  if (button) $("sign-in").focus();
+}
+
+function showApp() {
+  $("signin").hidden = true;
+  $("app").hidden = false;
+  if (auth.mode === "cognito" && auth.tokens) {
+    const claims = tokenClaims(auth.tokens.id);
+    $("account-name").textContent = claims.email || claims["cognito:username"] || "";
+    $("account").hidden = false;
+  }
+}
+
+async function signOut() {
+  const refresh = auth.tokens && auth.tokens.refresh;
+  forgetTokens();
+  clearTimeout(state.pollTimer);
+  if (refresh) {
+    // Revoking the refresh token ends what this tab could still renew; best effort.
+    await fetch(`${auth.config.domain}/oauth2/revoke`, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ token: refresh, client_id: auth.config.client_id }),
+    }).catch(() => {});
+  }
+  // The managed login's own session (a cookie on its domain) ends at /logout, which sends the
+  // browser back to the page.
+  const url = new URL(`${auth.config.domain}/logout`);
+  url.search = new URLSearchParams({ client_id: auth.config.client_id, logout_uri: pageUrl() });
+  location.assign(url.href);
+}
+
+function iamHelp() {
+  const region = auth.config.region || "<region>";
+  return [
+    `curl --aws-sigv4 "aws:amz:${region}:execute-api" \\`,
+    '  --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \\',
+    '  -H "x-amz-security-token: $AWS_SESSION_TOKEN" \\',
+    `  ${pageUrl()}documents`,
+  ].join("\n");
+}
+
+async function startAuth() {
+  // True when the page may call the API now.
+  try {
+    const response = await fetch("auth-config", { headers: { Accept: "application/json" } });
+    if (response.ok) auth.config = await response.json();
+  } catch (_) { /* an older server: no sign-in */ }
+  auth.mode = auth.config.mode || "none";
+  if (auth.mode === "iam") {
+    showSignIn(
+      "This docchat's API takes only AWS IAM (SigV4) signed requests, which a web page cannot " +
+      "sign. Call it with your AWS credentials instead (curl 7.75+, awscurl or an AWS SDK), for " +
+      "example as below, or deploy the stack with ApiAuth=COGNITO to use this page.",
+      { code: iamHelp(), button: false });
+    return false;
+  }
+  if (auth.mode !== "cognito") return true;
+  const params = new URLSearchParams(location.search);
+  if (params.has("code") || params.has("error")) {
+    try {
+      await finishSignIn(params);
+    } catch (error) {
+      forgetTokens();
+      showSignIn(`Sign-in did not complete: ${unreachable(error) ? "the sign-in service could not be reached" : error.message}. Try again.`);
+      return false;
+    }
+  } else {
+    auth.tokens = JSON.parse(sessionStorage.getItem(TOKENS_KEY) || "null");
+  }
+  if (!auth.tokens) {
+    showSignIn("Sign in with your docchat account to ask your documents.");
+    return false;
+  }
+  showApp();
+  return true;
 }
 
 // --- layout and input -------------------------------------------------------------------------
@@ -631,7 +886,7 @@ function setDocsOpen(open) {
 
 async function loadConfig() {
   try {
-    const response = await fetch("config");
+    const response = await api("config");
     if (response.ok) state.config = await response.json();
   } catch (_) { /* the documents call reports the problem */ }
   const upload = state.config.upload;
@@ -681,12 +936,17 @@ function init() {
     }
   });
   document.addEventListener("visibilitychange", () => {
-    if (!document.hidden) refreshDocs();
+    if (!document.hidden && !$("app").hidden) refreshDocs();
   });
   $("docs").querySelector("h2").tabIndex = -1;
+  $("sign-in").addEventListener("click", signIn);
+  $("sign-out").addEventListener("click", signOut);
   setRunning(false);
-  loadConfig().then(refreshDocs);
-  question.focus();
+  startAuth().then((ready) => {
+    if (!ready) return;
+    loadConfig().then(refreshDocs);
+    question.focus();
+  });
 }
 
 document.addEventListener("DOMContentLoaded", init);

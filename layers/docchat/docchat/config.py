@@ -68,6 +68,13 @@ class Settings(BaseModel):
     stale_after_s: int = Field(
         3600, ge=60, description="an unfinished ingestion older than this is restarted"
     )
+    # Local server (`docchat serve`)
+    api_token: str = Field(
+        "", description="bearer token `docchat serve` requires; needed to bind beyond loopback"
+    )
+    allowed_hosts: str = Field(
+        "", description="Host names `docchat serve` answers besides loopback (comma-separated)"
+    )
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> Settings:
@@ -106,6 +113,10 @@ class Settings(BaseModel):
         if self.model_provider:
             return self.model_provider
         return "anthropic" if self.anthropic_api_key else "none"
+
+    @property
+    def allowed_host_names(self) -> list[str]:
+        return [h.strip() for h in self.allowed_hosts.split(",") if h.strip()]
 
     @property
     def index_path(self) -> Path:

@@ -52,6 +52,20 @@ async function errorText(response) {
   return `the server answered HTTP ${response.status}`;
 }
 
+// `docchat serve --token`: every API call carries the server's token. The page asks for it
+// once, when the server first answers with its own 401, and keeps it in this browser.
+const TOKEN_KEY = "docchat-api-token";
+const TOKEN_CHALLENGE = 'realm="docchat-serve"';
+
+function tokenHeaders(refused = null) {
+  if (refused && refused.status === 401 && (refused.headers.get("WWW-Authenticate") || "").includes(TOKEN_CHALLENGE)) {
+    const given = window.prompt("This docchat server needs its API token (the one given to docchat serve):");
+    if (given) localStorage.setItem(TOKEN_KEY, given.trim());
+  }
+  const token = localStorage.getItem(TOKEN_KEY);
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
 // --- Server-Sent Events over fetch (EventSource cannot POST) -------------------------------
 
 async function* sseEvents(response, signal) {
@@ -304,7 +318,7 @@ async function runAnswer() {
   try {
     const response = await fetch("chat", {
       method: "POST",
-      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream", ...tokenHeaders() },
       body: JSON.stringify({ messages: history() }),
       signal: controller.signal,
     });
@@ -530,7 +544,7 @@ function renderDocs() {
 async function refreshDocs() {
   clearTimeout(state.pollTimer);
   try {
-    const response = await fetch("documents", { headers: { Accept: "application/json" } });
+    const response = await fetch("documents", { headers: { Accept: "application/json", ...tokenHeaders() } });
     if (!response.ok) throw new Error(await errorText(response));
     const body = await response.json();
     state.docs = body.documents;
@@ -578,7 +592,7 @@ async function uploadFile(file) {
 async function uploadDirect(file) {
   const response = await fetch(`documents?filename=${encodeURIComponent(file.name)}`, {
     method: "POST",
-    headers: { "Content-Type": "application/pdf" },
+    headers: { "Content-Type": "application/pdf", ...tokenHeaders() },
     body: file,
   });
   if (!response.ok) throw new Error(await errorText(response));
@@ -587,7 +601,7 @@ async function uploadDirect(file) {
 async function uploadToBucket(file) {
   const response = await fetch("documents/upload-url", {
     method: "POST",
-    headers: { "Content-Type": "application/json" },
+    headers: { "Content-Type": "application/json", ...tokenHeaders() },
     body: JSON.stringify({ filename: file.name, size: file.size }),
   });
   if (!response.ok) throw new Error(await errorText(response));
@@ -604,7 +618,7 @@ async function removeDocument(docId) {
   state.deleting.add(docId);
   renderDocs();
   try {
-    const response = await fetch(`documents/${encodeURIComponent(docId)}`, { method: "DELETE" });
+    const response = await fetch(`documents/${encodeURIComponent(docId)}`, { method: "DELETE", headers: tokenHeaders() });
     if (!response.ok) throw new Error(await errorText(response));
     announce(`${title} deleted.`);
   } catch (error) {
@@ -631,7 +645,8 @@ function setDocsOpen(open) {
 
 async function loadConfig() {
   try {
-    const response = await fetch("config");
+    let response = await fetch("config", { headers: tokenHeaders() });
+    if (response.status === 401) response = await fetch("config", { headers: tokenHeaders(response) });
     if (response.ok) state.config = await response.json();
   } catch (_) { /* the documents call reports the problem */ }
   const upload = state.config.upload;

@@ -12,7 +12,8 @@ import openai
 import pytest
 from fastapi.testclient import TestClient
 
-from docchat.guards import host_name, is_loopback
+from docchat.api import cloud_app
+from docchat.guards import LocalGuard, host_name, is_loopback
 from tests.api.guarded import PDF, GuardedServer
 
 TOKEN = "s3cret-token-for-tests"
@@ -167,3 +168,18 @@ def test_host_names_and_loopback() -> None:
     ]
     assert all(map(is_loopback, ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost")))
     assert not any(map(is_loopback, ("0.0.0.0", "::", "192.168.1.4", "example.com", "")))
+
+
+def test_the_cloud_app_answers_its_gateways_host_and_peers(dummy_aws: None) -> None:
+    # Behind API Gateway the Host is the execute-api domain and the Lambda Web Adapter's
+    # forwarded peer is the caller's address: Cognito/IAM guard it there, not LocalGuard
+    app = cloud_app()
+    client = TestClient(
+        app,
+        base_url="https://abc123.execute-api.eu-west-1.amazonaws.com",
+        client=("203.0.113.9", 50000),
+    )
+
+    assert client.get("/v1/models").status_code == 200
+    assert client.get("/", headers={"origin": "https://example.org"}).status_code == 200
+    assert not any(m.cls is LocalGuard for m in app.user_middleware)

@@ -243,20 +243,24 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             "127.0.0.1"
         )
     listener = _bind(args.host, args.port)  # before anything says it is serving
-    backend = local_backend(settings)  # opened now, so a bad data directory fails at start
-    wildcard = args.host in ("0.0.0.0", "::", "")
-    hosts = [*args.allowed_host, *([] if local or wildcard else [args.host])]
-    app = guarded_local_app(settings, lambda: backend, allowed_hosts=hosts, token=token)
-    where = f"[{args.host}]" if ":" in args.host else args.host
-    err.print(
-        f"docchat serving {settings.data_dir} on http://{where}:{args.port} ({backend.mode})"
-        + ("" if local else "; API calls need the token"),
-        soft_wrap=True,
-    )
-    if wildcard:
-        err.print("other machines reach it by a name given with --allowed-host")
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    server.run(sockets=[listener])
+    with listener:
+        backend = local_backend(settings)  # opened now: a bad data directory fails at start
+        wildcard = args.host in ("0.0.0.0", "::", "")
+        hosts = [*args.allowed_host, *([] if local or wildcard else [args.host])]
+        app = guarded_local_app(settings, lambda: backend, allowed_hosts=hosts, token=token)
+        where = f"[{args.host}]" if ":" in args.host else args.host
+        err.print(
+            f"docchat serving {settings.data_dir} on http://{where}:{args.port} "
+            f"({backend.mode})" + ("" if local else "; API calls need the token"),
+            soft_wrap=True,
+        )
+        if wildcard and not hosts and not settings.allowed_host_names:
+            err.print(
+                "other machines must call it by a name or address given with --allowed-host "
+                "(or DOCCHAT_ALLOWED_HOSTS)",
+                soft_wrap=True,
+            )
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
     return 0
 
 

@@ -19,8 +19,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # The page and its files load without a token: the page is what asks for it.
-PAGE_PATHS = ("/", "/index.html")
-PAGE_PREFIX = "/static/"
+PAGE = "/"
+PAGE_FILES = "/static/"
 # Marks the local server's own 401, so the page tells it apart from a gateway's.
 TOKEN_CHALLENGE = 'Bearer realm="docchat-serve"'
 
@@ -140,6 +140,4 @@ def _local_client(scope: Scope) -> bool:
 
 def _is_page(scope: Scope) -> bool:
     path = str(scope.get("path", ""))
-    return scope["method"] in ("GET", "HEAD") and (
-        path in PAGE_PATHS or path.startswith(PAGE_PREFIX)
-    )
+    return scope["method"] in ("GET", "HEAD") and (path == PAGE or path.startswith(PAGE_FILES))

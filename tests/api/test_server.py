@@ -159,12 +159,17 @@ def test_documents_and_health(served: Server) -> None:
         ({"messages": [{"role": "assistant", "content": "hi"}]}, 422, "the last message must be"),
         ({"messages": [{"role": "robot", "content": "hi"}]}, 422, "Input should be 'user'"),
         (
+            {"messages": [{"role": "user", "content": " \n\t "}]},
+            422,
+            "messages.0.content: Value error, the message is only white space",
+        ),
+        (
             {"messages": [{"role": "user", "content": "hi"}], "doc_ids": ["nope"]},
             404,
             "unknown document ids: nope",
         ),
     ],
-    ids=["empty", "too-many", "too-long", "not-user-last", "bad-role", "unknown-doc"],
+    ids=["empty", "too-many", "too-long", "not-user-last", "bad-role", "blank", "unknown-doc"],
 )
 def test_chat_rejects_bad_requests_clearly(
     served: Server, body: dict[str, object], status: int, message: str
@@ -192,3 +197,47 @@ def test_chat_rejects_malformed_json_and_oversized_bodies(served: Server) -> Non
     assert malformed.status_code == 400
     assert malformed.json()["error"]["message"] == "the body is not valid JSON"
     assert huge.status_code == 413
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [{"role": "user", "content": "   "}],
+        [{"role": "user", "content": [{"type": "text", "text": "\n "}]}],
+        [
+            {"role": "user", "content": "When did the new bridge open?"},
+            {"role": "assistant", "content": "In 2004 [1]."},
+            {"role": "user", "content": " "},
+        ],
+    ],
+    ids=["text", "parts", "after-a-turn"],
+)
+def test_completions_refuse_a_blank_question(
+    served: Server, messages: list[dict[str, object]]
+) -> None:
+    response = httpx.post(
+        f"{served.url}/v1/chat/completions",
+        json={"model": "docchat", "messages": messages},
+        timeout=10,
+    )
+
+    assert response.status_code == 422
+    assert response.json()["error"]["message"] == (
+        "invalid request: the question is only white space"
+    )
+
+
+def test_models_are_listed_as_openai_lists_them(served: Server) -> None:
+    # https://platform.openai.com/docs/api-reference/models/list
+    client = openai.OpenAI(base_url=f"{served.url}/v1", api_key="not-needed", max_retries=0)
+
+    models = list(client.models.list())
+    raw = httpx.get(f"{served.url}/v1/models", timeout=10).json()
+
+    assert [(m.id, m.object, m.owned_by) for m in models] == [("docchat", "model", "docchat")]
+    assert raw == {
+        "object": "list",
+        "data": [
+            {"id": "docchat", "object": "model", "created": 1_767_225_600, "owned_by": "docchat"}
+        ],
+    }

@@ -113,7 +113,9 @@ def test_upload_queues_the_pdf_then_indexes_it(local: Local) -> None:
     assert status == 202
     assert answer["status"] == "QUEUED"
     assert answer["doc_id"] == doc_id_for(str(saved))
-    assert answer["source"] == str(saved)
+    assert answer["source"] == "Ferry-times.pdf"  # the name: the path stays on the server
+    stored = local.index.document(answer["doc_id"])
+    assert stored is not None and stored.source == str(saved)
     assert saved.read_bytes() == PDF
     record = local.wait(answer["doc_id"])
     assert record.status == DocStatus.INDEXED
@@ -162,12 +164,22 @@ def test_upload_refuses_a_body_over_the_limit(
     local: Local, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(api, "MAX_UPLOAD_BYTES", 1024)
+    small = Local(local.settings.data_dir.with_name("small"))  # the limit is set at start
 
     # A streamed body has no Content-Length: the limit holds while reading
     def body() -> Iterator[bytes]:
         yield b"%PDF-1.7 " + b"x" * 2000
 
-    response = local.client.post("/documents", params={"filename": "big.pdf"}, content=body())
+    try:
+        response = small.client.post(
+            "/documents",
+            params={"filename": "big.pdf"},
+            content=body(),
+            headers={"content-type": "application/pdf"},
+        )
+    finally:
+        small.uploads.close()
+        small.index.close()
 
     assert response.status_code == 413
     assert "larger than" in response.json()["error"]["message"]

@@ -18,7 +18,7 @@ from docchat.citations import best_quote, citation, citations_for_answer, terms
 from docchat.errors import DocchatError
 from docchat.library import Library
 from docchat.llm import ChatModel, Message, TextDelta, ToolSpec, ToolUse, TurnEnd
-from docchat.models import Chunk, Citation
+from docchat.models import Chunk, Citation, source_name
 
 DEFAULT_SYSTEM_PROMPT = """\
 You answer questions about the user's documents, using only what the tools return.
@@ -353,7 +353,7 @@ def _source(number: int, chunk: Chunk) -> dict[str, Any]:
         "chunk_id": chunk.chunk_id,
         "doc_id": chunk.doc_id,
         "title": chunk.title,
-        "source": chunk.source,
+        "source": source_name(chunk.source),
         "page_start": chunk.page_start,
         "page_end": chunk.page_end,
         "headings": chunk.headings,

@@ -3,6 +3,7 @@
 POST /chat                 Server-Sent Events: status, tool_call, sources, delta, citations,
                            then done or error
 POST /v1/chat/completions  OpenAI-compatible, streamed or not; citations in an extra field
+GET  /v1/models             the OpenAI model list (one model, "docchat")
 GET  /documents, /documents/{id}, /health
 GET  /                     the chat page (docchat/web), its files under /static/
 GET  /config               what the page needs to know: upload kind, size limit, answer mode
@@ -10,6 +11,11 @@ GET  /auth-config          how the page signs in (open in the cloud stack, like 
 POST /documents            a PDF as the raw body (?filename=...), indexed in the background
 POST /documents/upload-url a presigned S3 PUT URL, where uploads go through the bucket
 DELETE /documents/{id}     forget a document (in the cloud: delete its object)
+
+Bodies are counted as they arrive (FastAPI's max_body_size), so a chunked body is refused at
+its limit too. `local_app` adds `guards.LocalGuard`:
+loopback Host names only, no writes from other sites, a bearer token when one is configured.
+Documents are shown by name (`source_name`): server paths stay on the server.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +41,8 @@ from docchat.agent import ChatEvent
 from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.errors import DocchatError, DocumentNotFoundError
+from docchat.guards import LocalGuard, error_response
+from docchat.models import DocumentRecord, source_name
 from docchat.uploads import (
     MAX_UPLOAD_BYTES,
     S3_UPLOAD_ROUTE,
@@ -52,7 +60,12 @@ MAX_BODY_BYTES = 512 * 1024
 MAX_DOC_IDS = 100
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 WEB = Path(__file__).parent / "web"
+# application/octet-stream is what generic clients send for a file; like application/pdf, and
+# unlike the types a page may send to another site without asking first (text/plain, forms,
+# none at all), it cannot come from another site's page.
 PDF_TYPES = {"application/pdf", "application/x-pdf", "application/octet-stream"}
+MODEL_NAME = "docchat"
+MODEL_CREATED = 1_767_225_600  # 2026-01-01T00:00:00Z; the model list needs a creation time
 UploadsFactory = Callable[[ChatBackend], Uploads]
 
 
@@ -84,6 +97,13 @@ class SignIn(BaseModel):
 class ChatMessage(BaseModel):
     role: Literal["user", "assistant"]
     content: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, content: str) -> str:
+        if not content.strip():
+            raise ValueError("the message is only white space: write something")
+        return content
 
 
 class ChatRequest(BaseModel):
@@ -120,7 +140,7 @@ class UploadUrlRequest(BaseModel):
 
 
 class CompletionRequest(BaseModel):
-    model: str = "docchat"
+    model: str = MODEL_NAME
     messages: list[OpenAIMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     stream: bool = False
     doc_ids: list[str] | None = Field(None, max_length=MAX_DOC_IDS)
@@ -135,7 +155,7 @@ def create_app(
     """The app; `backend` (and `uploads`, given the backend) is called on first use so that
     start-up stays light. Without `uploads` the documents are read-only; without `sign_in`
     the page does not sign in."""
-    app = FastAPI(title="docchat", version="0.1.0")
+    app = FastAPI(title="docchat", version="0.1.0", max_body_size=MAX_BODY_BYTES)
     cache: dict[str, ChatBackend] = {}
     stores: dict[str, Uploads] = {}
     stores_lock = threading.Lock()
@@ -155,14 +175,6 @@ def create_app(
                 stores["uploads"] = uploads(get_backend())
             return stores["uploads"]
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Callable[..., Any]) -> Any:
-        limit = MAX_UPLOAD_BYTES if _is_upload(request) else MAX_BODY_BYTES
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > limit:
-            return _error(413, f"the request body is larger than {limit} bytes")
-        return await call_next(request)
-
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
@@ -176,7 +188,9 @@ def create_app(
         return _error(422, f"invalid request: {message}", details=details)
 
     @app.exception_handler(HTTPException)
-    async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        if exc.status_code == 413 and exc.detail == "Content Too Large":  # max_body_size's
+            return _error(413, _too_large(request))
         return _error(exc.status_code, str(exc.detail))
 
     @app.get("/", include_in_schema=False)
@@ -210,31 +224,32 @@ def create_app(
 
     @app.get("/documents")
     def documents() -> dict[str, Any]:
-        return {"documents": [d.model_dump(mode="json") for d in get_backend().library.documents()]}
+        return {"documents": [_shown(d) for d in get_backend().library.documents()]}
 
     @app.get("/documents/{doc_id}")
     def document(doc_id: str) -> dict[str, Any]:
         record = get_backend().library.document(doc_id)
         if record is None:
             raise HTTPException(404, f"no document with id {doc_id!r}: GET /documents lists them")
-        return record.model_dump(mode="json")
+        return _shown(record)
 
-    @app.post("/documents", status_code=202)
+    @app.post("/documents", status_code=202, max_body_size=MAX_UPLOAD_BYTES)
     async def upload(
         request: Request, filename: str = Query(min_length=1, max_length=255)
     ) -> dict[str, Any]:
         store = await run_in_threadpool(get_uploads)
-        kind = request.headers.get("content-type", "application/pdf").split(";")[0].strip()
+        kind = request.headers.get("content-type", "").split(";")[0].strip()
         with _upload_errors():
             if store.kind != "direct":
                 raise UploadRouteError(S3_UPLOAD_ROUTE)
             if kind.lower() not in PDF_TYPES:
                 raise NotPdfError(
-                    f"the body is {kind}, not a PDF: send the file as application/pdf"
+                    f"the body is {kind or 'of no declared type'}, not a PDF: send the file "
+                    "with Content-Type: application/pdf"
                 )
-            data = await _body(request, MAX_UPLOAD_BYTES)
+            data = await request.body()  # max_body_size stops it at MAX_UPLOAD_BYTES
             record = await run_in_threadpool(store.receive, filename, data)
-        return record.model_dump(mode="json")
+        return _shown(record)
 
     @app.post("/documents/upload-url")
     def upload_url(request: UploadUrlRequest) -> dict[str, Any]:
@@ -256,15 +271,29 @@ def create_app(
         events = live.agent().run(messages, doc_ids=request.doc_ids)
         return StreamingResponse(_sse(events), media_type="text/event-stream", headers=SSE_HEADERS)
 
+    @app.get("/v1/models")
+    def models() -> dict[str, Any]:
+        # The shape of https://platform.openai.com/docs/api-reference/models/list
+        return {
+            "object": "list",
+            "data": [
+                {
+                    "id": MODEL_NAME,
+                    "object": "model",
+                    "created": MODEL_CREATED,
+                    "owned_by": "docchat",
+                }
+            ],
+        }
+
     @app.post("/v1/chat/completions", response_model=None)
     def completions(request: CompletionRequest) -> StreamingResponse | dict[str, Any]:
         live = get_backend()
         _check_doc_ids(live, request.doc_ids)
-        messages = [
-            {"role": m.role, "content": m.text()}
-            for m in request.messages
-            if m.role in ("user", "assistant") and m.text()
-        ]
+        said = [m for m in request.messages if m.role in ("user", "assistant")]
+        if said and said[-1].role == "user" and not said[-1].text().strip():
+            raise HTTPException(422, "invalid request: the question is only white space")
+        messages = [{"role": m.role, "content": m.text()} for m in said if m.text().strip()]
         if not messages or messages[-1]["role"] != "user":
             raise HTTPException(422, "invalid request: the last message must be the user's")
         events = live.agent().run(messages, doc_ids=request.doc_ids)
@@ -279,24 +308,19 @@ def create_app(
     return app
 
 
-def _is_upload(request: Request) -> bool:
-    return request.method == "POST" and request.url.path.rstrip("/").endswith("/documents")
+def _too_large(request: Request) -> str:
+    """What to say when a body passed its route's limit (an upload's, or every other's)."""
+    if request.method == "POST" and request.url.path.rstrip("/").endswith("/documents"):
+        return (
+            f"the file is larger than the {MAX_UPLOAD_BYTES // (1024 * 1024)} MB an upload "
+            "may have: split the document"
+        )
+    return f"the request body is larger than {MAX_BODY_BYTES} bytes"
 
 
-async def _body(request: Request, limit: int) -> bytes:
-    """The request body, refused as soon as it grows past `limit` (a chunked body has no
-    Content-Length for the middleware to check)."""
-    parts: list[bytes] = []
-    size = 0
-    async for part in request.stream():
-        size += len(part)
-        if size > limit:
-            raise UploadTooLargeError(
-                f"the file is larger than the {limit // (1024 * 1024)} MB an upload may have: "
-                "split the document"
-            )
-        parts.append(part)
-    return b"".join(parts)
+def _shown(record: DocumentRecord) -> dict[str, Any]:
+    """A document as the API shows it: named, never by its path on the server."""
+    return {**record.model_dump(mode="json"), "source": source_name(record.source)}
 
 
 UPLOAD_STATUS: tuple[tuple[type[DocchatError], int], ...] = (
@@ -328,8 +352,7 @@ def _check_doc_ids(backend: ChatBackend, doc_ids: list[str] | None) -> None:
         )
 
 
-def _error(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": {"status": status, "message": message, **extra}}, status)
+_error = error_response
 
 
 def _sse(events: Iterator[ChatEvent]) -> Iterator[str]:
@@ -402,13 +425,33 @@ def _openai_completion(events: Iterator[ChatEvent], model: str) -> dict[str, Any
 
 
 def local_app() -> FastAPI:
-    """The app over the local data directory (`docchat serve`, or `uvicorn --factory`)."""
+    """The app over the local data directory (`uvicorn --factory docchat.api:local_app`)."""
     import os
 
     from docchat.backend import local_backend
 
     settings = Settings.from_env(os.environ)
-    return create_app(lambda: local_backend(settings), uploads=local_uploads_for(settings))
+    return guarded_local_app(settings, lambda: local_backend(settings))
+
+
+def guarded_local_app(
+    settings: Settings,
+    backend: Callable[[], ChatBackend],
+    *,
+    allowed_hosts: Sequence[str] = (),
+    token: str | None = None,
+    uploads: UploadsFactory | None = None,
+) -> FastAPI:
+    """The app over the local data directory behind the local server's guards (`LocalGuard`):
+    settings' allowed hosts plus `allowed_hosts`, and `token` (default: settings.api_token).
+    Uploads go into the data directory (`uploads` replaces how, for tests)."""
+    app = create_app(backend, uploads=uploads or local_uploads_for(settings))
+    app.add_middleware(
+        LocalGuard,
+        allowed_hosts=[*settings.allowed_host_names, *allowed_hosts],
+        token=settings.api_token if token is None else token,
+    )
+    return app
 
 
 def local_uploads_for(settings: Settings) -> UploadsFactory:

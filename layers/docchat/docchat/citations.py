@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator, Sequence
 from itertools import pairwise
 
-from docchat.models import Chunk, Citation
+from docchat.models import Chunk, Citation, source_name
 
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"\u201d\u2019)]*|\n|$)")
 _SOFT_BREAK = re.compile(r"\n+(?=[a-z(])")
@@ -121,7 +121,7 @@ def citation(number: int, chunk: Chunk, page: int, quote: str) -> Citation:
         number=number,
         doc_id=chunk.doc_id,
         title=chunk.title,
-        source=chunk.source,
+        source=source_name(chunk.source),
         page=page,
         quote=quote,
     )

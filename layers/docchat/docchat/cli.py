@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,7 +28,7 @@ from docchat.errors import DocchatError
 from docchat.eval_cli import add_eval_commands
 from docchat.ingest import IngestResult, ingest_file, pdf_paths
 from docchat.local import local_embedder, open_index
-from docchat.models import Answer, Citation, DocStatus, Passage
+from docchat.models import Answer, Citation, DocStatus, Passage, source_name
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
@@ -76,8 +77,25 @@ def _parser() -> argparse.ArgumentParser:
     search.set_defaults(run=_search)
 
     serve = commands.add_parser("serve", parents=[common], help="run the chat API locally")
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1); any other than loopback needs --token",
+    )
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--token",
+        default=None,
+        help="bearer token every API call must send (default: $DOCCHAT_API_TOKEN)",
+    )
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name to answer besides localhost (repeatable; * for any; "
+        "also $DOCCHAT_ALLOWED_HOSTS)",
+    )
     serve.set_defaults(run=_serve)
 
     status = commands.add_parser("status", parents=[common], help="list documents and totals")
@@ -152,6 +170,12 @@ def _summary(results: list[IngestResult]) -> Table:
     return table
 
 
+def _question(text: str, *, what: str) -> str:
+    if not text.strip():
+        raise DocchatError(f"the {what} is empty: say what to look for in the documents")
+    return text
+
+
 def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[Passage]:
     from docchat.backend import local_library
 
@@ -165,12 +189,13 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
     """Stream the agent's answer: steps to stderr, text to stdout as it is written."""
     from docchat.backend import local_backend
 
+    question = _question(args.question, what="question")
     backend = local_backend(settings)
     if args.top_k:
         backend.config.top_k = args.top_k
     index = cast(SqliteIndex, backend.library.index)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
-    events = backend.agent().run([{"role": "user", "content": args.question}], doc_ids=doc_ids)
+    events = backend.agent().run([{"role": "user", "content": question}], doc_ids=doc_ids)
     text: list[str] = []
     citations: list[Citation] = []
     for event in events:
@@ -204,27 +229,71 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     """Run the chat API (the same app the Lambda runs) on this machine."""
     import uvicorn
 
-    from docchat.api import create_app, local_uploads_for
+    from docchat.api import guarded_local_app
     from docchat.backend import local_backend
+    from docchat.guards import is_loopback
 
-    backend = local_backend(settings)  # opened now, so a bad data directory fails at start
-    err.print(
-        f"docchat serving {settings.data_dir} on http://{args.host}:{args.port} ({backend.mode})"
-    )
-    app = create_app(lambda: backend, uploads=local_uploads_for(settings))
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    token = settings.api_token if args.token is None else args.token
+    local = is_loopback(args.host)
+    if not local and not token:
+        raise DocchatError(
+            f"--host {args.host} lets other machines reach docchat and its documents: give "
+            "it an API token with --token or DOCCHAT_API_TOKEN (clients send "
+            "'Authorization: Bearer <token>'; the page asks for it once), or serve on "
+            "127.0.0.1"
+        )
+    listener = _bind(args.host, args.port)  # before anything says it is serving
+    with listener:
+        backend = local_backend(settings)  # opened now: a bad data directory fails at start
+        wildcard = args.host in ("0.0.0.0", "::", "")
+        hosts = [*args.allowed_host, *([] if local or wildcard else [args.host])]
+        app = guarded_local_app(settings, lambda: backend, allowed_hosts=hosts, token=token)
+        where = f"[{args.host}]" if ":" in args.host else args.host
+        err.print(
+            f"docchat serving {settings.data_dir} on http://{where}:{args.port} "
+            f"({backend.mode})" + ("" if local else "; API calls need the token"),
+            soft_wrap=True,
+        )
+        if wildcard and not hosts and not settings.allowed_host_names:
+            err.print(
+                "other machines must call it by a name or address given with --allowed-host "
+                "(or DOCCHAT_ALLOWED_HOSTS)",
+                soft_wrap=True,
+            )
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
     return 0
 
 
+def _bind(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port, or a DocchatError saying why not (e.g. the port is taken)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise DocchatError(f"cannot serve on {host!r}: {exc.strerror}; check --host") from exc
+    listener = socket.socket(family, kind, proto)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(address)
+    except OSError as exc:
+        listener.close()
+        raise DocchatError(
+            f"cannot serve on {host}:{port}: {exc.strerror or exc}; is another server using "
+            "it? Stop it or choose another --port"
+        ) from exc
+    return listener
+
+
 def _search(args: argparse.Namespace, settings: Settings) -> int:
-    passages = _retrieve(args, settings, args.query)
+    passages = _retrieve(args, settings, _question(args.query, what="search query"))
     if args.json:
         rows = [
             {
                 "chunk_id": p.chunk.chunk_id,
                 "doc_id": p.chunk.doc_id,
                 "title": p.chunk.title,
-                "source": p.chunk.source,
+                "source": source_name(p.chunk.source),
                 "page_start": p.chunk.page_start,
                 "page_end": p.chunk.page_end,
                 "headings": p.chunk.headings,

@@ -75,6 +75,13 @@ class Settings(BaseModel):
     stale_after_s: int = Field(
         3600, ge=60, description="an unfinished ingestion older than this is restarted"
     )
+    # Local server (`docchat serve`)
+    api_token: str = Field(
+        "", description="bearer token `docchat serve` requires; needed to bind beyond loopback"
+    )
+    allowed_hosts: str = Field(
+        "", description="Host names `docchat serve` answers besides loopback (comma-separated)"
+    )
     # Sign-in for the page (the cloud stack sets these on the chat function)
     api_auth: Literal["NONE", "IAM", "COGNITO"] = Field(
         "NONE", description="how API Gateway authenticates callers: NONE, IAM or COGNITO"
@@ -137,6 +144,10 @@ class Settings(BaseModel):
         if self.model_provider:
             return self.model_provider
         return "anthropic" if self.anthropic_api_key else "none"
+
+    @property
+    def allowed_host_names(self) -> list[str]:
+        return [h.strip() for h in self.allowed_hosts.split(",") if h.strip()]
 
     @property
     def index_path(self) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from enum import StrEnum
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,6 +24,18 @@ class ConvertedDocument(BaseModel):
     pages: list[Page]
     pages_without_text: int
     used_outline: bool
+
+
+def source_name(source: str) -> str:
+    """What a user is shown of a document's source: a local file's name, never the server's
+    path to it (local sources are absolute paths); in the cloud, the object's key in the bucket
+    (`bucket/key` minus the bucket), which is the name the uploader gave it."""
+    for flavour in (PurePosixPath, PureWindowsPath):
+        path = flavour(source)
+        if path.is_absolute():
+            return path.name
+    bucket, slash, key = source.partition("/")
+    return key if slash and key else bucket
 
 
 class Chunk(BaseModel):

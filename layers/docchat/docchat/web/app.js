@@ -52,6 +52,24 @@ async function errorText(response) {
   return `the server answered HTTP ${response.status}`;
 }
 
+// `docchat serve --token`: every API call carries the server's token. The page asks for it
+// once, when the server first answers with its own 401, and keeps it in this browser.
+const TOKEN_KEY = "docchat-api-token";
+const TOKEN_CHALLENGE = 'realm="docchat-serve"';
+
+function challenged(response) {
+  return response.status === 401 && (response.headers.get("WWW-Authenticate") || "").includes(TOKEN_CHALLENGE);
+}
+
+function tokenHeaders(refused = null) {
+  if (refused && challenged(refused)) {
+    const given = window.prompt("This docchat server needs its API token (the one given to docchat serve):");
+    if (given) localStorage.setItem(TOKEN_KEY, given.trim());
+  }
+  const token = localStorage.getItem(TOKEN_KEY);
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
 // --- Server-Sent Events over fetch (EventSource cannot POST) -------------------------------
 
 async function* sseEvents(response, signal) {
@@ -763,7 +781,13 @@ async function idToken() {
 async function api(path, options = {}) {
   // Every call to the API goes through here; never a presigned S3 URL (its signature is the
   // credential, and an Authorization header would break it).
-  if (auth.mode !== "cognito") return fetch(path, options);
+  if (auth.mode !== "cognito") {
+    const send = (refused) => fetch(path, {
+      ...options, headers: { ...(options.headers || {}), ...tokenHeaders(refused) },
+    });
+    const response = await send();
+    return challenged(response) ? send(response) : response;
+  }
   const send = async () => fetch(path, {
     ...options, headers: { ...(options.headers || {}), Authorization: await idToken() },
   });

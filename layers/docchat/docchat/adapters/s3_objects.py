@@ -85,7 +85,8 @@ def _translated(exc: ClientError, bucket: str, key: str) -> Exception:
     https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html (Permissions)
     """
     if _code(exc) not in _DENIED:
-        return exc
+        unchanged: Exception = exc
+        return unchanged
     return ObjectAccessDeniedError(
         f"S3 denied reading s3://{bucket}/{key} (403): allow s3:GetObject on the object and "
         f"s3:ListBucket on the bucket {bucket} to this function's role (without ListBucket S3 "

@@ -70,10 +70,11 @@ def test_table_and_collection_are_encrypted_and_scoped(template: dict[str, Any])
     assert table["SSESpecification"] == {"SSEEnabled": True}
     policies = _resources(template, "AWS::OpenSearchServerless::SecurityPolicy")
     assert {p["Properties"]["Type"] for p in policies.values()} == {"encryption", "network"}
+    collection = template["Resources"]["VectorCollection"]["Properties"]["Name"]
     for policy in policies.values():  # each names only this stack's collection
         text, names = policy["Properties"]["Policy"]["Fn::Sub"]
         assert '"Resource":["collection/${Collection}"]' in text
-        assert names["Collection"] == template["Resources"]["VectorCollection"]["Properties"]["Name"]
+        assert names["Collection"] == collection
     access, _ = template["Resources"]["CollectionAccessPolicy"]["Properties"]["Policy"]["Fn::Sub"]
     assert "aoss:*" not in access and '"Resource":["index/${Collection}/*"]' in access
 

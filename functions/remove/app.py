@@ -1,4 +1,4 @@
-"""Remove: an object was deleted; remove its chunks and its registry entry."""
+"""Remove: the current object was deleted; remove its chunks and its registry entry."""
 
 from typing import Any
 
@@ -10,7 +10,8 @@ from docchat.pipeline import remove
 
 def _run(event: dict[str, Any]) -> StepResult:
     s = services()
-    return remove(StepEvent.model_validate(event), index=s.index, registry=s.registry)
+    task = StepEvent.model_validate(event)
+    return remove(task, objects=s.objects, index=s.index, registry=s.registry)
 
 
 handler = step_handler("remove", _run)

@@ -127,8 +127,14 @@ class Pipeline:
         self._sequence += 1
         return f"{self._sequence:018X}"
 
-    def event(self, kind: str, key: str, sequencer: str | None = None) -> dict[str, Any]:
+    def event(
+        self, kind: str, key: str, sequencer: str | None = None, **detail: str
+    ) -> dict[str, Any]:
+        """An S3 EventBridge event as events/eventbridge/*.json documents it (a user's delete on
+        a versioned bucket unless `detail` says otherwise, e.g. reason/deletion-type)."""
         obj: dict[str, Any] = {"key": key, "sequencer": sequencer or self.next_sequencer()}
+        deleted = kind == "Object Deleted"
+        fields = {"reason": "DeleteObject", "deletion-type": "Delete Marker Created"}
         return {
             "version": "0",
             "id": str(uuid.uuid4()),
@@ -141,7 +147,8 @@ class Pipeline:
                 "version": "0",
                 "bucket": {"name": DOCS_BUCKET},
                 "object": obj,
-                "reason": "PutObject" if kind == "Object Created" else "DeleteObject",
+                **(fields if deleted else {"reason": "PutObject"}),
+                **detail,
             },
         }
 
@@ -172,8 +179,9 @@ class Pipeline:
         ]
 
 
-def _definition() -> str:
-    """The real definition with the stack's substitutions, retry waits cut to under a second."""
+def _definition(*, settle_seconds: int = 0) -> str:
+    """The real definition with the stack's substitutions, retry waits cut to under a second
+    and the waits for the search index's visibility delay cut to `settle_seconds`."""
     text = (REPO / "infra" / "statemachine" / "ingest.asl.json").read_text()
     for placeholder, name in ARN_NAMES.items():
         text = text.replace(
@@ -186,6 +194,8 @@ def _definition() -> str:
             if "IntervalSeconds" in node:
                 node.update(IntervalSeconds=1, BackoffRate=1.0, MaxDelaySeconds=1)
                 node.pop("JitterStrategy", None)
+            if node.get("Type") == "Wait":
+                node["Seconds"] = settle_seconds
             for value in node.values():
                 shorten(value)
         elif isinstance(node, list):
@@ -257,6 +267,10 @@ def pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pipeli
     ):
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket=DOCS_BUCKET)
+        # As the stack makes it: versioned, so deletions leave delete markers.
+        s3.put_bucket_versioning(
+            Bucket=DOCS_BUCKET, VersioningConfiguration={"Status": "Enabled"}
+        )
         s3.create_bucket(Bucket=ARTIFACTS_BUCKET)
         boto3.client("dynamodb", region_name=REGION).create_table(
             TableName=TABLE,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from docchat.errors import SearchIndexUnavailableError
+from docchat.errors import SearchIndexError, SearchIndexUnavailableError
 from docchat.ingest import doc_id_for
 from docchat.models import Chunk, DocStatus
 from tests.functions.conftest import DOCS_BUCKET, Pipeline
@@ -106,3 +106,31 @@ def test_bedrock_server_errors_are_retried(pipeline: Pipeline) -> None:
 
     assert execution["status"] == "SUCCEEDED"
     _assert_exactly_current(pipeline, "busy5xx.pdf")
+
+
+def test_failed_removal_is_recorded_on_the_document(pipeline: Pipeline) -> None:
+    # Given an indexed document whose chunks cannot be deleted (a non-retryable refusal)
+    pipeline.upload("stubborn.pdf", _pdf("bitts"))
+    real = pipeline.services.index
+
+    class Refusing:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def delete_document(self, doc_id: str) -> None:
+            raise SearchIndexError("OpenSearch denied access (403) while deleting chunks")
+
+    pipeline.services.index = Refusing()
+
+    # When its object is deleted
+    execution = pipeline.delete("stubborn.pdf")
+    pipeline.services.index = real
+
+    # Then the run fails, and the document says why instead of staying INDEXED
+    assert execution["status"] == "FAILED"
+    assert "RecordRemoveFailure" in pipeline.states_entered(execution)
+    record = pipeline.services.registry.get(doc_id_for(f"{DOCS_BUCKET}/stubborn.pdf"))
+    assert record is not None
+    assert (record.status, record.error_code) == (DocStatus.FAILED, "remove_failed")
+    assert "OpenSearch denied access (403)" in record.error
+    assert record.error.endswith("upload the file again and delete it to retry")

@@ -70,10 +70,13 @@ def test_table_and_collection_are_encrypted_and_scoped(template: dict[str, Any])
     assert table["SSESpecification"] == {"SSEEnabled": True}
     policies = _resources(template, "AWS::OpenSearchServerless::SecurityPolicy")
     assert {p["Properties"]["Type"] for p in policies.values()} == {"encryption", "network"}
+    collection = template["Resources"]["VectorCollection"]["Properties"]["Name"]
     for policy in policies.values():  # each names only this stack's collection
-        assert "collection/${AWS::StackName}" in policy["Properties"]["Policy"]["Fn::Sub"]
-    access = template["Resources"]["CollectionAccessPolicy"]["Properties"]["Policy"]["Fn::Sub"]
-    assert "aoss:*" not in access and "index/${AWS::StackName}/*" in access
+        text, names = policy["Properties"]["Policy"]["Fn::Sub"]
+        assert '"Resource":["collection/${Collection}"]' in text
+        assert names["Collection"] == collection
+    access, _ = template["Resources"]["CollectionAccessPolicy"]["Properties"]["Policy"]["Fn::Sub"]
+    assert "aoss:*" not in access and '"Resource":["index/${Collection}/*"]' in access
 
 
 def test_template_passes_checkov_with_justified_skips() -> None:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonata
 import yaml
 
 from tests.conftest import REPO
@@ -27,7 +28,11 @@ SERVICE_ERRORS = {  # what AWS advises every Lambda task to retry
     "Lambda.TooManyRequestsException",
 }
 # Failure handlers themselves: a failure there has nowhere further to go.
-NOT_CAUGHT = {"MarkFailed", "Remove"}
+NOT_CAUGHT = {"MarkFailed", "RecordRemoveFailure"}
+# The second sweeps after the search index's visibility delay: the document's state is already
+# recorded, so a failure there ends the run as failed without touching the registry.
+SWEEPS = {"SweepAfterFinalize", "SweepAfterRemove", "SweepAfterFailure"}
+EVENTS = REPO / "events" / "eventbridge"
 
 
 class CloudFormationLoader(yaml.SafeLoader):
@@ -126,7 +131,7 @@ def test_statemachine_substitutions_name_functions_of_the_template() -> None:
 
 def test_statemachine_every_task_retries_lambda_service_errors_with_full_jitter() -> None:
     tasks = _tasks()
-    assert len(tasks) == 8
+    assert len(tasks) == 12
     for name, task, _ in tasks:
         retries = [r for r in task.get("Retry", []) if set(r["ErrorEquals"]) >= SERVICE_ERRORS]
         assert retries, f"{name} does not retry {sorted(SERVICE_ERRORS)}"
@@ -137,7 +142,9 @@ def test_statemachine_every_step_outside_the_map_catches_failures_into_mark_fail
     steps = [
         (name, state)
         for name, state, in_map in _states(_definition()["States"])
-        if not in_map and state["Type"] in ("Task", "Map", "Parallel") and name not in NOT_CAUGHT
+        if not in_map
+        and state["Type"] in ("Task", "Map", "Parallel")
+        and name not in NOT_CAUGHT | SWEEPS | {"Remove"}
     ]
     assert {name for name, _ in steps} == {
         "Register",
@@ -151,3 +158,86 @@ def test_statemachine_every_step_outside_the_map_catches_failures_into_mark_fail
         assert catch_all, f"{name} has no Catch for States.ALL"
         assert catch_all[-1]["Next"] == "MarkFailed", f"{name}: {catch_all[-1]}"
         assert state["Catch"][-1] is catch_all[-1], f"{name}: States.ALL must be the last Catch"
+
+
+def _jsonata(expression: str, **states: Any) -> Any:
+    """Evaluate a `{% ... %}` expression of the definition as Step Functions would, with
+    `$states` bound to `states`."""
+    assert expression.startswith("{%") and expression.endswith("%}"), expression
+    return jsonata.Jsonata(expression[2:-2].strip()).evaluate(None, {"states": states})
+
+
+def _route(event: dict[str, Any]) -> str:
+    route = _definition()["States"]["Route"]
+    for choice in route["Choices"]:
+        if _jsonata(choice["Condition"], input=event):
+            return str(choice["Next"])
+    return str(route["Default"])
+
+
+def test_statemachine_routes_every_documented_s3_event() -> None:
+    routes = {
+        path.stem: _route(json.loads(path.read_text()))
+        for path in sorted(EVENTS.glob("*.json"))
+        if json.loads(path.read_text())["source"] == "aws.s3"
+    }
+
+    assert routes == {
+        "object-created": "Register",
+        "object-deleted-delete-marker": "Remove",
+        "object-deleted-permanently": "Remove",  # Remove checks whether the key is still there
+        "lifecycle-expired-current": "Remove",
+        "lifecycle-expired-noncurrent": "NoncurrentVersionExpired",
+    }
+    assert _definition()["States"]["NoncurrentVersionExpired"]["Type"] == "Succeed"
+
+
+def test_statemachine_remove_hands_a_present_key_to_register_and_sweeps_a_removal() -> None:
+    after = _definition()["States"]["AfterRemove"]
+
+    def route(status: str) -> str:
+        choices = after["Choices"]
+        taken = [c["Next"] for c in choices if _jsonata(c["Condition"], input={"status": status})]
+        return str(taken[0] if taken else after["Default"])
+
+    nexts = {status: route(status) for status in ("present", "removed", "kept")}
+    assert nexts == {"present": "Register", "removed": "SettleAfterRemove", "kept": "Kept"}
+
+
+def test_statemachine_map_collects_far_under_the_payload_limit_for_2000_batches() -> None:
+    # Given what the Index Lambda returns for one batch (a BatchResult, ~450 bytes) ...
+    doc = json.loads((REPO / "events" / "index.json").read_text())["doc"]
+    batch_key = f"artifacts/{doc['doc_id']}/{doc['version']}/chunks/01999.json"
+    payload = {"doc": doc, "batch_key": batch_key, "chunks": 64}
+    result = {"ExecutedVersion": "$LATEST", "Payload": payload, "StatusCode": 200}
+    assert len(json.dumps(payload)) > 400
+    # ... when the Map's iteration ends with the definition's own Index state
+    iteration = _definition()["States"]["EmbedAndIndex"]["ItemProcessor"]["States"]
+    last = next(s for s in iteration.values() if s.get("End"))
+    output = last.get("Output", "{% $states.result %}")
+    value = _jsonata(output, input=payload, result=result) if isinstance(output, str) else output
+
+    # Then the Map's collected result for 2,000 batches stays far under 256 KiB
+    collected = json.dumps([value] * 2000, separators=(",", ":"))
+    assert len(collected.encode()) < 16 * 1024, f"{len(collected.encode())} bytes"
+
+
+def test_statemachine_waits_before_each_second_sweep() -> None:
+    states = _definition()["States"]
+    for sweep in SWEEPS:
+        [wait] = [n for n, s in states.items() if s.get("Next") == sweep]
+        assert states[wait]["Type"] == "Wait", wait
+        assert states[wait]["Seconds"] >= 60, wait  # the test fixture cuts it short
+    assert states["Finalize"]["Next"] == "SettleAfterFinalize"
+    assert states["SweepAfterFinalize"]["Arguments"]["FunctionName"] == "${FinalizeFunctionArn}"
+    assert states["SweepAfterRemove"]["Arguments"]["FunctionName"] == "${RemoveFunctionArn}"
+    assert states["SweepAfterFailure"]["Arguments"]["FunctionName"] == "${MarkFailedFunctionArn}"
+
+
+def test_statemachine_remove_failures_are_recorded() -> None:
+    states = _definition()["States"]
+    [catch] = states["Remove"]["Catch"]
+    assert catch["ErrorEquals"] == ["States.ALL"]
+    record = states[catch["Next"]]
+    assert record["Arguments"]["FunctionName"] == "${MarkFailedFunctionArn}"
+    assert record["Next"] == "Failed"

@@ -477,7 +477,7 @@ def test_claude_model_factory_bedrock_signs_an_invoke_with_response_stream_reque
     assert model.model_id == BEDROCK_MODEL_ID
     assert str(request.url) == (
         "https://bedrock-runtime.us-west-2.amazonaws.com"
-        "/model/us.anthropic.claude-sonnet-4-6/invoke-with-response-stream"
+        "/model/global.anthropic.claude-sonnet-4-6/invoke-with-response-stream"
     )
     assert request.headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=testing/")
     assert "/us-west-2/bedrock/aws4_request" in request.headers["authorization"]
@@ -497,6 +497,19 @@ def test_claude_model_factory_bedrock_signs_an_invoke_with_response_stream_reque
     }
     # ... and the decoded events are the same as over the Anthropic API
     assert events == TOOL_USE_TURN
+
+
+def test_claude_model_bedrock_sends_temperature_without_top_p() -> None:
+    # Claude 4.x and newer refuse top_p together with temperature (400)
+    frames = b"".join(bedrock_chunk(event) for event in sse_events("text_turn.sse"))
+    recorder = Recorder(lambda: bedrock_response(frames))
+    model = ClaudeModel(client=bedrock_client(recorder), model_id=BEDROCK_MODEL_ID, temperature=0.2)
+
+    turn(model)
+
+    assert recorder.body["temperature"] == 0.2
+    assert recorder.body["anthropic_version"] == BEDROCK_ANTHROPIC_VERSION
+    assert not {"top_p", "top_k"} & set(recorder.body)
 
 
 def test_claude_model_bedrock_throttling_mid_stream_raises_unavailable() -> None:
@@ -526,7 +539,9 @@ def test_claude_model_bedrock_access_denied_names_model_and_region() -> None:
     assert "x.y" in message
     assert "eu-central-1" in message
     assert "You don't have access to the model" in message
-    assert "enable access to the model in the Bedrock console" in message
+    assert "aws-marketplace:Subscribe" in message
+    assert "use-case form" in message
+    assert "Model access" not in message  # that console page no longer exists
 
 
 def test_claude_model_bedrock_invalid_model_id_is_an_access_error() -> None:

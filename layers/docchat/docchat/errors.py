@@ -94,6 +94,13 @@ class ObjectMissingError(DocchatError):
     code = "object_missing"
 
 
+class ObjectAccessDeniedError(DocchatError):
+    """S3 refused to read an object (403): a missing permission, or a missing key read
+    without s3:ListBucket, which S3 also answers with 403."""
+
+    code = "object_access_denied"
+
+
 class StaleWriteError(DocchatError):
     """A newer version or event owns the document now; this write was dropped."""
 

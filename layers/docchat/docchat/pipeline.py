@@ -41,6 +41,9 @@ from docchat.models import (
 )
 
 SEQUENCER_WIDTH = 32
+OBJECT_DELETED = "Object Deleted"
+#: error_code of a document whose object is gone but whose chunks could not be removed.
+REMOVE_FAILED = "remove_failed"
 
 
 class SupersededError(DocchatError):
@@ -50,6 +53,8 @@ class SupersededError(DocchatError):
 
 
 class Objects(Protocol):
+    def exists(self, bucket: str, key: str) -> bool: ...
+
     def read(self, bucket: str, key: str) -> bytes: ...
 
     def sha256(self, bucket: str, key: str) -> str: ...
@@ -251,20 +256,73 @@ def finalize(task: FinalizeTask, *, index: ChunkIndex, registry: Registry) -> St
 
 def mark_failed(task: FailureTask, *, index: ChunkIndex, registry: Registry) -> StepResult:
     """Record why a run failed, in words a user can act on, and drop the document's chunks
-    (they belong to a version of the file that no longer exists)."""
+    (they belong to a version of the file that no longer exists).
+
+    Safe to run again for the same run (a retry, the sweep after the search index's visibility
+    delay, the watchdog): as long as this run's failure is what the registry holds, the chunks
+    are deleted again. A failed deletion run only records why (`_record_failed_removal`)."""
     doc_id = doc_id_for(task.event.object_ref().source)
+    if task.event.detail_type == OBJECT_DELETED:
+        return _record_failed_removal(task, doc_id=doc_id, registry=registry)
     code, reason = failure_reason(task.error, task.cause)
-    if not registry.fail_if_running(doc_id, task.execution_id, code=code, reason=reason):
+    recorded = registry.fail_if_running(doc_id, task.execution_id, code=code, reason=reason)
+    if not recorded and not _failed_by(registry.get_item(doc_id), task.execution_id):
         return StepResult(doc_id=doc_id, status="unchanged", detail="another run owns it")
     index.delete_document(doc_id)
     return StepResult(doc_id=doc_id, status=DocStatus.FAILED.value, detail=reason)
 
 
-def remove(task: StepEvent, *, index: ChunkIndex, registry: Registry) -> StepResult:
-    """An object was deleted: remove its chunks and its registry entry, unless it was
-    uploaded again after the deletion."""
+def _failed_by(item: dict[str, object] | None, execution_id: str) -> bool:
+    return (
+        item is not None
+        and item.get("execution_id") == execution_id
+        and item.get("status") == DocStatus.FAILED.value
+    )
+
+
+def _record_failed_removal(task: FailureTask, *, doc_id: str, registry: Registry) -> StepResult:
+    """The object is gone but removing its chunks failed: say so on the document, which also
+    takes it out of answers (only INDEXED versions are searched)."""
+    current = registry.get_item(doc_id)
+    sequencer = normalized_sequencer(task.event.object_ref().sequencer)
+    if current is None or str(current.get("sequencer", "")) > sequencer:
+        return StepResult(doc_id=doc_id, status="unchanged", detail="nothing of it is registered")
+    if current.get("error_code") == REMOVE_FAILED:
+        return StepResult(doc_id=doc_id, status="unchanged", detail="already recorded")
+    _, detail = failure_reason(task.error, task.cause)
+    reason = (
+        f"the file was deleted, but removing its passages from the search index failed "
+        f"({detail}): upload the file again and delete it to retry"
+    )
+    try:
+        registry.update(
+            doc_id,
+            str(current.get("version", "")),
+            status=DocStatus.FAILED.value,
+            error_code=REMOVE_FAILED,
+            error=reason,
+        )
+    except StaleWriteError:
+        return StepResult(doc_id=doc_id, status="unchanged", detail="a newer upload took over")
+    return StepResult(doc_id=doc_id, status=DocStatus.FAILED.value, detail=reason)
+
+
+def remove(
+    task: StepEvent, *, objects: Objects, index: ChunkIndex, registry: Registry
+) -> StepResult:
+    """The current object was deleted: remove its chunks and its registry entry, unless it was
+    uploaded again after the deletion.
+
+    S3 also reports the permanent deletion of one version; while the key still has a current
+    object (an older version deleted by hand, or the newest one, which makes the previous version
+    current again), nothing is removed: the result is "present" and the state machine hands the
+    event to Register, which ingests the current object if its bytes are not the indexed ones."""
     ref = task.event.object_ref()
     doc_id = doc_id_for(ref.source)
+    if objects.exists(ref.bucket, ref.key):
+        return StepResult(
+            doc_id=doc_id, status="present", detail="the key still has a current object"
+        )
     sequencer = normalized_sequencer(ref.sequencer)
     current = registry.get_item(doc_id)
     if current is not None and str(current.get("sequencer", "")) > sequencer:

@@ -37,8 +37,11 @@ from docchat.llm import (
 # 5 and later think adaptively by default, and a tool loop would then have to hand the signed
 # thinking blocks back, which the `ChatModel` events do not carry.
 ANTHROPIC_MODEL_ID = "claude-sonnet-4-6"
-# Its US cross-region inference profile; outside the US use the eu., jp. or global. profile.
-BEDROCK_MODEL_ID = "us.anthropic.claude-sonnet-4-6"
+# Its global cross-Region inference profile, which every commercial Region may call; us., eu. or
+# jp. keep requests in that geography. Sonnet 4.6 is on Bedrock's InvokeModel API with an
+# ARN-versioned id, which this module's request shape (anthropic_version in the body) targets:
+# https://platform.claude.com/docs/en/build-with-claude/claude-on-amazon-bedrock-legacy
+BEDROCK_MODEL_ID = "global.anthropic.claude-sonnet-4-6"
 # What the Bedrock user guide requires in an InvokeModel body for Claude.
 BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31"
 PROVIDERS = ("bedrock", "anthropic")
@@ -98,6 +101,7 @@ class ClaudeModel:
         self._model_id = model_id
         # None sends no sampling parameter: API version 2026-10-21 and Claude Sonnet 5 and
         # later answer 400 to any `temperature`, so set it only for a model that accepts it.
+        # top_p is never sent: Claude 4.x and newer refuse it together with temperature.
         self._temperature = temperature
 
     @property
@@ -224,9 +228,11 @@ class ClaudeModel:
             region = self._client.aws_region
             return (
                 f"no access to Claude model {self._model_id} on Bedrock in {region} ({what}): "
-                f"enable access to the model in the Bedrock console in {region}, allow "
-                "bedrock:InvokeModelWithResponseStream on it to this role, and check that "
-                "the model or inference profile id exists in that region"
+                "the first use of a Claude model in the account needs aws-marketplace:Subscribe "
+                "and aws-marketplace:ViewSubscriptions for the caller and Anthropic's one-time "
+                f"use-case form (Bedrock console in {region}); allow "
+                "bedrock:InvokeModelWithResponseStream on the inference profile and its model to "
+                "this role, and check that the inference profile id exists in that region"
             )
         return (
             f"no access to Claude model {self._model_id} on the Anthropic API ({what}): "

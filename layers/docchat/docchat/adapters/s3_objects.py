@@ -8,11 +8,15 @@ import json
 from typing import Any
 
 import numpy as np
+from botocore.exceptions import ClientError
 
 from docchat.embed import Vectors
-from docchat.errors import ObjectMissingError
+from docchat.errors import ObjectAccessDeniedError, ObjectMissingError
 
 _CHUNK = 1 << 20
+# GetObject answers a missing key with NoSuchKey; HeadObject has no body, so only its status.
+_MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
+_DENIED = frozenset({"AccessDenied", "403", "Forbidden"})
 
 
 class S3Objects:
@@ -20,6 +24,16 @@ class S3Objects:
 
     def __init__(self, client: Any) -> None:
         self._s3 = client
+
+    def exists(self, bucket: str, key: str) -> bool:
+        """Whether the key has a current object (not deleted, not behind a delete marker)."""
+        try:
+            self._s3.head_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            if _code(exc) in _MISSING:
+                return False
+            raise _translated(exc, bucket, key) from exc
+        return True
 
     def read(self, bucket: str, key: str) -> bytes:
         data: bytes = self._body(bucket, key).read()
@@ -53,5 +67,28 @@ class S3Objects:
         """The object's streaming body; a missing object raises `ObjectMissingError`."""
         try:
             return self._s3.get_object(Bucket=bucket, Key=key)["Body"]
-        except self._s3.exceptions.NoSuchKey as exc:
-            raise ObjectMissingError(f"s3://{bucket}/{key} no longer exists") from exc
+        except ClientError as exc:
+            if _code(exc) in _MISSING:
+                raise ObjectMissingError(f"s3://{bucket}/{key} no longer exists") from exc
+            raise _translated(exc, bucket, key) from exc
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _translated(exc: ClientError, bucket: str, key: str) -> Exception:
+    """A 403 becomes `ObjectAccessDeniedError`; other errors stay as they are.
+
+    Without s3:ListBucket on the bucket S3 answers 403 instead of 404 for a missing key, so a
+    403 cannot be read as "deleted": it says which permissions to check instead.
+    https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html (Permissions)
+    """
+    if _code(exc) not in _DENIED:
+        unchanged: Exception = exc
+        return unchanged
+    return ObjectAccessDeniedError(
+        f"S3 denied reading s3://{bucket}/{key} (403): allow s3:GetObject on the object and "
+        f"s3:ListBucket on the bucket {bucket} to this function's role (without ListBucket S3 "
+        "answers 403 for a key that does not exist)"
+    )

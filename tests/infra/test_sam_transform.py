@@ -35,7 +35,10 @@ METHODS = {
 
 
 @cache
-def _translate(auth: str) -> dict[str, Any]:
+def _translate(auth: str = "", **parameters: str) -> dict[str, Any]:
+    """The template as SAM translates it for these parameters (ApiAuth=`auth` when given)."""
+    if auth:
+        parameters["ApiAuth"] = auth
     if not SAM_PYTHON.exists():
         pytest.skip(f"SAM CLI is not installed at {SAM_PYTHON} (make install puts it there)")
     env = {**os.environ, "AWS_DEFAULT_REGION": "us-east-1", "SAM_CLI_TELEMETRY": "0"}
@@ -44,7 +47,7 @@ def _translate(auth: str) -> dict[str, Any]:
             str(SAM_PYTHON),
             str(Path(__file__).with_name("sam_transform.py")),
             str(REPO / "template.yaml"),
-            json.dumps({"ApiAuth": auth}),
+            json.dumps(parameters),
         ],
         capture_output=True,
         text=True,

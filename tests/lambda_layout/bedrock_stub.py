@@ -1,0 +1,85 @@
+"""A loopback stand-in for bedrock-runtime's InvokeModel with Titan Text Embeddings V2.
+
+Request and response bodies as documented:
+https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-titan-embed-text.html
+(request {"inputText", "dimensions", "normalize"}; response {"embedding", "inputTextTokenCount",
+"embeddingsByType"}). The vectors are word hashes, so texts sharing words are close.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote
+
+TITAN_V2 = "amazon.titan-embed-text-v2:0"
+INVOKE = re.compile(r"^/model/(?P<model>[^/]+)/invoke$")
+
+
+def word_vector(text: str, dimension: int) -> list[float]:
+    vector = [0.0] * dimension
+    for word in re.findall(r"[a-z]+", text.casefold()):
+        vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % dimension] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: BedrockStub
+
+    def do_POST(self) -> None:
+        match = INVOKE.match(self.path)
+        length = int(self.headers.get("Content-Length", "0"))
+        request = json.loads(self.rfile.read(length) or b"{}")
+        if not match or unquote(match["model"]) != TITAN_V2:
+            self._answer(404, {"message": f"the stub answers InvokeModel for {TITAN_V2} only"})
+            return
+        text = str(request.get("inputText", ""))
+        vector = word_vector(text, int(request.get("dimensions", 1024)))
+        self.server.calls += 1
+        self._answer(
+            200,
+            {
+                "embedding": vector,
+                "inputTextTokenCount": len(text.split()),
+                "embeddingsByType": {"float": vector},
+            },
+        )
+
+    def _answer(self, status: int, body: dict[str, object]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if status != 200:
+            self.send_header("x-amzn-ErrorType", "ValidationException")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class BedrockStub(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.calls = 0
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def __enter__(self) -> BedrockStub:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.shutdown()
+        self.server_close()

@@ -203,6 +203,8 @@ def sam_build(work: Path) -> Path:
         AWS_SECRET_ACCESS_KEY="testing",
         AWS_EC2_METADATA_DISABLED="true",
         PATH=os.pathsep.join([str(python.parent), env.get("PATH", "")]),
+        # The layer's makefile build learns its architecture only from this.
+        LAYER_ARCH="x86_64",
     )
     _run(
         [

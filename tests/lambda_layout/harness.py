@@ -394,6 +394,8 @@ def harness_variables(*, aws_endpoint: str, bedrock_endpoint: str) -> dict[str, 
     return {
         "AWS_ENDPOINT_URL": aws_endpoint,
         "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": bedrock_endpoint,
+        # The anthropic SDK's Bedrock client reads its own variable, not botocore's.
+        "ANTHROPIC_BEDROCK_BASE_URL": bedrock_endpoint,
         "AWS_CONFIG_FILE": "/nonexistent/aws-config",
         "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
         "AWS_EC2_METADATA_DISABLED": "true",

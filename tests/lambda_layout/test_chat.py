@@ -3,7 +3,8 @@ layout: run.sh from the build's task root with the function's environment and no
 the layers only at /opt/python. The adapter's readiness polling and streaming are emulated
 (tests/lambda_layout/harness.py, WebAdapter).
 
-The answer is extractive (DOCCHAT_MODEL_PROVIDER=none): no Bedrock Claude stream is replayed.
+The model is the template's: Claude on Bedrock, answered by the loopback stub replaying a recorded
+tool-use turn and a recorded answer (tests/lambda_layout/bedrock_stub.py).
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ def chat_environment(layout: Layout, stack: Stack, **overrides: str) -> dict[str
         **stack.extra,
         # A free port: other test runs may share this machine (the template says 8080).
         "AWS_LWA_PORT": str(free_port()),
-        "DOCCHAT_MODEL_PROVIDER": "none",
         **overrides,
     }
     return lambda_environment(layout, "chat", variables=variables)
@@ -89,6 +89,7 @@ def test_chat_readiness_answers_with_no_aws_reachable(
         stack,
         AWS_ENDPOINT_URL=UNREACHABLE,
         AWS_ENDPOINT_URL_BEDROCK_RUNTIME=UNREACHABLE,
+        ANTHROPIC_BEDROCK_BASE_URL=UNREACHABLE,
     )
     adapter = WebAdapter(layout, env, tmp_path / "chat.log")
     adapter.start()
@@ -107,25 +108,35 @@ def test_chat_readiness_answers_with_no_aws_reachable(
     assert b'"registry"' in health.body and b'"failed"' in health.body
 
 
-def test_chat_streams_a_cited_answer_through_the_adapter(chat: WebAdapter) -> None:
+def test_chat_streams_a_cited_answer_through_the_adapter(
+    chat: WebAdapter, bedrock: BedrockStub
+) -> None:
     # Given the function ready behind the adapter, over the PDF the built handlers indexed
     started = time.monotonic()
+    asked = len(bedrock.claude_requests)
 
     # When a question is sent to /chat
     answer = chat.request("POST", "/chat", {"messages": [{"role": "user", "content": QUESTION}]})
 
-    # Then the Server-Sent Events stream through, cited, and end with done
+    # Then the Server-Sent Events stream through as Claude's turns arrive, cited, ending in done
     assert answer.status == 200, answer.body
     assert answer.headers["content-type"].startswith("text/event-stream")
     assert "content-length" not in {k.lower() for k in answer.headers}, "buffered, not streamed"
+    assert len(answer.chunks) > 3, f"arrived in {len(answer.chunks)} pieces: buffered?"
     events = sse_events(answer.body)
     kinds = [kind for kind, _ in events]
-    assert len(events) >= 4, kinds
     assert kinds[-1] == "done", kinds
-    assert "delta" in kinds and "citations" in kinds, kinds
+    assert {"tool_call", "sources", "delta", "citations"} <= set(kinds), kinds
+    text = "".join(data["text"] for kind, data in events if kind == "delta")
+    assert "Tighten the M8 cylinder head bolts" in text  # text_turn.sse, replayed
     citations = next(data for kind, data in events if kind == "citations")["citations"]
     assert citations and {c["doc_id"] for c in citations} == {DOC_ID}, citations
     assert time.monotonic() - started < 60
+    # and Claude was asked twice (the search, then the answer) for the template's model
+    turns = bedrock.claude_requests[asked:]
+    model_id = chat.env["DOCCHAT_MODEL_ID"]
+    assert [model for model, _ in turns] == [model_id, model_id]
+    assert turns[0][1]["anthropic_version"] == "bedrock-2023-05-31"
 
 
 def test_chat_documents_lists_what_the_handlers_indexed(chat: WebAdapter) -> None:

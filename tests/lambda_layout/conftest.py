@@ -40,8 +40,10 @@ def layout(tmp_path_factory: pytest.TempPathFactory) -> Layout:
     return prepared
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def moto_endpoint() -> Iterator[str]:
+    """moto in server mode, one per module: its backends are the process's, which other tests'
+    mock_aws resets, so no state is kept across modules."""
     from moto.server import ThreadedMotoServer
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

@@ -38,7 +38,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -670,7 +670,3 @@ def layer_size(layout: Layout) -> int:
     """Bytes of the built docchat layer, unzipped."""
     layer = layout.build / layout.template["Resources"]["DocchatLayer"]["Properties"]["ContentUri"]
     return sum(p.stat().st_size for p in layer.rglob("*") if p.is_file() and not p.is_symlink())
-
-
-def iter_files(root: Path) -> Iterator[Path]:
-    yield from (p for p in root.rglob("*") if p.is_file())

@@ -169,3 +169,15 @@ def test_chat_without_opt_python_on_pythonpath_never_gets_ready(
             adapter.wait_ready(READY_WITHIN_S)
     finally:
         adapter.stop()
+
+
+def test_chat_runs_run_sh_with_lambdas_environment_and_no_pythonpath(
+    layout: Layout, stack: Stack
+) -> None:
+    env = chat_environment(layout, stack)
+
+    assert "PYTHONPATH" not in env
+    assert env["_HANDLER"] == "run.sh"
+    assert env["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/bootstrap"
+    assert env["AWS_LWA_READINESS_CHECK_PATH"] == "/ready"
+    assert env["LAMBDA_TASK_ROOT"] == str(layout.task_root("chat"))

@@ -182,3 +182,17 @@ def _expect_item(step: Step, **expected: Any) -> None:
     item = step.item_after
     assert item is not None, f"{step.invocation.name}: the document vanished from the registry"
     assert {k: item.get(k) for k in expected} == expected, f"{step.invocation.name}: {item}"
+
+
+def test_rie_every_function_runs_with_lambdas_environment_and_no_pythonpath(
+    emulator: Emulator, layout: Layout
+) -> None:
+    for name in PIPELINE_ORDER:
+        env = emulator.environment(name)
+        assert "PYTHONPATH" not in env, name
+        assert env["LAMBDA_TASK_ROOT"] == str(layout.task_root(name))
+        assert env["_HANDLER"] == "app.handler"
+        assert (layout.task_root(name) / "app.py").is_file()
+        assert env["DOCCHAT_CHUNK_SIZE"] == str(
+            layout.template["Parameters"]["ChunkSize"]["Default"]
+        ), "the template's environment, resolved"

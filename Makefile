@@ -4,7 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # aws-sam-cli pins versions our dependencies clash with, so it gets a venv of its own.
-# tests/infra/test_sam.py and tests/functions/test_rie.py look for it there.
+# tests/infra/test_sam.py and tests/lambda_layout (sam build, the runtime interface emulator)
+# look for it there.
 SAM_VENV := .venv-sam
 SAM_CLI_VERSION := 1.170.0
 SAM_STAMP := $(SAM_VENV)/.installed-$(SAM_CLI_VERSION)

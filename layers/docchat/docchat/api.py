@@ -4,7 +4,9 @@ POST /chat                 Server-Sent Events: status, tool_call, sources, delta
                            then done or error
 POST /v1/chat/completions  OpenAI-compatible, streamed or not; citations in an extra field
 GET  /v1/models             the OpenAI model list (one model, "docchat")
-GET  /documents, /documents/{id}, /health
+GET  /documents, /documents/{id}
+GET  /ready                the Web Adapter's readiness check (touches no backend)
+GET  /health               each dependency's state (registry, index, model); 503 if one fails
 GET  /                     the chat page (docchat/web), its files under /static/
 GET  /config               what the page needs to know: upload kind, size limit, answer mode
 GET  /auth-config          how the page signs in (open in the cloud stack, like / and /static/)
@@ -217,10 +219,18 @@ def create_app(
         except HTTPException:
             return "none"
 
+    @app.get("/ready")
+    def ready() -> dict[str, str]:
+        """The Web Adapter's readiness check: the server answers. It touches no backend, so a
+        failing dependency cannot keep the function from ever becoming ready."""
+        return {"status": "ready"}
+
     @app.get("/health")
-    def health() -> dict[str, Any]:
-        live = get_backend()
-        return {"status": "ok", "mode": live.mode, "documents": len(live.library.documents())}
+    def health() -> JSONResponse:
+        checks, problems = _dependency_checks(get_backend)
+        if problems:
+            return _error(503, f"a dependency failed: {'; '.join(problems)}", checks=checks)
+        return JSONResponse({"status": "ok", "checks": checks})
 
     @app.get("/documents")
     def documents() -> dict[str, Any]:
@@ -350,6 +360,32 @@ def _check_doc_ids(backend: ChatBackend, doc_ids: list[str] | None) -> None:
         raise HTTPException(
             404, f"unknown document ids: {', '.join(unknown)}; GET /documents lists them"
         )
+
+
+def _dependency_checks(
+    get_backend: Callable[[], ChatBackend],
+) -> tuple[dict[str, Any], list[str]]:
+    """Each dependency's state for /health, and what failed. Any exception is a finding here,
+    not an error: reporting it is the route's job."""
+    checks: dict[str, Any] = {}
+    problems: list[str] = []
+
+    def probe(name: str, call: Callable[[], dict[str, Any]]) -> None:
+        try:
+            checks[name] = {"status": "ok", **call()}
+        except Exception as exc:
+            checks[name] = {"status": "failed", "problem": f"{type(exc).__name__}: {exc}"}
+            problems.append(f"{name}: {exc}")
+
+    probe("backend", lambda: {"mode": get_backend().mode})
+    if problems:
+        return checks, problems
+    live = get_backend()
+    probe("registry", lambda: {"documents": len(live.library.documents())})
+    count = getattr(live.library.index, "count", None)
+    probe("index", lambda: {"chunks": count() if callable(count) else None})
+    checks["model"] = {"status": "ok" if live.model else "none", "mode": live.mode}
+    return checks, problems
 
 
 _error = error_response

@@ -1,0 +1,77 @@
+"""The built docchat layer: every module imports in the Lambda layout, and the layer carries no
+dependency docchat never imports (its unzipped size stays under a measured budget)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from tests.lambda_layout.harness import Layout, layer_size
+
+# Unzipped x86_64 layer (bytes of its files), measured 2026-11-23: 142.7 MB built from
+# requirements.txt with every dependency (opensearch-py 3's grpcio and protobuf, langchain-core's
+# langsmith with zstandard, orjson, xxhash, websockets, httpx2); 82.9 MB as layers/docchat/Makefile
+# builds it (arm64: 81.1 MB). The budget leaves ~6% for dependency updates.
+LAYER_BUDGET_MB = 88
+# Pulled in by dependencies, never imported by docchat (checked by the import test below).
+NEVER_IMPORTED = (
+    "grpc",
+    "google.protobuf",
+    "opensearch_protobufs",
+    "langsmith",
+    "zstandard",
+    "orjson",
+    "xxhash",
+)
+# Local mode only (the terminal UI needs rich, which the layer does not ship).
+LOCAL_ONLY = ("docchat.cli", "docchat.eval_cli")
+
+PROBE = """
+import importlib, json, pkgutil, sys
+sys.path[:0] = [sys.argv[1], "/opt/python"]
+import docchat
+failed = {}
+for module in pkgutil.walk_packages(docchat.__path__, "docchat."):
+    if module.name in sys.argv[2:]:
+        continue
+    try:
+        importlib.import_module(module.name)
+    except Exception as exc:
+        failed[module.name] = repr(exc)
+print(json.dumps({"failed": failed, "loaded": sorted(sys.modules)}))
+"""
+
+
+def test_layer_unzipped_size_is_within_budget(layout: Layout) -> None:
+    size_mb = layer_size(layout) / 1e6
+    assert size_mb < LAYER_BUDGET_MB, f"the docchat layer is {size_mb:.0f} MB unzipped"
+
+
+def test_layer_leaves_out_what_docchat_never_imports(layout: Layout) -> None:
+    python = layout.opt / "python"
+    shipped = [name for name in NEVER_IMPORTED if (python / name.replace(".", "/")).exists()]
+    assert not shipped, f"the layer ships {shipped}, which docchat never imports"
+
+
+def test_layer_every_module_imports_in_the_lambda_layout(layout: Layout) -> None:
+    # Given the chat function's task root (fastapi, uvicorn, anthropic) and the layers at /opt
+    task_root = layout.task_root("chat")
+    command = layout.in_namespace([str(layout.python()), "-c", PROBE, str(task_root), *LOCAL_ONLY])
+
+    # When every docchat module is imported with the runtime's Python
+    result = subprocess.run(
+        command,
+        cwd=task_root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": f"{layout.lang / 'bin'}:/usr/bin:/bin", "LANG": "en_US.UTF-8"},
+    )
+
+    # Then all import, and none of the dependencies left out is needed
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert report["failed"] == {}
+    loaded = {name for name in report["loaded"] for top in NEVER_IMPORTED if name == top}
+    assert not loaded, f"imported at run time: {loaded}"

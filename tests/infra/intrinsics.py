@@ -25,6 +25,9 @@ class Stack:
     region: str = "us-east-1"
     account: str = "123456789012"
     stack_uuid: str = "1c2fa620-982a-11e3-aff7-50e2416294e0"
+    # Values of resources (`Name`) and attributes (`Name.Attr`) as deployed; others resolve to
+    # the placeholder "<Name>" / "<Name.Attr>".
+    known: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         defaults = {
@@ -77,11 +80,12 @@ class Stack:
             return self.pseudo[name]
         if name in self.values:
             return self.values[name]
-        return f"<{name}>"
+        return self.known.get(name, f"<{name}>")
 
     def _getatt(self, arg: Any) -> str:
         parts = arg.split(".", 1) if isinstance(arg, str) else arg
-        return f"<{parts[0]}.{parts[1]}>"
+        name = f"{parts[0]}.{parts[1]}"
+        return self.known.get(name, f"<{name}>")
 
     def _join(self, arg: list[Any]) -> str:
         separator, values = arg

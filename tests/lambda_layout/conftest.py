@@ -98,10 +98,8 @@ def make_stack(name: str, tmp: Path, *, moto_endpoint: str, bedrock_endpoint: st
         "DocumentsBucket": DOCS_BUCKET,
         # The default stack creates a collection; with its endpoint empty the code falls back
         # to its SQLite index under DOCCHAT_DATA_DIR (no OpenSearch stand-in yet).
-        "CreateCollection": "true",
         "VectorCollection.CollectionEndpoint": "",
-        # No stand-in for bedrock-agent-runtime's Rerank: the fused order is kept.
-        "Rerank": "false",
+        "ChatUserPoolClient": "harness-page-client",
     }
     extra = {
         **harness_variables(aws_endpoint=moto_endpoint, bedrock_endpoint=bedrock_endpoint),

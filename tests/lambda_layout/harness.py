@@ -47,6 +47,7 @@ from typing import Any
 import yaml
 
 from tests.conftest import REPO
+from tests.infra import intrinsics
 from tests.infra.test_statemachine import CloudFormationLoader
 
 PYTHON_VERSION = "3.13"
@@ -307,45 +308,26 @@ def prepare_layout(work: Path, build: Path) -> Layout:
 
 def template_environment(layout: Layout, folder: str, known: Mapping[str, str]) -> dict[str, str]:
     """The function's Environment.Variables from the built template (Globals, then its own),
-    each intrinsic resolved: parameters by their defaults, resources and conditions by `known`
-    (logical id, `Id.Attribute`, or condition name -> value; a condition's value is "true" or
-    "false")."""
-    template = layout.template
-    parameters = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
-    pseudo = {
-        "AWS::Region": REGION,
-        "AWS::AccountId": ACCOUNT,
-        "AWS::Partition": "aws",
-        "AWS::StackName": "docchat-harness",
-    }
-
-    def lookup(name: str) -> str:
-        for table in (known, parameters, pseudo):
-            if name in table:
-                return table[name]
-        raise AssertionError(f"the harness cannot resolve {name!r} in {folder}'s environment")
-
-    def resolve(value: Any) -> str:
-        if isinstance(value, str | int | float):
-            return str(value)
-        ((kind, argument),) = value.items()
-        if kind == "Ref":
-            return lookup(argument)
-        if kind == "Fn::GetAtt":
-            return lookup(".".join(argument))
-        if kind == "Fn::If":
-            condition, yes, no = argument
-            return resolve(yes if lookup(condition) == "true" else no)
-        if kind == "Fn::Sub" and isinstance(argument, str):
-            return re.sub(r"\$\{([^}]+)\}", lambda m: lookup(m.group(1)), argument)
-        raise AssertionError(f"the harness cannot resolve {value!r} in {folder}'s environment")
-
+    resolved as CloudFormation would for the default parameters (reranking off: no stand-in
+    for Rerank) and `known` resources (logical id or `Id.Attribute` -> value)."""
+    stack = intrinsics.Stack(
+        layout.template,
+        {"RerankModelId": ""},
+        name="docchat-harness",
+        region=REGION,
+        account=ACCOUNT,
+        known=dict(known),
+    )
     variables: dict[str, Any] = {}
-    globals_env = template.get("Globals", {}).get("Function", {}).get("Environment", {})
-    own = template["Resources"][layout.functions()[folder]]["Properties"].get("Environment", {})
-    for block in (globals_env, own):
+    globals_env = layout.template.get("Globals", {}).get("Function", {}).get("Environment", {})
+    own = layout.template["Resources"][layout.functions()[folder]]["Properties"]
+    for block in (globals_env, own.get("Environment", {})):
         variables.update(block.get("Variables", {}))
-    return {name: resolve(value) for name, value in variables.items()}
+    resolved = {name: str(stack.resolve(value)) for name, value in variables.items()}
+    unknown = {name: value for name, value in resolved.items() if re.search(r"<[\w.:]+>", value)}
+    if unknown:
+        raise AssertionError(f"the harness cannot resolve {unknown} in {folder}'s environment")
+    return resolved
 
 
 def lambda_environment(

@@ -69,11 +69,14 @@ class Step:
 
 @pytest.fixture(scope="module")
 def steps(emulator: Emulator, stack: Stack, moto_endpoint: str) -> dict[str, Step]:
-    """Each sample event sent once, in pipeline order, to its built function."""
-    return {
-        name: Step(emulator.invoke(name, _event(name)), _item(moto_endpoint, stack.table))
-        for name in PIPELINE_ORDER
-    }
+    """Each sample event sent once, in pipeline order, to its built function. The object is
+    deleted before Remove runs, as it is before S3 sends Object Deleted."""
+    done = {}
+    for name in PIPELINE_ORDER:
+        if name == "remove":
+            moto_client("s3", moto_endpoint).delete_object(Bucket=DOCS_BUCKET, Key=PDF_KEY)
+        done[name] = Step(emulator.invoke(name, _event(name)), _item(moto_endpoint, stack.table))
+    return done
 
 
 def _doc() -> dict[str, str]:

@@ -435,6 +435,59 @@ def test_opensearch_index_vector_search_filters_documents_inside_knn() -> None:
     assert hits == [("b:v1:00000", 2.0)]
 
 
+def test_opensearch_index_vector_search_keeps_indexed_versions_inside_knn() -> None:
+    server = FakeOpenSearch().reply(200, _hits("b:v2:00000"))
+
+    hits = _index(server, serverless=True).vector_search(
+        np.array([0.0, 0.0, 0.0, 1.0], dtype=np.float32), k=5, versions={"b": "v2", "c": "v1"}
+    )
+
+    assert server.requests[0].json() == {
+        "size": 5,
+        "_source": ["chunk_id"],
+        "query": {
+            "knn": {
+                "vector": {
+                    "vector": [0.0, 0.0, 0.0, 1.0],
+                    "k": 5,
+                    "filter": {
+                        "bool": {
+                            "filter": [
+                                {"terms": {"doc_id": ["b", "c"]}},
+                                {"terms": {"version": ["v2", "v1"]}},
+                            ]
+                        }
+                    },
+                }
+            }
+        },
+    }
+    assert hits == [("b:v2:00000", 2.0)]
+
+
+def test_opensearch_index_keyword_search_keeps_indexed_versions_of_chosen_documents() -> None:
+    server = FakeOpenSearch().reply(200, _hits())
+
+    _index(server, serverless=True).keyword_search(
+        "pears", k=4, doc_ids=["c", "x"], versions={"b": "v2", "c": "v1", "d": "v1"}
+    )
+
+    assert server.requests[0].json()["query"]["bool"]["filter"] == [
+        {"terms": {"doc_id": ["c"]}},
+        {"terms": {"version": ["v1"]}},
+    ]
+
+
+def test_opensearch_index_search_without_indexed_documents_sends_nothing() -> None:
+    server = FakeOpenSearch()
+    index = _index(server, serverless=True)
+
+    assert index.keyword_search("pears", k=5, versions={}) == []
+    assert index.keyword_search("pears", k=5, doc_ids=["x"], versions={"b": "v2"}) == []
+    assert index.vector_search(np.ones(4, dtype=np.float32), k=5, versions={}) == []
+    assert server.requests == []
+
+
 def test_opensearch_index_keyword_search_sends_multi_match() -> None:
     server = FakeOpenSearch().reply(200, _hits("a:v1:00001"))
 
@@ -531,6 +584,19 @@ def test_opensearch_index_chunks_fetches_by_chunk_id_and_drops_duplicates() -> N
         "query": {"terms": {"chunk_id": ["a:v1:00000", "a:v1:00001"]}},
     }
     assert found == {first.chunk_id: first, second.chunk_id: second}
+
+
+def test_opensearch_index_document_chunks_of_one_version_fetch_only_that_version() -> None:
+    new = _chunk(0, version="v2")
+    page = _scan_page(("x1", "a:v1:00000", "v1"), ("x2", new.chunk_id, "v2"))
+    server = FakeOpenSearch().reply(200, page)
+    server.reply(200, {"hits": {"hits": [{"_id": "x2", "_source": new.model_dump()}]}})
+
+    chunks = _index(server, serverless=True).document_chunks("a", version="v2")
+
+    assert server.requests[0].json() == _scan_body("a", size=1000)
+    assert server.requests[1].json()["query"] == {"terms": {"chunk_id": [new.chunk_id]}}
+    assert chunks == [new]
 
 
 def test_opensearch_index_counts_a_documents_chunks() -> None:

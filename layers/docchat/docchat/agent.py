@@ -16,7 +16,7 @@ from typing import Any
 
 from docchat.citations import best_quote, citation, citations_for_answer, terms
 from docchat.errors import DocchatError
-from docchat.library import Library
+from docchat.library import Catalog, Library
 from docchat.llm import ChatModel, Message, TextDelta, ToolSpec, ToolUse, TurnEnd
 from docchat.models import Chunk, Citation
 
@@ -100,6 +100,7 @@ class _Run:
 
     sources: list[Chunk] = field(default_factory=list)
     calls: set[str] = field(default_factory=set)
+    catalog: Catalog | None = None  # the registry, read once per answer
     input_tokens: int = 0
     output_tokens: int = 0
     started: float = field(default_factory=time.monotonic)
@@ -224,7 +225,7 @@ class Agent:
             elif use.name == "read_pages":
                 content = yield from self._read(run, use.input, doc_ids)
             elif use.name == "list_documents":
-                content = self._list(doc_ids)
+                content = self._list(self._catalog(run), doc_ids)
             else:
                 return _result(use, f"There is no tool named {use.name!r}.", error=True)
         except (DocchatError, ValueError, TypeError) as exc:
@@ -234,8 +235,11 @@ class Agent:
     def _search(
         self, run: _Run, query: str, doc_ids: Sequence[str] | None
     ) -> Generator[ChatEvent, None, str]:
+        catalog = self._catalog(run)
         started = time.monotonic()
-        found = self.library.search(query, top_k=self.config.top_k, doc_ids=doc_ids)
+        found = self.library.search(
+            query, top_k=self.config.top_k, doc_ids=doc_ids, catalog=catalog
+        )
         run.retrieval_s += time.monotonic() - started
         numbered = [(run.number(p.chunk), p) for p in found.passages]
         yield ChatEvent(
@@ -267,7 +271,8 @@ class Agent:
             raise ValueError(f"document {doc_id} is outside the documents this chat may use")
         first = int(args["first_page"])
         last = min(int(args["last_page"]), first + MAX_READ_PAGES - 1)
-        chunks = self.library.pages(doc_id, first, last)
+        catalog = self._catalog(run)
+        chunks = self.library.pages(doc_id, first, last, catalog=catalog)
         numbered = [(run.number(c), c) for c in chunks]
         yield ChatEvent(
             "sources",
@@ -282,13 +287,18 @@ class Agent:
             return f"Document {doc_id} has no text on pages {first}-{last}."
         return "\n\n".join(_passage_text(n, c) for n, c in numbered)
 
-    def _list(self, doc_ids: Sequence[str] | None) -> str:
+    def _list(self, catalog: Catalog, doc_ids: Sequence[str] | None) -> str:
         rows = [
             f"- {d.doc_id}: {d.title} ({d.pages} pages)"
-            for d in self.library.documents()
-            if d.status == "INDEXED" and (doc_ids is None or d.doc_id in doc_ids)
+            for d in catalog.records.values()
+            if doc_ids is None or d.doc_id in doc_ids
         ]
         return "\n".join(rows) or "No documents are indexed."
+
+    def _catalog(self, run: _Run) -> Catalog:
+        if run.catalog is None:
+            run.catalog = self.library.catalog()
+        return run.catalog
 
     # --- without a model -----------------------------------------------------------------
 

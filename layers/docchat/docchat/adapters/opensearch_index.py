@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -62,6 +62,8 @@ _MAX_INDEX_NAME = 255
 _MAX_RESULT_WINDOW = 10_000
 _REASON_CHARS = 300
 _SERVICES = ("aoss", "es")
+#: `_scope_filters` for a search no chunk can pass.
+_NOTHING: list[dict[str, Any]] = [{"match_none": {}}]
 
 
 def index_body(dimension: int) -> dict[str, Any]:
@@ -215,28 +217,42 @@ class OpenSearchIndex:
     # --- searching ---------------------------------------------------------------------------
 
     def vector_search(
-        self, query: Vectors, *, k: int, doc_ids: Sequence[str] | None = None
+        self,
+        query: Vectors,
+        *,
+        k: int,
+        doc_ids: Sequence[str] | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> list[tuple[str, float]]:
-        """Approximate k-NN top-k as (chunk id, score), best first; `doc_ids` filter in-search."""
+        """Approximate k-NN top-k as (chunk id, score), best first; filtered in-search."""
         vector = np.asarray(query, dtype=np.float32).reshape(-1)
         if vector.shape[0] != self.dimension:
             raise EmbedderMismatchError(
                 f"the query vector has {vector.shape[0]} dims; index {self.index_name} holds "
                 f"{self.dimension}: embed the query with {self.embedding_model}"
             )
-        if k <= 0 or (doc_ids is not None and not doc_ids):
+        filters = _scope_filters(doc_ids, versions)
+        if k <= 0 or filters == _NOTHING:
             return []
         knn: dict[str, Any] = {"vector": vector.tolist(), "k": k}
-        if doc_ids is not None:
-            knn["filter"] = {"terms": {"doc_id": list(doc_ids)}}
+        if filters:
+            # Efficient k-NN filtering (faiss, OpenSearch >= 2.9): the k found all pass it.
+            # https://docs.opensearch.org/docs/vector-search/filter-search-knn/efficient-knn-filtering
+            knn["filter"] = filters[0] if len(filters) == 1 else {"bool": {"filter": filters}}
         body = {"size": k, "_source": ["chunk_id"], "query": {"knn": {"vector": knn}}}
         return _ranked(self._search(body, action="searching by vector"))
 
     def keyword_search(
-        self, query: str, *, k: int, doc_ids: Sequence[str] | None = None
+        self,
+        query: str,
+        *,
+        k: int,
+        doc_ids: Sequence[str] | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 top-k over text, title and headings as (chunk id, score), best first."""
-        if k <= 0 or not query.strip() or (doc_ids is not None and not doc_ids):
+        filters = _scope_filters(doc_ids, versions)
+        if k <= 0 or not query.strip() or filters == _NOTHING:
             return []
         match = {
             "multi_match": {
@@ -246,8 +262,8 @@ class OpenSearchIndex:
             }
         }
         bool_query: dict[str, Any] = {"must": [match]}
-        if doc_ids is not None:
-            bool_query["filter"] = [{"terms": {"doc_id": list(doc_ids)}}]
+        if filters:
+            bool_query["filter"] = filters
         body = {"size": k, "_source": ["chunk_id"], "query": {"bool": bool_query}}
         return _ranked(self._search(body, action="searching by keywords"))
 
@@ -269,9 +285,14 @@ class OpenSearchIndex:
                 found.setdefault(source["chunk_id"], Chunk.model_validate(source))
         return found
 
-    def document_chunks(self, doc_id: str) -> list[Chunk]:
-        """Every chunk of a document, in reading order (chunk ids end in their ordinal)."""
-        ids = {hit["_source"]["chunk_id"] for hit in self._hits_of(doc_id, action="reading pages")}
+    def document_chunks(self, doc_id: str, *, version: str | None = None) -> list[Chunk]:
+        """A document's chunks in reading order (chunk ids end in their ordinal), of one
+        version when `version` is given."""
+        ids = {
+            hit["_source"]["chunk_id"]
+            for hit in self._hits_of(doc_id, action="reading pages")
+            if version is None or hit["_source"]["version"] == version
+        }
         found = self.chunks(sorted(ids))
         return [found[i] for i in sorted(found)]
 
@@ -443,6 +464,29 @@ def _batches(
         size += length
     if batch:
         yield batch
+
+
+def _scope_filters(
+    doc_ids: Sequence[str] | None, versions: Mapping[str, str] | None
+) -> list[dict[str, Any]]:
+    """Term filters keeping the chunks of `doc_ids`, and of `versions` (doc_id -> version).
+
+    No filter: every chunk; `_NOTHING`: none can pass. Two documents at one version (the same
+    bytes under two names) let through each other's chunks of it: the library checks each
+    chunk's pair again, and this keeps the filter two `terms` lists, not a clause per document.
+    """
+    if versions is None:
+        if doc_ids is None:
+            return []
+        return [{"terms": {"doc_id": list(doc_ids)}}] if doc_ids else _NOTHING
+    wanted = None if doc_ids is None else set(doc_ids)
+    allowed = {d: v for d, v in versions.items() if wanted is None or d in wanted}
+    if not allowed:
+        return _NOTHING
+    return [
+        {"terms": {"doc_id": list(allowed)}},
+        {"terms": {"version": list(dict.fromkeys(allowed.values()))}},
+    ]
 
 
 def _ranked(hits: Sequence[dict[str, Any]]) -> list[tuple[str, float]]:

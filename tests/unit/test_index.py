@@ -154,6 +154,7 @@ def test_index_search_can_be_limited_to_versions_of_documents(index: SqliteIndex
     assert found(versions={"a": "v2", "b": "v1"}) == (wanted, wanted)
     assert found(versions={"a": "v2", "b": "v1"}, doc_ids=["b", "c"]) == ({"b:v1:00000"},) * 2
     assert found(versions={"a": "v3"}) == (set(), set())
+    assert found(versions={"b": "v1", "c": "v1"}) == ({"b:v1:00000", "c:v1:00000"},) * 2
     everything = {f"{d}:{v}:00000" for d, v in (("a", "v1"), ("a", "v2"), ("b", "v1"), ("c", "v1"))}
     assert found(doc_ids=["a", "b", "c"]) == (everything, everything)
 

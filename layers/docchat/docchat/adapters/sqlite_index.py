@@ -65,6 +65,9 @@ class SqliteIndex:
         self._ids = np.zeros(0, dtype=object)
         # doc_id -> version -> positions of its chunks in the loaded arrays
         self._doc_rows: dict[str, dict[str, NDArray[np.intp]]] = {}
+        self._pairs = 0  # how many (doc_id, version) pairs _doc_rows holds
+        # doc_id -> version, when every document has chunks of one version only
+        self._versions: dict[str, str] | None = {}
         self._matrix = np.zeros((0, dimension), dtype=np.float32)
         self._postings = Postings.build({}, [], [])
 
@@ -340,20 +343,20 @@ class SqliteIndex:
         self, doc_ids: Sequence[str] | None, versions: Mapping[str, str] | None
     ) -> NDArray[np.intp] | None:
         """The positions of the wanted chunks in the loaded arrays (None: every chunk)."""
-        if doc_ids is None and versions is None:
-            return None
+        if doc_ids is None and versions in (None, self._versions):
+            return None  # the usual case: the index holds just the registry's versions
         wanted = None if doc_ids is None else set(doc_ids)
+        parts: list[NDArray[np.intp]] = []
         if versions is None:
-            by_doc = [self._doc_rows.get(d, {}) for d in set(doc_ids or ())]
-            parts = [rows for by_version in by_doc for rows in by_version.values()]
+            for doc_id in wanted or ():
+                parts.extend(self._doc_rows.get(doc_id, {}).values())
         else:
-            parts = [
-                self._doc_rows[d][v]
-                for d, v in versions.items()
-                if (wanted is None or d in wanted) and v in self._doc_rows.get(d, {})
-            ]
-        if sum(len(rows) for rows in parts) == len(self._ids):
-            return None  # the parts are disjoint, so they hold every chunk: search them all
+            for doc_id, version in versions.items():
+                rows = self._doc_rows.get(doc_id, {}).get(version)
+                if rows is not None and (wanted is None or doc_id in wanted):
+                    parts.append(rows)
+        if len(parts) == self._pairs:
+            return None  # every (document, version) loaded is wanted: search them all
         return np.sort(np.concatenate([np.zeros(0, dtype=np.intp), *parts]))
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
@@ -416,6 +419,12 @@ class SqliteIndex:
                 doc: {kept: np.array(at, dtype=np.intp) for kept, at in by_version.items()}
                 for doc, by_version in by_doc.items()
             }
+            self._pairs = sum(len(by_version) for by_version in by_doc.values())
+            self._versions = (
+                {doc: next(iter(vs)) for doc, vs in by_doc.items()}
+                if self._pairs == len(by_doc)
+                else None
+            )
             blob = b"".join(r[2] for r in rows)
             self._matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), self.dimension)
             self._postings = Postings.build(

@@ -91,7 +91,7 @@ class Library:
     ) -> SearchResult:
         """Hybrid candidates of indexed versions only, reranked when a reranker is set; the
         fused order if reranking fails. Without `catalog`, the registry is read first."""
-        versions = (catalog or self.catalog()).versions(doc_ids)
+        versions = self._catalog(catalog).versions(doc_ids)
         pool = top_k * 4 if self.reranker else top_k
         fused = hybrid_search(
             self.index,
@@ -112,6 +112,9 @@ class Library:
         except DocchatError as exc:
             return SearchResult(fused[:top_k], reranked=False, rerank_note=str(exc))
 
+    def _catalog(self, given: Catalog | None) -> Catalog:
+        return given if given is not None else self.catalog()
+
     def documents(self) -> list[DocumentRecord]:
         return self.registry.documents()
 
@@ -123,7 +126,7 @@ class Library:
     ) -> list[Chunk]:
         """Chunks of the indexed version of a document that overlap pages first..last, in
         reading order; none when the document is not indexed."""
-        versions = (catalog or self.catalog()).versions([doc_id])
+        versions = self._catalog(catalog).versions([doc_id])
         if doc_id not in versions:
             return []
         return [

@@ -82,6 +82,7 @@ def library_of(path: Path, documents: dict[str, list[str]]) -> Library:
             doc_id=doc_id,
             source=f"{doc_id}.pdf",
             title=doc_id.title(),
+            version="v",
             pages=len(pages),
             status=DocStatus.INDEXED,
         )

@@ -72,6 +72,7 @@ def manual(tmp_path: Path) -> Library:
             doc_id=doc_id,
             source="manual.pdf",
             title="Engine manual",
+            version="v",
             pages=1,
             status=DocStatus.INDEXED,
         )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from docchat.agent import Agent, AgentConfig, ChatEvent
+from docchat.agent import WAKING, Agent, AgentConfig, ChatEvent
+from docchat.errors import SearchIndexUnavailableError
 from docchat.library import Library, SearchResult
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.models import Passage
@@ -182,3 +184,80 @@ def test_library_falls_back_to_fused_order_when_rerank_fails(library: Library) -
     assert not result.reranked
     assert result.rerank_note == "rerank model unavailable in this region"
     assert result.passages[0].chunk.doc_id == "bridges"
+
+
+class SlowIndex:
+    """An index whose first vector search is held `delay_s` (a collection waking from zero)."""
+
+    def __init__(self, index: Any, delay_s: float) -> None:
+        self.index = index
+        self.delay_s = delay_s
+        self.answered_at: float | None = None
+
+    def vector_search(self, query: Any, **options: Any) -> list[tuple[str, float]]:
+        if self.answered_at is None:
+            time.sleep(self.delay_s)
+        hits: list[tuple[str, float]] = self.index.vector_search(query, **options)
+        self.answered_at = time.monotonic()
+        return hits
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.index, name)
+
+
+def _timed(events: Iterator[ChatEvent]) -> list[tuple[float, ChatEvent]]:
+    return [(time.monotonic(), event) for event in events]
+
+
+def _two_searches() -> ScriptedModel:
+    return ScriptedModel(
+        [
+            [_search("bridge", "a"), TurnEnd("tool_use")],
+            [_search("ferry", "b"), TurnEnd("tool_use")],
+            [TextDelta("It opened in 2004 [1]."), TurnEnd("end_turn")],
+        ]
+    )
+
+
+def test_agent_says_the_index_is_waking_while_the_first_search_waits(library: Library) -> None:
+    # Given an index that holds its first search 0.5 s, and a notice after 0.05 s
+    slow = SlowIndex(library.index, delay_s=0.5)
+    library.index = slow
+    agent = Agent(library, _two_searches(), AgentConfig(wake_notice_s=0.05))
+
+    # When the chat runs
+    timed = _timed(agent.run([{"role": "user", "content": "When did it open?"}]))
+
+    # Then a waking status arrives before the first sources, while the search still waits
+    events = [event for _, event in timed]
+    assert _types(events)[:4] == ["status", "tool_call", "status", "sources"]
+    waking_at, waking = timed[2]
+    assert waking.data == {"stage": "waking_index", "message": WAKING}
+    assert "waking the search index" in WAKING
+    assert slow.answered_at is not None and waking_at < slow.answered_at
+    assert _types(events).count("status") == 2  # the second search is not announced
+    assert _types(events)[-2:] == ["citations", "done"]
+
+    # And the next chat, with the index awake, announces nothing
+    again = Agent(library, _two_searches()).run([{"role": "user", "content": "When?"}])
+    assert [e.data for e in again if e.type == "status"] == [{"stage": "started", "mode": "model"}]
+
+
+def test_agent_reports_a_failing_first_search_as_a_tool_error(library: Library) -> None:
+    class DownIndex(SlowIndex):
+        def vector_search(self, query: Any, **options: Any) -> list[tuple[str, float]]:
+            time.sleep(self.delay_s)
+            raise SearchIndexUnavailableError("OpenSearch is unavailable: retry later")
+
+    library.index = DownIndex(library.index, delay_s=0.2)
+    model = _two_searches()
+
+    events = list(
+        Agent(library, model, AgentConfig(wake_notice_s=0.05)).run(
+            [{"role": "user", "content": "When did it open?"}]
+        )
+    )
+
+    assert _types(events)[:3] == ["status", "tool_call", "status"]
+    result = model.calls[1]["messages"][-1]["content"][0]
+    assert result["is_error"] and "OpenSearch is unavailable" in result["content"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -332,12 +332,22 @@ class FixedIndex:
         self.keyword = keyword
 
     def vector_search(
-        self, query: np.ndarray, *, k: int, doc_ids: Sequence[str] | None = None
+        self,
+        query: np.ndarray,
+        *,
+        k: int,
+        doc_ids: Sequence[str] | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> list[tuple[str, float]]:
         return self.vector[:k]
 
     def keyword_search(
-        self, query: str, *, k: int, doc_ids: Sequence[str] | None = None
+        self,
+        query: str,
+        *,
+        k: int,
+        doc_ids: Sequence[str] | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> list[tuple[str, float]]:
         return self.keyword[:k]
 

@@ -135,6 +135,30 @@ def test_index_search_can_be_limited_to_documents(index: SqliteIndex) -> None:
     assert vector == keyword == ["b"]
 
 
+def test_index_search_can_be_limited_to_versions_of_documents(index: SqliteIndex) -> None:
+    # Given chunks of two versions of "a" (as the pipeline writes them) and of "b" and "c"
+    for doc_id, version in (("a", "v1"), ("a", "v2"), ("b", "v1"), ("c", "v1")):
+        chunks = _chunks(doc_id, version, [f"red {doc_id} {version}"])
+        index.write_chunks(chunks, WordEmbedder().embed_documents([c.text for c in chunks]))
+    query = WordEmbedder().embed_query("red")
+
+    def found(
+        doc_ids: list[str] | None = None, versions: dict[str, str] | None = None
+    ) -> tuple[set[str], set[str]]:
+        vector = index.vector_search(query, k=9, doc_ids=doc_ids, versions=versions)
+        keyword = index.keyword_search("red", k=9, doc_ids=doc_ids, versions=versions)
+        return {r for r, _ in vector}, {r for r, _ in keyword}
+
+    # Then only the named version of each named document is found, within doc_ids if given
+    wanted = {"a:v2:00000", "b:v1:00000"}
+    assert found(versions={"a": "v2", "b": "v1"}) == (wanted, wanted)
+    assert found(versions={"a": "v2", "b": "v1"}, doc_ids=["b", "c"]) == ({"b:v1:00000"},) * 2
+    assert found(versions={"a": "v3"}) == (set(), set())
+    assert found(versions={"b": "v1", "c": "v1"}) == ({"b:v1:00000", "c:v1:00000"},) * 2
+    everything = {f"{d}:{v}:00000" for d, v in (("a", "v1"), ("a", "v2"), ("b", "v1"), ("c", "v1"))}
+    assert found(doc_ids=["a", "b", "c"]) == (everything, everything)
+
+
 def test_index_keyword_search_survives_query_syntax(index: SqliteIndex) -> None:
     _put(index, "a", "v1", ["section 1201(a) covers circumvention"])
 

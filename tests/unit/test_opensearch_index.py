@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+import threading
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
@@ -26,6 +29,7 @@ class Request:
     path: str
     params: dict[str, str]
     body: bytes | None
+    timeout: float | None = None
 
     def json(self) -> Any:
         assert self.body is not None
@@ -69,7 +73,7 @@ class FakeOpenSearch:
                     k: v.decode() if isinstance(v, bytes) else str(v)
                     for k, v in (params or {}).items()
                 }
-                server.requests.append(Request(method, url, query, body))
+                server.requests.append(Request(method, url, query, body, timeout))
                 assert server.replies, f"unexpected request {method} {url}"
                 reply = server.replies.pop(0)
                 if isinstance(reply, Exception):
@@ -435,6 +439,59 @@ def test_opensearch_index_vector_search_filters_documents_inside_knn() -> None:
     assert hits == [("b:v1:00000", 2.0)]
 
 
+def test_opensearch_index_vector_search_keeps_indexed_versions_inside_knn() -> None:
+    server = FakeOpenSearch().reply(200, _hits("b:v2:00000"))
+
+    hits = _index(server, serverless=True).vector_search(
+        np.array([0.0, 0.0, 0.0, 1.0], dtype=np.float32), k=5, versions={"b": "v2", "c": "v1"}
+    )
+
+    assert server.requests[0].json() == {
+        "size": 5,
+        "_source": ["chunk_id"],
+        "query": {
+            "knn": {
+                "vector": {
+                    "vector": [0.0, 0.0, 0.0, 1.0],
+                    "k": 5,
+                    "filter": {
+                        "bool": {
+                            "filter": [
+                                {"terms": {"doc_id": ["b", "c"]}},
+                                {"terms": {"version": ["v2", "v1"]}},
+                            ]
+                        }
+                    },
+                }
+            }
+        },
+    }
+    assert hits == [("b:v2:00000", 2.0)]
+
+
+def test_opensearch_index_keyword_search_keeps_indexed_versions_of_chosen_documents() -> None:
+    server = FakeOpenSearch().reply(200, _hits())
+
+    _index(server, serverless=True).keyword_search(
+        "pears", k=4, doc_ids=["c", "x"], versions={"b": "v2", "c": "v1", "d": "v1"}
+    )
+
+    assert server.requests[0].json()["query"]["bool"]["filter"] == [
+        {"terms": {"doc_id": ["c"]}},
+        {"terms": {"version": ["v1"]}},
+    ]
+
+
+def test_opensearch_index_search_without_indexed_documents_sends_nothing() -> None:
+    server = FakeOpenSearch()
+    index = _index(server, serverless=True)
+
+    assert index.keyword_search("pears", k=5, versions={}) == []
+    assert index.keyword_search("pears", k=5, doc_ids=["x"], versions={"b": "v2"}) == []
+    assert index.vector_search(np.ones(4, dtype=np.float32), k=5, versions={}) == []
+    assert server.requests == []
+
+
 def test_opensearch_index_keyword_search_sends_multi_match() -> None:
     server = FakeOpenSearch().reply(200, _hits("a:v1:00001"))
 
@@ -531,6 +588,19 @@ def test_opensearch_index_chunks_fetches_by_chunk_id_and_drops_duplicates() -> N
         "query": {"terms": {"chunk_id": ["a:v1:00000", "a:v1:00001"]}},
     }
     assert found == {first.chunk_id: first, second.chunk_id: second}
+
+
+def test_opensearch_index_document_chunks_of_one_version_fetch_only_that_version() -> None:
+    new = _chunk(0, version="v2")
+    page = _scan_page(("x1", "a:v1:00000", "v1"), ("x2", new.chunk_id, "v2"))
+    server = FakeOpenSearch().reply(200, page)
+    server.reply(200, {"hits": {"hits": [{"_id": "x2", "_source": new.model_dump()}]}})
+
+    chunks = _index(server, serverless=True).document_chunks("a", version="v2")
+
+    assert server.requests[0].json() == _scan_body("a", size=1000)
+    assert server.requests[1].json()["query"] == {"terms": {"chunk_id": [new.chunk_id]}}
+    assert chunks == [new]
 
 
 def test_opensearch_index_counts_a_documents_chunks() -> None:
@@ -644,6 +714,118 @@ def test_opensearch_index_delete_by_query_failure_is_reported() -> None:
         _index(server, serverless=False).delete_document("a")
 
 
+# --- a collection waking from zero -------------------------------------------------------------
+
+
+class WakingCollection(ThreadingHTTPServer):
+    """A search endpoint on loopback that answers 503 until `asleep_s` have passed, then hits.
+
+    A NextGen collection scaled to zero needs 10-30 s before its first answer
+    (https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-scale-to-zero.html);
+    whether it holds the request or refuses it meanwhile is not documented, so the adapter
+    must survive both: refusals here, held requests by the long per-attempt timeout.
+    """
+
+    def __init__(self, asleep_s: float) -> None:
+        super().__init__(("127.0.0.1", 0), _WakingHandler)
+        self.awake_at = time.monotonic() + asleep_s
+        self.requests = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _WakingHandler(BaseHTTPRequestHandler):
+    server: WakingCollection
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.server.requests += 1
+        awake = time.monotonic() >= self.server.awake_at
+        status, body = (200, _hits("a:v1:00000")) if awake else (503, {"error": "waking"})
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def waking() -> Iterator[Callable[[float], WakingCollection]]:
+    servers: list[WakingCollection] = []
+
+    def start(asleep_s: float) -> WakingCollection:
+        server = WakingCollection(asleep_s)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def _real_index(url: str, **options: Any) -> OpenSearchIndex:
+    client = client_for(url, region="us-east-1", service="aoss")
+    return OpenSearchIndex(
+        client=client, embedding_model="test-words", dimension=4, serverless=True, **options
+    )
+
+
+def test_opensearch_index_search_waits_for_a_waking_collection(
+    waking: Callable[[float], WakingCollection],
+) -> None:
+    # Given a collection that refuses searches for its first 0.3 s, and the default patience
+    server = waking(0.3)
+
+    # When searching
+    hits = _real_index(server.url).keyword_search("pears", k=1)
+
+    # Then the search is answered once it is awake
+    assert hits == [("a:v1:00000", 2.0)]
+    assert server.requests > 4  # more than the transport's own immediate retries
+
+
+def test_opensearch_index_search_gives_up_when_its_wait_is_spent(
+    waking: Callable[[float], WakingCollection],
+) -> None:
+    server = waking(60.0)
+    index = _real_index(server.url, wake_s=0.3, wake_pause_s=0.05)
+
+    started = time.monotonic()
+    with pytest.raises(SearchIndexUnavailableError, match="503"):
+        index.vector_search(np.ones(4, dtype=np.float32), k=1)
+
+    assert 0.3 <= time.monotonic() - started < 2.0
+
+
+def test_opensearch_index_search_attempt_may_take_the_whole_wait() -> None:
+    server = FakeOpenSearch().reply(200, _hits()).reply(200, _hits())
+    index = _index(server, serverless=True)
+
+    index.keyword_search("pears", k=1)
+    index.vector_search(np.ones(4, dtype=np.float32), k=1)
+
+    # A request held 10-30 s while the collection wakes is answered, not cut off.
+    assert all(r.timeout is not None and 59 < r.timeout <= 60 for r in server.requests)
+
+
+def test_opensearch_index_search_of_an_unreachable_endpoint_fails_at_once() -> None:
+    index = _real_index("http://127.0.0.1:9")
+
+    started = time.monotonic()
+    with pytest.raises(SearchIndexUnavailableError, match="could not reach OpenSearch"):
+        index.keyword_search("pears", k=1)
+
+    assert time.monotonic() - started < 5.0
+
+
 # --- client ------------------------------------------------------------------------------------
 
 
@@ -654,10 +836,12 @@ def test_client_for_plain_http_has_no_auth() -> None:
     assert isinstance(connection, Urllib3HttpConnection)
     assert connection.host == "http://127.0.0.1:9200"
     assert connection.http_auth is None
-    assert connection.timeout == 30
+    # A collection waking from zero answers after 10-30 s: an attempt may take 60 s, and is
+    # not repeated when it times out (searches retry within their own deadline).
+    assert connection.timeout == 60
     assert client.transport.max_retries == 3
     assert tuple(client.transport.retry_on_status) == (429, 502, 503, 504)
-    assert client.transport.retry_on_timeout is True
+    assert client.transport.retry_on_timeout is False
 
 
 def test_client_for_https_signs_with_sigv4_for_the_service(
@@ -693,7 +877,9 @@ def test_document_chunks_lists_a_documents_chunks_in_order() -> None:
         def __init__(self) -> None:
             self.bodies: list[dict[str, object]] = []
 
-        def search(self, *, index: str, body: dict[str, object]) -> dict[str, object]:
+        def search(
+            self, *, index: str, body: dict[str, object], request_timeout: float = 0
+        ) -> dict[str, object]:
             self.bodies.append(body)
             if "sort" in body:
                 ids = ["d:v:00001", "d:v:00000"]

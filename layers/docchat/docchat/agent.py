@@ -1,22 +1,26 @@
 """The tool loop: the model searches, reads and answers; every step becomes a chat event.
 
-Events, in order: `status`, then per tool call `tool_call` (and `sources` for what it
-retrieved), `delta` text as the model writes it, `citations`, and `done` (usage, timings) or
-`error`. Citations may only name passages that a tool returned in this conversation.
+Events, in order: `status` (again while a waking search index keeps the first search waiting),
+then per tool call `tool_call` (and `sources` for what it retrieved), `delta` text as the model
+writes it, `citations`, and `done` (usage, timings) or `error`. Citations may only name
+passages that a tool returned in this conversation.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from docchat.citations import best_quote, citation, citations_for_answer, terms
 from docchat.errors import DocchatError
-from docchat.library import Library
+from docchat.library import Catalog, Library
 from docchat.llm import ChatModel, Message, TextDelta, ToolSpec, ToolUse, TurnEnd
 from docchat.models import Chunk, Citation, source_name
 
@@ -37,7 +41,9 @@ NOTICE = (
 )
 NOT_FOUND = "The indexed documents do not contain a passage that matches the question."
 WITHHELD = " [The rest of this answer was withheld: it repeated the assistant's instructions.]"
+WAKING = "waking the search index: after a quiet spell its first answer takes up to 30 seconds"
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 TOOLS = [
     ToolSpec(
@@ -92,6 +98,8 @@ class AgentConfig:
     max_rounds: int = 4
     top_k: int = 5
     max_tokens: int = 1024
+    # A search index scaled to zero takes 10-30 s to answer; say so after this long.
+    wake_notice_s: float = 2.0
 
 
 @dataclass
@@ -100,6 +108,8 @@ class _Run:
 
     sources: list[Chunk] = field(default_factory=list)
     calls: set[str] = field(default_factory=set)
+    catalog: Catalog | None = None  # the registry, read once per answer
+    index_answered: bool = False
     input_tokens: int = 0
     output_tokens: int = 0
     started: float = field(default_factory=time.monotonic)
@@ -224,7 +234,7 @@ class Agent:
             elif use.name == "read_pages":
                 content = yield from self._read(run, use.input, doc_ids)
             elif use.name == "list_documents":
-                content = self._list(doc_ids)
+                content = self._list(self._catalog(run), doc_ids)
             else:
                 return _result(use, f"There is no tool named {use.name!r}.", error=True)
         except (DocchatError, ValueError, TypeError) as exc:
@@ -234,8 +244,14 @@ class Agent:
     def _search(
         self, run: _Run, query: str, doc_ids: Sequence[str] | None
     ) -> Generator[ChatEvent, None, str]:
+        catalog = self._catalog(run)
         started = time.monotonic()
-        found = self.library.search(query, top_k=self.config.top_k, doc_ids=doc_ids)
+        found = yield from self._index_call(
+            run,
+            lambda: self.library.search(
+                query, top_k=self.config.top_k, doc_ids=doc_ids, catalog=catalog
+            ),
+        )
         run.retrieval_s += time.monotonic() - started
         numbered = [(run.number(p.chunk), p) for p in found.passages]
         yield ChatEvent(
@@ -267,7 +283,10 @@ class Agent:
             raise ValueError(f"document {doc_id} is outside the documents this chat may use")
         first = int(args["first_page"])
         last = min(int(args["last_page"]), first + MAX_READ_PAGES - 1)
-        chunks = self.library.pages(doc_id, first, last)
+        catalog = self._catalog(run)
+        chunks = yield from self._index_call(
+            run, lambda: self.library.pages(doc_id, first, last, catalog=catalog)
+        )
         numbered = [(run.number(c), c) for c in chunks]
         yield ChatEvent(
             "sources",
@@ -282,13 +301,39 @@ class Agent:
             return f"Document {doc_id} has no text on pages {first}-{last}."
         return "\n\n".join(_passage_text(n, c) for n, c in numbered)
 
-    def _list(self, doc_ids: Sequence[str] | None) -> str:
+    def _list(self, catalog: Catalog, doc_ids: Sequence[str] | None) -> str:
         rows = [
             f"- {d.doc_id}: {d.title} ({d.pages} pages)"
-            for d in self.library.documents()
-            if d.status == "INDEXED" and (doc_ids is None or d.doc_id in doc_ids)
+            for d in catalog.records.values()
+            if doc_ids is None or d.doc_id in doc_ids
         ]
         return "\n".join(rows) or "No documents are indexed."
+
+    def _catalog(self, run: _Run) -> Catalog:
+        if run.catalog is None:
+            run.catalog = self.library.catalog()
+        return run.catalog
+
+    def _index_call(self, run: _Run, call: Callable[[], T]) -> Generator[ChatEvent, None, T]:
+        """`call()`'s result; while the answer's first index call is slow, a `status` event.
+
+        Only the first can be slow for waking the index, so only it runs on a thread, with
+        this generator free to tell the client why nothing happens yet.
+        """
+        if run.index_answered:
+            return call()
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="docchat-search")
+        try:
+            pending = pool.submit(contextvars.copy_context().run, call)
+            try:
+                result = pending.result(timeout=self.config.wake_notice_s)
+            except FutureTimeout:
+                yield ChatEvent("status", {"stage": "waking_index", "message": WAKING})
+                result = pending.result()
+        finally:
+            pool.shutdown(wait=False)  # a client gone mid-wait leaves the call to finish alone
+        run.index_answered = True
+        return result
 
     # --- without a model -----------------------------------------------------------------
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from docchat.embed import Embedder
 from docchat.errors import DocchatError
-from docchat.models import Chunk, DocumentRecord, Passage
+from docchat.models import Chunk, DocStatus, DocumentRecord, Passage
 from docchat.retrieve import VECTOR_WEIGHT, Fusion, SearchIndex, hybrid_search
 
 
@@ -17,13 +17,35 @@ class Reranker(Protocol):
 
 
 class ChunkReader(SearchIndex, Protocol):
-    def document_chunks(self, doc_id: str) -> list[Chunk]: ...
+    def document_chunks(self, doc_id: str, *, version: str | None = None) -> list[Chunk]: ...
 
 
 class DocumentRegistry(Protocol):
     def documents(self) -> list[DocumentRecord]: ...
 
     def document(self, doc_id: str) -> DocumentRecord | None: ...
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The INDEXED documents, by id, as the registry listed them at one moment.
+
+    A chat sees a chunk only if its document is INDEXED at exactly the chunk's version: the
+    index may still hold chunks of an older version, of a removed document or of a failed run,
+    because OpenSearch Serverless shows deletions to searches only after a delay.
+    """
+
+    records: Mapping[str, DocumentRecord]
+
+    @classmethod
+    def of(cls, records: Iterable[DocumentRecord]) -> Catalog:
+        return cls({r.doc_id: r for r in records if r.status == DocStatus.INDEXED})
+
+    def versions(self, doc_ids: Sequence[str] | None = None) -> dict[str, str]:
+        """doc_id -> the indexed version, of every document or only of `doc_ids`."""
+        if doc_ids is None:
+            return {doc_id: r.version for doc_id, r in self.records.items()}
+        return {d: self.records[d].version for d in dict.fromkeys(doc_ids) if d in self.records}
 
 
 @dataclass(frozen=True)
@@ -55,10 +77,21 @@ class Library:
         self.fusion: Fusion = fusion
         self.vector_weight = vector_weight
 
+    def catalog(self) -> Catalog:
+        """The documents a chat may read now (one registry read: reuse it within an answer)."""
+        return Catalog.of(self.registry.documents())
+
     def search(
-        self, query: str, *, top_k: int, doc_ids: Sequence[str] | None = None
+        self,
+        query: str,
+        *,
+        top_k: int,
+        doc_ids: Sequence[str] | None = None,
+        catalog: Catalog | None = None,
     ) -> SearchResult:
-        """Hybrid candidates, reranked when a reranker is set; the fused order if it fails."""
+        """Hybrid candidates of indexed versions only, reranked when a reranker is set; the
+        fused order if reranking fails. Without `catalog`, the registry is read first."""
+        versions = self._catalog(catalog).versions(doc_ids)
         pool = top_k * 4 if self.reranker else top_k
         fused = hybrid_search(
             self.index,
@@ -66,10 +99,12 @@ class Library:
             query,
             top_k=pool,
             candidates=self.candidates,
-            doc_ids=doc_ids,
+            versions=versions,
             fusion=self.fusion,
             vector_weight=self.vector_weight,
         )
+        # The index filtered already; an index that let a stale chunk through still must not.
+        fused = [p for p in fused if _shown(p.chunk, versions)]
         if self.reranker is None or not fused:
             return SearchResult(fused[:top_k], reranked=False)
         try:
@@ -77,16 +112,29 @@ class Library:
         except DocchatError as exc:
             return SearchResult(fused[:top_k], reranked=False, rerank_note=str(exc))
 
+    def _catalog(self, given: Catalog | None) -> Catalog:
+        return given if given is not None else self.catalog()
+
     def documents(self) -> list[DocumentRecord]:
         return self.registry.documents()
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         return self.registry.document(doc_id)
 
-    def pages(self, doc_id: str, first: int, last: int) -> list[Chunk]:
-        """Chunks of a document that overlap pages first..last, in reading order."""
+    def pages(
+        self, doc_id: str, first: int, last: int, *, catalog: Catalog | None = None
+    ) -> list[Chunk]:
+        """Chunks of the indexed version of a document that overlap pages first..last, in
+        reading order; none when the document is not indexed."""
+        versions = self._catalog(catalog).versions([doc_id])
+        if doc_id not in versions:
+            return []
         return [
             c
-            for c in self.index.document_chunks(doc_id)
-            if c.page_end >= first and c.page_start <= last
+            for c in self.index.document_chunks(doc_id, version=versions[doc_id])
+            if _shown(c, versions) and c.page_end >= first and c.page_start <= last
         ]
+
+
+def _shown(chunk: Chunk, versions: Mapping[str, str]) -> bool:
+    return versions.get(chunk.doc_id) == chunk.version

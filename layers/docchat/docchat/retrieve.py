@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Literal, Protocol, TypeVar
 
 from docchat.embed import Embedder, Vectors
@@ -21,14 +21,29 @@ TUNED_CANDIDATES = 100
 
 
 class SearchIndex(Protocol):
-    """What retrieval needs from an index: two ranked lists of chunk ids, and the chunks."""
+    """What retrieval needs from an index: two ranked lists of chunk ids, and the chunks.
+
+    Both searches filter inside the index, so the top k are all wanted chunks: `doc_ids` keeps
+    those documents' chunks, `versions` (doc_id -> version) only those documents' chunks of
+    that version; given both, a chunk must pass both.
+    """
 
     def vector_search(
-        self, query: Vectors, *, k: int, doc_ids: Sequence[str] | None = None
+        self,
+        query: Vectors,
+        *,
+        k: int,
+        doc_ids: Sequence[str] | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> list[tuple[str, float]]: ...
 
     def keyword_search(
-        self, query: str, *, k: int, doc_ids: Sequence[str] | None = None
+        self,
+        query: str,
+        *,
+        k: int,
+        doc_ids: Sequence[str] | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> list[tuple[str, float]]: ...
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]: ...
@@ -73,10 +88,12 @@ def hybrid_search(
     top_k: int = 5,
     candidates: int = 50,
     doc_ids: Sequence[str] | None = None,
+    versions: Mapping[str, str] | None = None,
     fusion: Fusion = "rank",
     vector_weight: float = VECTOR_WEIGHT,
 ) -> list[Passage]:
-    """The `top_k` passages for `query`, optionally only from `doc_ids`.
+    """The `top_k` passages for `query`, optionally only from `doc_ids` and only of `versions`
+    (doc_id -> version; see `SearchIndex`).
 
     `fusion="rank"` is reciprocal-rank fusion; `"score"` weighs the normalised cosine by
     `vector_weight` and the normalised BM25 score by 1 - `vector_weight`.
@@ -84,8 +101,12 @@ def hybrid_search(
     if not query.strip() or top_k <= 0:
         return []
     check_weight(fusion, vector_weight)
-    vector_hits = index.vector_search(embedder.embed_query(query), k=candidates, doc_ids=doc_ids)
-    keyword_hits = index.keyword_search(query, k=candidates, doc_ids=doc_ids)
+    if (doc_ids is not None and not doc_ids) or (versions is not None and not versions):
+        return []  # nothing may match: spare the embedder and the index a call
+    vector_hits = index.vector_search(
+        embedder.embed_query(query), k=candidates, doc_ids=doc_ids, versions=versions
+    )
+    keyword_hits = index.keyword_search(query, k=candidates, doc_ids=doc_ids, versions=versions)
     return fused_passages(
         index,
         vector_hits,

@@ -30,8 +30,9 @@ class DynamoRegistry:
         return self.get(doc_id)
 
     def documents(self) -> list[DocumentRecord]:
+        """Every document; read strongly consistent, as chats see only what this lists INDEXED."""
         items: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, Any] = {"ConsistentRead": True}
         while True:
             page = self._table.scan(**kwargs)
             items.extend(page.get("Items", []))

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -62,6 +63,15 @@ _MAX_INDEX_NAME = 255
 _MAX_RESULT_WINDOW = 10_000
 _REASON_CHARS = 300
 _SERVICES = ("aoss", "es")
+#: Seconds each request may take: a collection waking from zero answers after 10-30 s.
+REQUEST_TIMEOUT_S = 60
+#: How long a search waits for a waking index, and its first and longest pause between tries.
+WAKE_S = 60.0
+_FIRST_PAUSE_S = 0.5
+_MAX_PAUSE_S = 8.0
+_MIN_ATTEMPT_S = 1.0
+#: `_scope_filters` for a search no chunk can pass.
+_NOTHING: list[dict[str, Any]] = [{"match_none": {}}]
 
 
 def index_body(dimension: int) -> dict[str, Any]:
@@ -109,6 +119,8 @@ class OpenSearchIndex:
         index_prefix: str = "docchat-chunks",
         max_bulk_bytes: int = 5_000_000,
         page_size: int = 1000,
+        wake_s: float = WAKE_S,
+        wake_pause_s: float = _FIRST_PAUSE_S,
     ) -> None:
         if not 1 <= dimension <= 16_000:
             raise ConfigError(f"vector dimension ({dimension}) must be between 1 and 16000")
@@ -127,6 +139,8 @@ class OpenSearchIndex:
         self.serverless = serverless
         self.max_bulk_bytes = max_bulk_bytes
         self.page_size = page_size
+        self.wake_s = wake_s
+        self.wake_pause_s = wake_pause_s
         self._client = client
         self._index_name = _index_name(index_prefix, embedding_model, dimension)
         self._index_ready = False
@@ -215,28 +229,42 @@ class OpenSearchIndex:
     # --- searching ---------------------------------------------------------------------------
 
     def vector_search(
-        self, query: Vectors, *, k: int, doc_ids: Sequence[str] | None = None
+        self,
+        query: Vectors,
+        *,
+        k: int,
+        doc_ids: Sequence[str] | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> list[tuple[str, float]]:
-        """Approximate k-NN top-k as (chunk id, score), best first; `doc_ids` filter in-search."""
+        """Approximate k-NN top-k as (chunk id, score), best first; filtered in-search."""
         vector = np.asarray(query, dtype=np.float32).reshape(-1)
         if vector.shape[0] != self.dimension:
             raise EmbedderMismatchError(
                 f"the query vector has {vector.shape[0]} dims; index {self.index_name} holds "
                 f"{self.dimension}: embed the query with {self.embedding_model}"
             )
-        if k <= 0 or (doc_ids is not None and not doc_ids):
+        filters = _scope_filters(doc_ids, versions)
+        if k <= 0 or filters == _NOTHING:
             return []
         knn: dict[str, Any] = {"vector": vector.tolist(), "k": k}
-        if doc_ids is not None:
-            knn["filter"] = {"terms": {"doc_id": list(doc_ids)}}
+        if filters:
+            # Efficient k-NN filtering (faiss, OpenSearch >= 2.9): the k found all pass it.
+            # https://docs.opensearch.org/docs/vector-search/filter-search-knn/efficient-knn-filtering
+            knn["filter"] = filters[0] if len(filters) == 1 else {"bool": {"filter": filters}}
         body = {"size": k, "_source": ["chunk_id"], "query": {"knn": {"vector": knn}}}
-        return _ranked(self._search(body, action="searching by vector"))
+        return _ranked(self._search_patiently(body, action="searching by vector"))
 
     def keyword_search(
-        self, query: str, *, k: int, doc_ids: Sequence[str] | None = None
+        self,
+        query: str,
+        *,
+        k: int,
+        doc_ids: Sequence[str] | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 top-k over text, title and headings as (chunk id, score), best first."""
-        if k <= 0 or not query.strip() or (doc_ids is not None and not doc_ids):
+        filters = _scope_filters(doc_ids, versions)
+        if k <= 0 or not query.strip() or filters == _NOTHING:
             return []
         match = {
             "multi_match": {
@@ -246,10 +274,10 @@ class OpenSearchIndex:
             }
         }
         bool_query: dict[str, Any] = {"must": [match]}
-        if doc_ids is not None:
-            bool_query["filter"] = [{"terms": {"doc_id": list(doc_ids)}}]
+        if filters:
+            bool_query["filter"] = filters
         body = {"size": k, "_source": ["chunk_id"], "query": {"bool": bool_query}}
-        return _ranked(self._search(body, action="searching by keywords"))
+        return _ranked(self._search_patiently(body, action="searching by keywords"))
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """Chunks by id (a search on chunk_id: Serverless `_id`s are not chunk ids)."""
@@ -264,16 +292,54 @@ class OpenSearchIndex:
                 "_source": list(CHUNK_FIELDS),
                 "query": {"terms": {"chunk_id": batch}},
             }
-            for hit in self._search(body, action="reading chunks"):
+            for hit in self._search_patiently(body, action="reading chunks"):
                 source = hit["_source"]
                 found.setdefault(source["chunk_id"], Chunk.model_validate(source))
         return found
 
-    def document_chunks(self, doc_id: str) -> list[Chunk]:
-        """Every chunk of a document, in reading order (chunk ids end in their ordinal)."""
-        ids = {hit["_source"]["chunk_id"] for hit in self._hits_of(doc_id, action="reading pages")}
+    def document_chunks(self, doc_id: str, *, version: str | None = None) -> list[Chunk]:
+        """A document's chunks in reading order (chunk ids end in their ordinal), of one
+        version when `version` is given."""
+        ids = {
+            hit["_source"]["chunk_id"]
+            for hit in self._hits_of(doc_id, action="reading pages")
+            if version is None or hit["_source"]["version"] == version
+        }
         found = self.chunks(sorted(ids))
         return [found[i] for i in sorted(found)]
+
+    def _search_patiently(self, body: dict[str, Any], *, action: str) -> list[dict[str, Any]]:
+        """The hits of a search, waiting out an index that is waking up.
+
+        A NextGen Serverless collection scaled to zero answers its first request after 10-30 s
+        (https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-scale-to-zero.html):
+        an attempt may take the whole `wake_s`, and a busy answer (429, 502-504) is retried with
+        growing pauses until `wake_s` is spent. An endpoint that cannot be reached at all is
+        misconfigured, not waking: that fails at once.
+        """
+        deadline = time.monotonic() + self.wake_s
+        pause = self.wake_pause_s
+        while True:
+            try:
+                return self._search_once(body, action=action, until=deadline)
+            except SearchIndexUnavailableError as exc:
+                left = deadline - time.monotonic()
+                cause = exc.__cause__
+                busy = isinstance(cause, TransportError) and cause.status_code in RETRYABLE_STATUSES
+                if left <= 0 or not busy:
+                    raise
+            time.sleep(min(pause, left))
+            pause = min(2 * pause, _MAX_PAUSE_S)
+
+    def _search_once(
+        self, body: dict[str, Any], *, action: str, until: float
+    ) -> list[dict[str, Any]]:
+        timeout = max(until - time.monotonic(), _MIN_ATTEMPT_S)
+        response = self._read(
+            action,
+            lambda: self._client.search(index=self.index_name, body=body, request_timeout=timeout),
+        )
+        return [] if response is None else list(response["hits"]["hits"])
 
     # --- plumbing ----------------------------------------------------------------------------
 
@@ -384,12 +450,15 @@ def client_for(endpoint: str, *, region: str, service: str) -> OpenSearch:
             f"OpenSearch endpoint {endpoint!r} is not a URL: give https://<host> "
             "(or http://127.0.0.1:9200 for a local cluster)"
         )
+    # A request may wait out a waking collection; a timed-out one is not repeated here, where
+    # it would take as long again (and Serverless bulk writes are not idempotent): searches
+    # retry within their own deadline, ingestion steps in the state machine.
     options: dict[str, Any] = {
         "connection_class": Urllib3HttpConnection,
-        "timeout": 30,
+        "timeout": REQUEST_TIMEOUT_S,
         "max_retries": 3,
         "retry_on_status": RETRYABLE_STATUSES,
-        "retry_on_timeout": True,
+        "retry_on_timeout": False,
     }
     if url.scheme == "http":
         return OpenSearch(hosts=[{"host": url.hostname, "port": url.port or 9200}], **options)
@@ -443,6 +512,29 @@ def _batches(
         size += length
     if batch:
         yield batch
+
+
+def _scope_filters(
+    doc_ids: Sequence[str] | None, versions: Mapping[str, str] | None
+) -> list[dict[str, Any]]:
+    """Term filters keeping the chunks of `doc_ids`, and of `versions` (doc_id -> version).
+
+    No filter: every chunk; `_NOTHING`: none can pass. Two documents at one version (the same
+    bytes under two names) let through each other's chunks of it: the library checks each
+    chunk's pair again, and this keeps the filter two `terms` lists, not a clause per document.
+    """
+    if versions is None:
+        if doc_ids is None:
+            return []
+        return [{"terms": {"doc_id": list(doc_ids)}}] if doc_ids else _NOTHING
+    wanted = None if doc_ids is None else set(doc_ids)
+    allowed = {d: v for d, v in versions.items() if wanted is None or d in wanted}
+    if not allowed:
+        return _NOTHING
+    return [
+        {"terms": {"doc_id": list(allowed)}},
+        {"terms": {"version": list(dict.fromkeys(allowed.values()))}},
+    ]
 
 
 def _ranked(hits: Sequence[dict[str, Any]]) -> list[tuple[str, float]]:

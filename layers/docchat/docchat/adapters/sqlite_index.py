@@ -6,7 +6,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -63,7 +63,11 @@ class SqliteIndex:
         # Bumped by this connection's chunk writes only: registry writes keep the vector cache.
         self._chunk_generation = 0
         self._ids = np.zeros(0, dtype=object)
-        self._doc_rows: dict[str, NDArray[np.intp]] = {}
+        # doc_id -> version -> positions of its chunks in the loaded arrays
+        self._doc_rows: dict[str, dict[str, NDArray[np.intp]]] = {}
+        self._pairs = 0  # how many (doc_id, version) pairs _doc_rows holds
+        # doc_id -> version, when every document has chunks of one version only
+        self._versions: dict[str, str] | None = {}
         self._matrix = np.zeros((0, dimension), dtype=np.float32)
         self._postings = Postings.build({}, [], [])
 
@@ -301,19 +305,29 @@ class SqliteIndex:
     # --- search ------------------------------------------------------------------------------
 
     def vector_search(
-        self, query: Vectors, *, k: int, doc_ids: Sequence[str] | None = None
+        self,
+        query: Vectors,
+        *,
+        k: int,
+        doc_ids: Sequence[str] | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> list[tuple[str, float]]:
         """Exact cosine top-k as (chunk id, similarity), best first."""
         with self._lock:
             self._load()
-            ids, matrix, rows = self._ids, self._matrix, self._rows_of(doc_ids)
+            ids, matrix, rows = self._ids, self._matrix, self._rows_of(doc_ids, versions)
         scores = matrix @ np.asarray(query, dtype=np.float32)
         if rows is None:
             rows = np.arange(len(ids))
         return [(str(ids[row]), float(scores[row])) for row in best_rows(scores, rows, k)]
 
     def keyword_search(
-        self, query: str, *, k: int, doc_ids: Sequence[str] | None = None
+        self,
+        query: str,
+        *,
+        k: int,
+        doc_ids: Sequence[str] | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 top-k as (chunk id, score where higher is better), best first."""
         terms = self._tokenizer.query_terms(query)
@@ -321,15 +335,29 @@ class SqliteIndex:
             return []
         with self._lock:
             self._load()
-            ids, postings, rows = self._ids, self._postings, self._rows_of(doc_ids)
+            ids, postings = self._ids, self._postings
+            rows = self._rows_of(doc_ids, versions)
         return [(str(ids[row]), score) for row, score in postings.search(terms, k=k, within=rows)]
 
-    def _rows_of(self, doc_ids: Sequence[str] | None) -> NDArray[np.intp] | None:
-        """The positions of the documents' chunks in the loaded arrays (None: every chunk)."""
-        if doc_ids is None:
-            return None
-        rows = [self._doc_rows[doc_id] for doc_id in set(doc_ids) if doc_id in self._doc_rows]
-        return np.sort(np.concatenate([np.zeros(0, dtype=np.intp), *rows]))
+    def _rows_of(
+        self, doc_ids: Sequence[str] | None, versions: Mapping[str, str] | None
+    ) -> NDArray[np.intp] | None:
+        """The positions of the wanted chunks in the loaded arrays (None: every chunk)."""
+        if doc_ids is None and versions in (None, self._versions):
+            return None  # the usual case: the index holds just the registry's versions
+        wanted = None if doc_ids is None else set(doc_ids)
+        parts: list[NDArray[np.intp]] = []
+        if versions is None:
+            for doc_id in wanted or ():
+                parts.extend(self._doc_rows.get(doc_id, {}).values())
+        else:
+            for doc_id, version in versions.items():
+                rows = self._doc_rows.get(doc_id, {}).get(version)
+                if rows is not None and (wanted is None or doc_id in wanted):
+                    parts.append(rows)
+        if len(parts) == self._pairs:
+            return None  # every (document, version) loaded is wanted: search them all
+        return np.sort(np.concatenate([np.zeros(0, dtype=np.intp), *parts]))
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """Chunks by id."""
@@ -341,11 +369,15 @@ class SqliteIndex:
         )
         return {row["chunk_id"]: self._chunk(row) for row in rows}
 
-    def document_chunks(self, doc_id: str) -> list[Chunk]:
-        rows = self._rows(
-            "SELECT * FROM chunks WHERE doc_id = ? ORDER BY id",
-            (doc_id,),
-        )
+    def document_chunks(self, doc_id: str, *, version: str | None = None) -> list[Chunk]:
+        """A document's chunks in reading order, of one version when `version` is given."""
+        if version is None:
+            rows = self._rows("SELECT * FROM chunks WHERE doc_id = ? ORDER BY id", (doc_id,))
+        else:
+            rows = self._rows(
+                "SELECT * FROM chunks WHERE doc_id = ? AND version = ? ORDER BY id",
+                (doc_id, version),
+            )
         return [self._chunk(row) for row in rows]
 
     def _chunk(self, row: sqlite3.Row) -> Chunk:
@@ -373,17 +405,26 @@ class SqliteIndex:
                 if (version, self._chunk_generation) == self._loaded:
                     return
                 rows = self._db.execute(
-                    "SELECT chunk_id, doc_id, vector, length, term_ids, term_freqs"
+                    "SELECT chunk_id, doc_id, vector, length, term_ids, term_freqs, version"
                     " FROM chunks ORDER BY id"
                 ).fetchall()
                 term_ids = dict(self._db.execute("SELECT term, id FROM terms").fetchall())
             finally:
                 self._db.execute("COMMIT")
             self._ids = np.array([r[0] for r in rows], dtype=object)
-            by_doc: dict[str, list[int]] = {}
+            by_doc: dict[str, dict[str, list[int]]] = {}
             for row, r in enumerate(rows):
-                by_doc.setdefault(r[1], []).append(row)
-            self._doc_rows = {doc: np.array(at, dtype=np.intp) for doc, at in by_doc.items()}
+                by_doc.setdefault(r[1], {}).setdefault(r[6], []).append(row)
+            self._doc_rows = {
+                doc: {kept: np.array(at, dtype=np.intp) for kept, at in by_version.items()}
+                for doc, by_version in by_doc.items()
+            }
+            self._pairs = sum(len(by_version) for by_version in by_doc.values())
+            self._versions = (
+                {doc: next(iter(vs)) for doc, vs in by_doc.items()}
+                if self._pairs == len(by_doc)
+                else None
+            )
             blob = b"".join(r[2] for r in rows)
             self._matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), self.dimension)
             self._postings = Postings.build(

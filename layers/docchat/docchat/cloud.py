@@ -74,15 +74,16 @@ class CloudServices:
             region=settings.region,
             service=settings.opensearch_service,
         )
-        index = OpenSearchIndex(
+        # No request here: writes create the index when they need it and searches read a
+        # missing one as empty, so a cold chat Lambda reaches OpenSearch only on its first
+        # search, where the agent can announce a waking collection.
+        return OpenSearchIndex(
             client=client,
             embedding_model=embedder.model_id,
             dimension=embedder.dimension,
             serverless=settings.opensearch_service == "aoss",
             index_prefix=settings.index_prefix,
         )
-        index.ensure_index()
-        return index
 
     @cached_property
     def backend(self) -> Any:

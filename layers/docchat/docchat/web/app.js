@@ -357,7 +357,9 @@ async function runAnswer() {
 
 function handleEvent(view, event) {
   const { type, data } = event;
-  if (type === "status") {
+  if (type === "status" && data.stage === "waking_index") {
+    view.step(data.message);
+  } else if (type === "status") {
     view.step(data.mode === "extractive" ? "Looking for passages (no language model: answers quote the documents)" : "Thinking…");
   } else if (type === "tool_call") {
     if (data.name === "search_documents") view.searches += 1;

@@ -165,5 +165,7 @@ def test_cli_entry_point_runs_as_installed_command(tmp_path: Path) -> None:
         timeout=120,
         check=False,
     )
-    assert result.returncode == 0, result.stderr
-    assert "0 documents, 0 chunks" in result.stdout
+    # A mistyped data directory is an error, and nothing is created
+    assert result.returncode == 2, result.stderr
+    assert "there is no docchat index in" in " ".join(result.stderr.split())
+    assert not (tmp_path / "d").exists()

@@ -171,7 +171,7 @@ def test_index_refuses_a_file_of_another_schema(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
 
-    with pytest.raises(IndexSchemaError, match=r"schema 1, this one reads 3\): delete that file"):
+    with pytest.raises(IndexSchemaError, match=r"schema 1, this one reads 4\): delete that file"):
         SqliteIndex(path, embedding_model="test-words", dimension=64)
 
 
@@ -222,7 +222,7 @@ def test_index_upgrades_a_schema_2_file_in_place(index: SqliteIndex, tmp_path: P
     assert old.vector_search(query, k=1) == index.vector_search(query, k=1)
     with sqlite3.connect(path) as db:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
-        assert ("schema", "3") in db.execute("SELECT key, value FROM meta").fetchall()
+        assert ("schema", "4") in db.execute("SELECT key, value FROM meta").fetchall()
     db.close()
     assert not any(name.startswith("chunks_fts") for name in tables)
 

@@ -14,6 +14,8 @@ DELETE /documents/{id}     forget a document (in the cloud: delete its object)
 from __future__ import annotations
 
 import json
+import logging
+import re
 import threading
 import time
 import uuid
@@ -33,7 +35,7 @@ from starlette.exceptions import HTTPException
 from docchat.agent import ChatEvent
 from docchat.backend import ChatBackend
 from docchat.config import Settings
-from docchat.errors import DocchatError, DocumentNotFoundError
+from docchat.errors import DocchatError, DocumentNotFoundError, StorageError
 from docchat.uploads import (
     MAX_UPLOAD_BYTES,
     S3_UPLOAD_ROUTE,
@@ -53,6 +55,9 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 WEB = Path(__file__).parent / "web"
 PDF_TYPES = {"application/pdf", "application/x-pdf", "application/octet-stream"}
 UploadsFactory = Callable[[ChatBackend], Uploads]
+# An absolute path in a storage error's message: only its last part is sent to the client.
+_STORAGE_PATH = re.compile(r"(?<![\w.])/(?:[^\s/'\"():,;]+/)*([^\s/'\"():,;]*)")
+logger = logging.getLogger(__name__)
 
 
 class ChatMessage(BaseModel):
@@ -148,6 +153,13 @@ def create_app(
     @app.exception_handler(HTTPException)
     async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
         return _error(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(StorageError)
+    async def storage_error(_: Request, exc: StorageError) -> JSONResponse:
+        """A damaged, full or read-only data directory: the JSON error shape, no traceback;
+        the server's own paths stay in its log."""
+        logger.warning("storage error: %s", exc)
+        return _error(exc.http_status, _STORAGE_PATH.sub(r"\1", str(exc)), code=exc.code)
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:

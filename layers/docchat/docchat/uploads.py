@@ -10,13 +10,14 @@ from __future__ import annotations
 import errno
 import hashlib
 import logging
+import os
 import threading
 import unicodedata
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import IO, TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -203,7 +204,11 @@ class LocalUploads:
         self._lock = threading.Lock()
         self._latest: dict[str, str] = {}  # doc_id -> the version its newest upload has
         self._jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="docchat-ingest")
-        self._resume()
+        # Held while this server may index here: `docchat status` tells work in progress from
+        # work a stopped server left, and a second server leaves the resuming to the first.
+        self._owner = None if index.read_only else _claim(settings.data_dir)
+        if self._owner is not None:
+            self._resume()
 
     def receive(self, filename: str, data: bytes) -> DocumentRecord:
         """Save the PDF and queue it for indexing; its record says QUEUED until work starts.
@@ -250,6 +255,9 @@ class LocalUploads:
     def close(self) -> None:
         """Wait for the queued jobs (tests, and a clean shutdown)."""
         self._jobs.shutdown(wait=True)
+        if self._owner is not None:
+            self._owner.close()
+            self._owner = None
 
     def _queue(self, path: Path, data: bytes, *, write: bool) -> DocumentRecord:
         from docchat.ingest import doc_id_for, is_indexed, next_revision, version_of
@@ -364,6 +372,45 @@ class _Stage:
 
     def progress(self, step: str, done: int, total: int) -> None:
         self.advance(DocStatus.CONVERTING if step == "convert" else DocStatus.EMBEDDING)
+
+
+LOCK_NAME = "indexing.lock"
+
+
+def _claim(data_dir: Path) -> IO[bytes] | None:
+    """An exclusive lock on the data directory's indexing, or None when another process has it:
+    whoever holds it finishes what a stopped server left."""
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        handle = open(data_dir / LOCK_NAME, "ab")  # noqa: SIM115 - held until close()
+    except OSError:
+        return None
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): resume all the same
+        return handle
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle
+
+
+def interrupted(settings: Settings, documents: Sequence[DocumentRecord]) -> set[str]:
+    """Ids of the unfinished documents no running server is working on: a stopped server left
+    them, and the next `docchat serve` resumes them."""
+    unfinished = {d.doc_id for d in documents if d.status not in _DONE}
+    if not unfinished or not os.access(settings.data_dir, os.W_OK):
+        return unfinished  # read-only: no server can be indexing there
+    owner = _claim(settings.data_dir)
+    if owner is None:
+        return set()  # a server holds the data directory and works on them
+    owner.close()
+    return unfinished
+
+
+_DONE = (DocStatus.INDEXED, DocStatus.FAILED)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

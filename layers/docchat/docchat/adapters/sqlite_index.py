@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -239,7 +240,11 @@ class SqliteIndex:
     def _upgrade_from_3(self) -> None:
         """Schema 4 counts a document's revisions (its `aliases` table the schema script made)."""
         with self._transaction():
-            self._db.execute("ALTER TABLE documents ADD COLUMN revision INTEGER NOT NULL DEFAULT 1")
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
+            if "revision" not in columns:
+                self._db.execute(
+                    "ALTER TABLE documents ADD COLUMN revision INTEGER NOT NULL DEFAULT 1"
+                )
             self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
 
     # --- documents ---------------------------------------------------------------------------
@@ -629,10 +634,21 @@ def _name(source: str) -> str:
     return source.replace("\\", "/").rsplit("/", 1)[-1]
 
 
+def _disk_full(path: Path, kind: str) -> bool:
+    """Whether an I/O error is a full disk (SQLite says SQLITE_IOERR when it cannot even grow
+    its WAL files)."""
+    if not kind.startswith("SQLITE_IOERR"):
+        return False
+    try:
+        return shutil.disk_usage(path.parent).free < 256 * 1024
+    except OSError:
+        return False
+
+
 def storage_error(exc: sqlite3.Error, path: Path) -> StorageError:
     """What an SQLite error means for the user of the index at `path`, and what to do."""
     kind = str(getattr(exc, "sqlite_errorname", ""))
-    if kind.startswith("SQLITE_FULL") or "disk is full" in str(exc):
+    if kind.startswith("SQLITE_FULL") or "disk is full" in str(exc) or _disk_full(path, kind):
         return StorageFullError(
             f"the disk holding {path.parent} is full ({exc}): free some space and try again; "
             "the index keeps what it had before"

@@ -353,11 +353,10 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         reason = d.error if d.status == DocStatus.FAILED else ""
         if d.doc_id in stopped:
             reason = "interrupted: `docchat serve` resumes it when it starts"
-        if aliases.get(d.doc_id):
-            names = ", ".join(_shown(a) for a in aliases[d.doc_id])
-            reason = (reason + "; " if reason else "") + f"same content as: {names}"
         table.add_row(d.doc_id, d.title, d.status.value, str(d.pages), str(d.chunks), reason)
     out.print(table)
+    for doc_id, names in aliases.items():
+        out.print(f"{doc_id} is also at: {', '.join(names)} (the same content)", markup=False)
     stats = index.stats()
     out.print(
         f"{_plural(stats['documents'], 'document')}, {_plural(stats['chunks'], 'chunk')}, "

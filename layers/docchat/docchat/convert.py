@@ -416,6 +416,9 @@ def _join_lines(lines: list[str]) -> str:
     return out.replace("\x02", "-")
 
 
+_RUNNING_LINES = 2  # a header or footer longer than this is not one
+
+
 def _drop_running_headers(raw_pages: list[_RawPage]) -> None:
     """Remove page headers and footers: edge paragraphs that most pages repeat at one height."""
     if len(raw_pages) < 4:
@@ -423,6 +426,8 @@ def _drop_running_headers(raw_pages: list[_RawPage]) -> None:
     by_text: dict[str, list[tuple[float, int, _Paragraph]]] = {}
     for number, page in enumerate(raw_pages):
         for paragraph in page.paragraphs[:2] + page.paragraphs[2:][-2:]:
+            if len(paragraph.lines) > _RUNNING_LINES:
+                continue  # a page's text that only its numbers tell apart is text, not a header
             key = re.sub(r"\d+", "#", paragraph.text.casefold())  # page numbers vary
             by_text.setdefault(key, []).append((paragraph.lines[0].y, number, paragraph))
     running: set[int] = set()

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from docchat.cli import main
 from tests.cli.sandbox import (
     DOCCHAT,
     ServerInside,
@@ -46,12 +45,24 @@ def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory with notes.pdf indexed (the real embedder)."""
+    """Two copies of a data directory with notes.pdf indexed (the real embedder): `data`, as a
+    docchat that ended left it (no WAL files), and `live`, copied while a docchat had it open
+    (WAL files with content, which SQLite must read without being able to write them)."""
     root = tmp_path_factory.mktemp("built")
     (root / "pdfs").mkdir()
     (root / "pdfs" / "notes.pdf").write_bytes(NOTES)
-    assert main(["ingest", str(root / "pdfs"), "--data-dir", str(root / "data")]) == 0
-    return root / "data"
+    result = _cli("ingest", root / "pdfs", "--data-dir", root / "data")
+    assert result.returncode == 0, result.stderr
+    assert not (root / "data" / "index.sqlite3-wal").exists()
+    shutil.copytree(root / "data", root / "open")
+    with sqlite3.connect(root / "open" / "index.sqlite3") as db:
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("UPDATE documents SET updated_at = updated_at + 1")
+        db.commit()
+        shutil.copytree(root / "open", root / "live")
+    db.close()
+    assert (root / "live" / "index.sqlite3-wal").is_file()
+    return root
 
 
 def _no_traceback(result: subprocess.CompletedProcess[str]) -> None:
@@ -66,30 +77,37 @@ def test_read_only_data_dir_still_answers_status_search_ask_and_serve(
     mount = tmp_path / "ro"
     mount.mkdir()
     data = mount / "data"
-    setup = mount_script(mount, size="64m", seed=built, read_only=True)
-    # Given the published index on a read-only file system
-    script = " && ".join(
+    # Given a published index, and a copy of a live one, on a read-only file system
+    setup = " && ".join(
         [
-            setup,
-            f"{docchat('status', '--json', '--data-dir', data)} > {tmp_path}/status.json",
-            f"{docchat('search', 'repairs cost', '--json', '--data-dir', data)}"
-            f" > {tmp_path}/search.json",
-            f"{docchat('ask', 'What did the repairs cost?', '--json', '--data-dir', data)}"
-            f" > {tmp_path}/ask.json",
+            mount_script(mount, size="64m", seed=built / "data"),
+            f"cp -a {built / 'live'} {mount}/",
+            f"mount -o remount,ro {mount}",
         ]
     )
+    commands = [setup]
+    for name in ("data", "live"):
+        folder = mount / name
+        commands += [
+            f"{docchat('status', '--json', '--data-dir', folder)} > {tmp_path}/{name}-status.json",
+            f"{docchat('search', 'repairs cost', '--json', '--data-dir', folder)}"
+            f" > {tmp_path}/{name}-search.json",
+            f"{docchat('ask', 'What did the repairs cost?', '--json', '--data-dir', folder)}"
+            f" > {tmp_path}/{name}-ask.json",
+        ]
 
-    result = run_inside(script)
+    result = run_inside(" && ".join(commands))
 
     # Then reading works as on a writable disk
     assert result.returncode == 0, result.stderr
     _no_traceback(result)
-    status = json.loads((tmp_path / "status.json").read_text())
-    assert [d["status"] for d in status["documents"]] == ["INDEXED"]
-    hits = json.loads((tmp_path / "search.json").read_text())
-    assert hits and "four million euros" in hits[0]["text"]
-    answer = json.loads((tmp_path / "ask.json").read_text())
-    assert any(c["page"] == 2 for c in answer["citations"])
+    for name in ("data", "live"):
+        status = json.loads((tmp_path / f"{name}-status.json").read_text())
+        assert [d["status"] for d in status["documents"]] == ["INDEXED"]
+        hits = json.loads((tmp_path / f"{name}-search.json").read_text())
+        assert hits and "four million euros" in hits[0]["text"]
+        answer = json.loads((tmp_path / f"{name}-ask.json").read_text())
+        assert any(c["page"] == 2 for c in answer["citations"])
 
     # And the server answers reads, and refuses an upload with the JSON error shape
     server = ServerInside(setup, data)
@@ -116,7 +134,7 @@ def test_damaged_index_is_named_with_what_to_do(built: Path, tmp_path: Path) -> 
     garbage.mkdir()
     (garbage / "index.sqlite3").write_bytes(b"this is not a database\n" * 400)
     torn = tmp_path / "torn"
-    shutil.copytree(built, torn)
+    shutil.copytree(built / "data", torn)
     with sqlite3.connect(torn / "index.sqlite3") as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()

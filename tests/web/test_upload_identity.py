@@ -23,7 +23,7 @@ from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.library import Library
 from docchat.models import DocStatus
-from docchat.uploads import LocalUploads, display_name, upload_key, upload_path
+from docchat.uploads import LocalUploads
 from tests.chatkit import ServedApp
 from tests.conftest import WordEmbedder
 from tests.pdfgen import make_pdf
@@ -140,6 +140,8 @@ NAMES = st.lists(PIECES, max_size=500).map(lambda parts: "".join(parts)[:996] + 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(names=st.lists(NAMES, min_size=2, max_size=6, unique_by=lambda n: _nfc(n)))
 def test_fuzzed_upload_names_never_collide_nor_leave_the_folder(names: list[str]) -> None:
+    from docchat.uploads import display_name, upload_key, upload_path
+
     folder = Path("/data/uploads")
     paths = [folder / upload_path(name) for name in names]
     # Different names (as a user sees them: NFC) never share a file, a folder or a document

@@ -218,6 +218,8 @@ def _summary(results: list[IngestResult]) -> Table:
         )
     for r in results:
         status = r.outcome if r.outcome != "failed" else f"FAILED ({r.record.error_code})"
+        if r.outcome == "indexed" and r.record.revision > 1:
+            status = f"indexed (revision {r.record.revision})"  # new content replaced the old
         table.add_row(
             _shown(r.source or r.record.source),
             str(r.record.pages),

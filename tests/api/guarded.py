@@ -49,9 +49,10 @@ class GuardedServer:
         return f"http://127.0.0.1:{self.port}"
 
     def stored(self) -> list[Path]:
-        """The files in the data directory's uploads folder."""
+        """The files in the data directory's uploads folder (one folder per upload name)."""
         folder = self.settings.data_dir / "uploads"
-        return sorted(folder.iterdir()) if folder.is_dir() else []
+        found = [p for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
+        return sorted(found, key=lambda p: p.name)
 
     def wait(self, doc_id: str) -> DocumentRecord:
         deadline = time.monotonic() + 30

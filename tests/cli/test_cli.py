@@ -89,7 +89,7 @@ def test_cli_reingest_is_noop_and_changed_file_replaces_chunks(
     assert code == 0 and "unchanged" in out
 
     pdf.write_bytes(make_pdf([[("body", "The train departs at midnight on Sundays.")]]))
-    assert "indexed" in _run(capsys, "ingest", str(pdf), "--data-dir", data)[1]
+    assert "indexed (revision 2)" in _run(capsys, "ingest", str(pdf), "--data-dir", data)[1]
 
     code, out, _ = _run(
         capsys, "search", "ferry noon", "--data-dir", data, "--json", "--top-k", "5"
@@ -165,5 +165,7 @@ def test_cli_entry_point_runs_as_installed_command(tmp_path: Path) -> None:
         timeout=120,
         check=False,
     )
-    assert result.returncode == 0, result.stderr
-    assert "0 documents, 0 chunks" in result.stdout
+    # A mistyped data directory is an error, and nothing is created
+    assert result.returncode == 2, result.stderr
+    assert "there is no docchat index in" in " ".join(result.stderr.split())
+    assert not (tmp_path / "d").exists()

@@ -102,7 +102,28 @@ def test_chunk_page_spans_of_generated_pdf_match_its_pages() -> None:
 
     chunks = _chunks(document.pages, chunk_size=400, chunk_overlap=0)
 
+    # Chapters alike but for their numbers are text, not running headers (none vanishes)
+    assert {c.page_start for c in chunks} == {1, 2, 3, 4}
     for chunk in chunks:
         assert chunk.headings == [f"Chapter {chunk.page_start}"]
         assert chunk.page_start == chunk.page_end
         assert f"about topic {chunk.page_start}." in chunk.text
+
+
+def test_a_heading_with_no_text_under_it_is_still_indexed() -> None:
+    # A one-line PDF whose line reads as a heading (pdfminer's habibi.pdf), and a last heading
+    pages = [
+        Page(number=1, markdown="# abc", chars=3),
+        Page(number=2, markdown="## Scope\n\nThe rules apply to ferries.", chars=28),
+        Page(number=3, markdown="## Annex", chars=5),
+    ]
+
+    chunks = chunks_from_pages(pages, doc_id="d", version="v" * 12, source="s", title="abc")
+
+    # "abc" lives on in the headings of the text below it; "Annex" has none below it
+    assert [(c.page_start, c.headings, c.text) for c in chunks] == [
+        (2, ["abc", "Scope"], "The rules apply to ferries."),
+        (3, [], "Annex"),
+    ]
+    only = chunks_from_pages(pages[:1], doc_id="d", version="v" * 12, source="s", title="abc")
+    assert [(c.page_start, c.text) for c in only] == [(1, "abc")]

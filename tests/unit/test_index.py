@@ -195,7 +195,7 @@ def test_index_refuses_a_file_of_another_schema(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
 
-    with pytest.raises(IndexSchemaError, match=r"schema 1, this one reads 3\): delete that file"):
+    with pytest.raises(IndexSchemaError, match=r"schema 1, this one reads 4\): delete that file"):
         SqliteIndex(path, embedding_model="test-words", dimension=64)
 
 
@@ -246,7 +246,7 @@ def test_index_upgrades_a_schema_2_file_in_place(index: SqliteIndex, tmp_path: P
     assert old.vector_search(query, k=1) == index.vector_search(query, k=1)
     with sqlite3.connect(path) as db:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
-        assert ("schema", "3") in db.execute("SELECT key, value FROM meta").fetchall()
+        assert ("schema", "4") in db.execute("SELECT key, value FROM meta").fetchall()
     db.close()
     assert not any(name.startswith("chunks_fts") for name in tables)
 
@@ -263,3 +263,69 @@ def test_index_keeps_its_vector_cache_across_registry_writes(index: SqliteIndex)
     assert index._matrix is cached  # a status write does not reload every vector
     _put(index, "c", "v1", ["cherries"])
     assert len(index.vector_search(query, k=5)) == 2
+
+
+def test_index_upgrades_a_schema_3_file_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite3"
+    index = SqliteIndex(path, embedding_model="test-words", dimension=64)
+    _put(index, "a", "v1", ["apples"])
+    index.close()
+    with sqlite3.connect(path) as db:  # back to what schema 3 wrote
+        db.execute("ALTER TABLE documents DROP COLUMN revision")
+        db.execute("DROP TABLE aliases")
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
+    db.close()
+
+    upgraded = SqliteIndex(path, embedding_model="test-words", dimension=64)
+
+    record = upgraded.document("a")
+    assert record is not None and record.revision == 1 and upgraded.aliases() == {}
+    upgraded.add_alias("/docs/copy.pdf", "a", "v1")
+    assert upgraded.aliases() == {"a": ["/docs/copy.pdf"]}
+    upgraded.close()
+
+
+def test_identical_files_are_indexed_once_and_none_is_lost_when_one_changes(
+    tmp_path: Path,
+) -> None:
+    from docchat.config import Settings
+    from docchat.ingest import ingest_bytes
+    from tests.pdfgen import make_pdf
+
+    index = SqliteIndex(tmp_path / "i.sqlite3", embedding_model="test-words", dimension=64)
+    settings = Settings(data_dir=tmp_path)
+    old = make_pdf([[("body", "The ferry leaves at noon.")]])
+    new = make_pdf([[("body", "The train leaves at midnight.")]])
+
+    def ingest(data: bytes, source: str) -> str:
+        embedder = WordEmbedder()
+        result = ingest_bytes(
+            data, source=source, index=index, embedder=embedder, settings=settings
+        )
+        return result.outcome
+
+    # Given the same bytes at two paths: indexed once, the second path an alias
+    assert ingest(old, "/a/ferry.pdf") == "indexed"
+    assert ingest(old, "/b/ferry.pdf") == "duplicate"
+    assert [d.source for d in index.documents()] == ["/a/ferry.pdf"]
+    assert index.count() == 1
+
+    # When the first file changes, the second keeps the old content as a document of its own
+    assert ingest(new, "/a/ferry.pdf") == "indexed"
+    by_source = {d.source: d for d in index.documents()}
+    assert by_source["/a/ferry.pdf"].revision == 2
+    assert by_source["/b/ferry.pdf"].status == DocStatus.INDEXED
+    texts = {
+        c.doc_id: c.text
+        for c in index.chunks([h for h, _ in index.keyword_search("leaves", k=5)]).values()
+    }
+    assert sorted(texts.values()) == ["The ferry leaves at noon.", "The train leaves at midnight."]
+    assert index.aliases() == {}
+
+    # And removing a name that has an alias hands the content to the alias
+    assert ingest(new, "/c/train.pdf") == "duplicate"
+    heir = index.remove_source("/a/ferry.pdf")
+    assert heir is not None and heir.source == "/c/train.pdf"
+    assert {d.source for d in index.documents()} == {"/b/ferry.pdf", "/c/train.pdf"}
+    assert index.count() == 2
+    index.close()

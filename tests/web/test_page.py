@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from docchat.uploads import upload_path
 from tests.conftest import EXAMPLES, REPO, page_texts, squash
 from tests.pdfgen import make_pdf
 from tests.web.serving import LocalServer
@@ -118,7 +119,7 @@ def test_page_uploads_a_pdf_and_answers_with_cited_pages(
     _upload(page, DMCA)
     seen = set(page.evaluate("window.__badges"))
     assert seen & {"UPLOADING", "QUEUED", "CONVERTING", "EMBEDDING"}, seen
-    assert (server.index.path.parent / "uploads" / "dmca.pdf").is_file()
+    assert (server.index.path.parent / "uploads" / upload_path("dmca.pdf")).is_file()
     expect(page.locator(".suggestion")).to_have_count(3)
     expect(page.locator(".suggestion").first).to_contain_text("Digital Millennium Copyright Act")
 
@@ -241,5 +242,5 @@ def test_page_deletes_a_document(page: Any, server: LocalServer, tmp_path: Path)
     page.on("dialog", lambda dialog: dialog.accept())
     row.get_by_role("button", name=re.compile("^Delete")).click()
     expect(row).to_have_count(0)
-    assert not (server.index.path.parent / "uploads" / pdf.name).exists()
+    assert not (server.index.path.parent / "uploads" / upload_path(pdf.name)).exists()
     assert all("ferry" not in d.source for d in server.index.documents())

@@ -29,7 +29,8 @@ from docchat.uploads import (
     S3Uploads,
     UploadTooLargeError,
     check_pdf,
-    safe_name,
+    display_name,
+    upload_path,
 )
 from tests.conftest import EXAMPLES, WordEmbedder
 from tests.pdfgen import make_pdf
@@ -83,16 +84,19 @@ def _post(
     ("filename", "expected"),
     [
         ("report.pdf", "report.pdf"),
-        ("My Report (final).PDF", "My-Report-final.pdf"),
+        ("My Report (final).PDF", "My Report (final).PDF"),
         ("../../etc/passwd.pdf", "passwd.pdf"),
-        ("C:\\Users\\me\\Übersicht.pdf", "Ubersicht.pdf"),
-        (".hidden.pdf", "hidden.pdf"),
-        ("日本語.pdf", "document.pdf"),
-        ("x" * 300 + ".pdf", "x" * 100 + ".pdf"),
+        ("C:\\Users\\me\\Übersicht.pdf", "Übersicht.pdf"),
+        (".hidden.pdf", ".hidden.pdf"),
+        ("日本語.pdf", "日本語.pdf"),
+        ("a\x00b\nc.pdf", "a_b_c.pdf"),
+        ("CON.pdf", "CON_.pdf"),
+        ("x" * 300 + ".pdf", "x" * 196 + ".pdf"),
+        ("契" * 100 + ".pdf", "契" * 65 + ".pdf"),
     ],
 )
-def test_safe_name_keeps_a_plain_pdf_file_name(filename: str, expected: str) -> None:
-    assert safe_name(filename) == expected
+def test_display_name_is_the_users_own_file_name(filename: str, expected: str) -> None:
+    assert display_name(filename) == expected
 
 
 def test_check_pdf_names_what_is_wrong() -> None:
@@ -109,11 +113,11 @@ def test_upload_queues_the_pdf_then_indexes_it(local: Local) -> None:
     status, answer = _post(local, "Ferry times.pdf", PDF)
 
     # Then it is saved under uploads/ and registered QUEUED at once, INDEXED later
-    saved = (local.settings.data_dir / "uploads" / "Ferry-times.pdf").resolve()
+    saved = (local.settings.data_dir / "uploads" / upload_path("Ferry times.pdf")).resolve()
     assert status == 202
     assert answer["status"] == "QUEUED"
     assert answer["doc_id"] == doc_id_for(str(saved))
-    assert answer["source"] == "Ferry-times.pdf"  # the name: the path stays on the server
+    assert answer["source"] == "Ferry times.pdf"  # the name: the path stays on the server
     stored = local.index.document(answer["doc_id"])
     assert stored is not None and stored.source == str(saved)
     assert saved.read_bytes() == PDF
@@ -211,7 +215,7 @@ def test_delete_forgets_the_document_and_its_uploaded_file(local: Local) -> None
     assert response.status_code == 200
     assert response.json() == {"doc_id": doc_id, "status": "deleted"}
     assert local.client.get(f"/documents/{doc_id}").status_code == 404
-    assert not (local.settings.data_dir / "uploads" / "ferries.pdf").exists()
+    assert not (local.settings.data_dir / "uploads" / upload_path("ferries.pdf")).exists()
     assert local.index.count() == 0
 
 
@@ -244,8 +248,9 @@ def test_delete_during_indexing_leaves_nothing_behind(local: Local) -> None:
 
 
 def test_unfinished_uploads_are_queued_again_after_a_restart(local: Local) -> None:
-    # Given an upload the previous server left QUEUED
-    path = (local.settings.data_dir / "uploads" / "ferries.pdf").resolve()
+    # Given an upload the previous server left QUEUED, and that server gone
+    local.uploads.close()
+    path = (local.settings.data_dir / "uploads" / upload_path("ferries.pdf")).resolve()
     path.parent.mkdir(parents=True)
     path.write_bytes(PDF)
     doc_id = doc_id_for(str(path))
@@ -349,13 +354,14 @@ def test_upload_url_signs_a_put_of_exactly_that_pdf(s3: object) -> None:
     url = urlparse(ticket["url"])
     query = parse_qs(url.query)
     assert url.hostname == f"{BUCKET}.s3.eu-west-1.amazonaws.com"
-    assert url.path == "/uploads/Q3-report.pdf"
+    key = f"uploads/{upload_path('Q3 report.pdf').as_posix()}"
+    assert url.path == "/" + key.replace(" ", "%20")
     assert query["X-Amz-Expires"] == ["900"]
     assert query["X-Amz-SignedHeaders"] == ["content-length;content-type;host"]
     assert ticket["method"] == "PUT"
     assert ticket["headers"] == {"Content-Type": "application/pdf"}
-    assert ticket["key"] == "uploads/Q3-report.pdf"
-    assert ticket["doc_id"] == doc_id_for(f"{BUCKET}/uploads/Q3-report.pdf")
+    assert ticket["key"] == key and key.endswith("/Q3 report.pdf")
+    assert ticket["doc_id"] == doc_id_for(f"{BUCKET}/{key}")
     assert client.get("/config").json()["upload"] == "presigned"
 
 

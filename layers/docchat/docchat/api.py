@@ -23,6 +23,8 @@ Documents are shown by name (`source_name`): server paths stay on the server.
 from __future__ import annotations
 
 import json
+import logging
+import re
 import threading
 import time
 import uuid
@@ -42,7 +44,7 @@ from starlette.exceptions import HTTPException
 from docchat.agent import ChatEvent
 from docchat.backend import ChatBackend
 from docchat.config import Settings
-from docchat.errors import DocchatError, DocumentNotFoundError
+from docchat.errors import DocchatError, DocumentNotFoundError, StorageError
 from docchat.guards import LocalGuard, error_response
 from docchat.models import DocumentRecord, source_name
 from docchat.uploads import (
@@ -69,6 +71,9 @@ PDF_TYPES = {"application/pdf", "application/x-pdf", "application/octet-stream"}
 MODEL_NAME = "docchat"
 MODEL_CREATED = 1_767_225_600  # 2026-01-01T00:00:00Z; the model list needs a creation time
 UploadsFactory = Callable[[ChatBackend], Uploads]
+# An absolute path in a storage error's message: only its last part is sent to the client.
+_STORAGE_PATH = re.compile(r"(?<![\w.])/(?:[^\s/'\"():,;]+/)*([^\s/'\"():,;]*)")
+logger = logging.getLogger(__name__)
 
 
 class SignIn(BaseModel):
@@ -194,6 +199,13 @@ def create_app(
         if exc.status_code == 413 and exc.detail == "Content Too Large":  # max_body_size's
             return _error(413, _too_large(request))
         return _error(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(StorageError)
+    async def storage_error(_: Request, exc: StorageError) -> JSONResponse:
+        """A damaged, full or read-only data directory: the JSON error shape, no traceback;
+        the server's own paths stay in its log."""
+        logger.warning("storage error: %s", exc)
+        return _error(exc.http_status, _STORAGE_PATH.sub(r"\1", str(exc)), code=exc.code)
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
@@ -374,8 +386,14 @@ def _dependency_checks(
         try:
             checks[name] = {"status": "ok", **call()}
         except Exception as exc:
-            checks[name] = {"status": "failed", "problem": f"{type(exc).__name__}: {exc}"}
-            problems.append(f"{name}: {exc}")
+            said = _STORAGE_PATH.sub(r"\1", str(exc))  # the server's paths stay in its log
+            code = getattr(exc, "code", "")
+            checks[name] = {
+                "status": "failed",
+                "problem": f"{type(exc).__name__}: {said}",
+                **({"code": code} if code else {}),
+            }
+            problems.append(f"{name}: {said}")
 
     probe("backend", lambda: {"mode": get_backend().mode})
     if problems:

@@ -15,6 +15,7 @@ _HEADERS = [("#", "h1"), ("##", "h2"), ("###", "h3")]
 # A page marker on its own line survives both splitters (they keep printable text only).
 _MARK = "⟦{}⟧"
 _MARK_RE = re.compile(r"⟦(\d+)⟧")
+_HEADING_RE = re.compile(r"^#{1,3} (.*)$", re.MULTILINE)
 
 
 def chunks_from_pages(
@@ -39,7 +40,7 @@ def chunks_from_pages(
     splitter = RecursiveCharacterTextSplitter(
         chunk_size=chunk_size, chunk_overlap=chunk_overlap, add_start_index=True
     )
-    chunks: list[Chunk] = []
+    built: list[tuple[list[str], str, list[int]]] = []
     page = pages[0].number if pages else 1
     for section in sections:
         headings = [section.metadata[key] for _, key in _HEADERS if key in section.metadata]
@@ -47,24 +48,44 @@ def chunks_from_pages(
         page_at = _page_finder(content, page)
         for piece in splitter.create_documents([content]):
             text, spans = _unmark(piece.page_content, page_at(piece.metadata["start_index"]))
-            if not text:
-                continue
-            chunks.append(
-                Chunk(
-                    chunk_id=f"{doc_id}:{version[:12]}:{len(chunks):05d}",
-                    doc_id=doc_id,
-                    version=version,
-                    source=source,
-                    title=title,
-                    headings=headings,
-                    page_start=spans[0],
-                    page_end=spans[0] + len(spans[1:]),
-                    page_breaks=spans[1:],
-                    text=text,
-                )
-            )
+            if text:
+                built.append((headings, text, spans))
         page = page_at(len(content))
+    # A heading with no text under it lives on in the headings of the chunks below it; the
+    # splitter drops one that none follow (a one-line PDF whose line is a heading, a last
+    # heading): that heading is a chunk of its own, in page order.
+    carried = {heading for headings, _, _ in built for heading in headings}
+    for number, heading in _headings(pages):
+        if heading not in carried:
+            at = next((i for i, b in enumerate(built) if b[2][0] > number), len(built))
+            built.insert(at, ([], heading, [number]))
+            carried.add(heading)
+    chunks = [
+        Chunk(
+            chunk_id=f"{doc_id}:{version[:12]}:{n:05d}",
+            doc_id=doc_id,
+            version=version,
+            source=source,
+            title=title,
+            headings=headings,
+            page_start=spans[0],
+            page_end=spans[0] + len(spans[1:]),
+            page_breaks=spans[1:],
+            text=text,
+        )
+        for n, (headings, text, spans) in enumerate(built)
+    ]
     return chunks
+
+
+def _headings(pages: Sequence[Page]) -> list[tuple[int, str]]:
+    """(page number, text) of each heading the header splitter recognises, in order."""
+    return [
+        (page.number, match.group(1).strip())
+        for page in pages
+        for match in _HEADING_RE.finditer(page.markdown)
+        if match.group(1).strip()
+    ]
 
 
 def _page_finder(text: str, page: int) -> Callable[[int], int]:

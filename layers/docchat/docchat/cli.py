@@ -24,11 +24,11 @@ from rich.table import Table
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.config import Settings
-from docchat.errors import DocchatError
+from docchat.errors import DocchatError, IndexMissingError, StorageError, StorageFullError
 from docchat.eval_cli import add_eval_commands
-from docchat.ingest import IngestResult, ingest_file, pdf_paths
+from docchat.ingest import IngestResult, ingest_file, pdf_paths, source_of
 from docchat.local import local_embedder, open_index
-from docchat.models import Answer, Citation, DocStatus, Passage, source_name
+from docchat.models import Answer, Citation, DocStatus, DocumentRecord, Passage, source_name
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
@@ -64,14 +64,14 @@ def _parser() -> argparse.ArgumentParser:
 
     ask = commands.add_parser("ask", parents=[common], help="answer a question with citations")
     ask.add_argument("question")
-    ask.add_argument("--top-k", type=int, default=None, help="passages to draw on")
+    ask.add_argument("--top-k", type=_top_k, default=None, help="passages to draw on (1-50)")
     ask.add_argument("--doc", action="append", help="only this document (repeatable)")
     ask.add_argument("--json", action="store_true", help="print the answer as JSON")
     ask.set_defaults(run=_ask)
 
     search = commands.add_parser("search", parents=[common], help="show the best passages")
     search.add_argument("query")
-    search.add_argument("--top-k", type=int, default=None)
+    search.add_argument("--top-k", type=_top_k, default=None, help="passages to show (1-50)")
     search.add_argument("--doc", action="append", help="only this document (repeatable)")
     search.add_argument("--json", action="store_true", help="print passages as JSON")
     search.set_defaults(run=_search)
@@ -110,16 +110,52 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+MAX_TOP_K = 50
+
+
+def _top_k(value: str) -> int:
+    """--top-k: a whole number of passages from 1 to MAX_TOP_K."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if not 1 <= number <= MAX_TOP_K:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a number of passages: give a whole number from 1 to {MAX_TOP_K}"
+        )
+    return number
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _shown(path: Path | str) -> str:
+    """A file's name as it can be printed, whatever bytes the name has."""
+    return Path(source_of(Path(path))).name if isinstance(path, Path) else Path(path).name
+
+
+def _existing_index(settings: Settings) -> SqliteIndex:
+    """The data directory's index, which must exist: reading never creates a data directory."""
+    if not settings.index_path.exists():
+        raise IndexMissingError(
+            f"there is no docchat index in {settings.data_dir}: check --data-dir (or "
+            "DOCCHAT_DATA_DIR), or add documents first with `docchat ingest`"
+        )
+    return open_index(settings, local_embedder(settings))
+
+
 def _ingest(args: argparse.Namespace, settings: Settings) -> int:
-    embedder = local_embedder(settings)
-    index = open_index(settings, embedder)
     missing = [p for p in args.paths if not p.exists()]
     if missing:
         raise DocchatError(f"no such file or folder: {', '.join(map(str, missing))}")
     files = list(pdf_paths(args.paths))
     if not files:
         raise DocchatError("no PDF files found in " + ", ".join(map(str, args.paths)))
+    embedder = local_embedder(settings)
+    index = open_index(settings, embedder)
     results: list[IngestResult] = []
+    stopped: StorageFullError | None = None
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -129,27 +165,67 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     )
     with Progress(*columns, console=err, transient=False) as progress:
         for path in files:
-            task = progress.add_task(path.name[:40], total=None, stage="")
+            task = progress.add_task(_shown(path)[:40], total=None, stage="")
 
             def update(stage: str, done: int, total: int, task: TaskID = task) -> None:
                 label = {"convert": "pages", "embed": "chunks"}.get(stage, stage)
                 progress.update(task, completed=done, total=total, stage=label)
 
-            result = ingest_file(
-                path, index=index, embedder=embedder, settings=settings, on_progress=update
-            )
+            try:
+                result = ingest_file(
+                    path, index=index, embedder=embedder, settings=settings, on_progress=update
+                )
+            except StorageError as exc:  # this file fails; a full disk stops the rest
+                result = _storage_failure(path, exc)
+                stopped = exc if isinstance(exc, StorageFullError) else None
             progress.update(task, stage=result.outcome)
             results.append(result)
+            if stopped:
+                break
     out.print(_summary(results))
     for r in results:
         if r.outcome == "failed":
-            out.print(f"{Path(r.record.source).name}: {r.record.error}", markup=False)
+            out.print(f"{_shown(r.source)}: {r.record.error}", markup=False)
+        elif r.outcome == "duplicate":
+            out.print(
+                f"{_shown(r.source)}: the same content as {_shown(r.record.source)} "
+                f"({r.record.doc_id}), indexed once under both names",
+                markup=False,
+            )
     failed = sum(r.outcome == "failed" for r in results)
     out.print(
-        f"{len(results) - failed} of {len(results)} documents indexed or unchanged"
+        f"{len(results) - failed} of {_plural(len(files), 'document')} indexed or unchanged"
         + (f"; {failed} failed (reasons above)" if failed else "")
     )
-    return 1 if failed else 0
+    if stopped:
+        untried = files[len(results) :]
+        skipped = (
+            f", so {_plural(len(untried), 'file')} {'was' if len(untried) == 1 else 'were'} "
+            f"not tried ({', '.join(_shown(p) for p in untried)})"
+            if untried
+            else ""
+        )
+        out.print(
+            f"stopped: the disk is full{skipped}: free some space and run the same command again",
+            markup=False,
+        )
+    return 1 if failed or stopped else 0
+
+
+def _storage_failure(path: Path, exc: StorageError) -> IngestResult:
+    """A file the index could not take, with the reason (the index keeps what it had)."""
+    from docchat.ingest import doc_id_for
+
+    source = source_of(path)
+    record = DocumentRecord(
+        doc_id=doc_id_for(source),
+        source=source,
+        title=Path(source).stem,
+        status=DocStatus.FAILED,
+        error_code=exc.code,
+        error=str(exc),
+    )
+    return IngestResult(record, "failed", 0.0, source)
 
 
 def _summary(results: list[IngestResult]) -> Table:
@@ -160,8 +236,10 @@ def _summary(results: list[IngestResult]) -> Table:
         )
     for r in results:
         status = r.outcome if r.outcome != "failed" else f"FAILED ({r.record.error_code})"
+        if r.outcome == "indexed" and r.record.revision > 1:
+            status = f"indexed (revision {r.record.revision})"  # new content replaced the old
         table.add_row(
-            Path(r.record.source).name,
+            _shown(r.source or r.record.source),
             str(r.record.pages),
             str(r.record.chunks),
             f"{r.seconds:.2f}",
@@ -179,6 +257,7 @@ def _question(text: str, *, what: str) -> str:
 def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[Passage]:
     from docchat.backend import local_library
 
+    _existing_index(settings).close()
     library = local_library(settings)
     index = cast(SqliteIndex, library.index)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
@@ -229,7 +308,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     """Run the chat API (the same app the Lambda runs) on this machine."""
     import uvicorn
 
-    from docchat.api import guarded_local_app
+    from docchat.api import guarded_local_app, local_uploads_for
     from docchat.backend import local_backend
     from docchat.guards import is_loopback
 
@@ -247,7 +326,16 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         backend = local_backend(settings)  # opened now: a bad data directory fails at start
         wildcard = args.host in ("0.0.0.0", "::", "")
         hosts = [*args.allowed_host, *([] if local or wildcard else [args.host])]
-        app = guarded_local_app(settings, lambda: backend, allowed_hosts=hosts, token=token)
+        # Made now, not on the first upload: uploads a stopped server left unfinished resume
+        # at start.
+        uploads = local_uploads_for(settings)(backend)
+        app = guarded_local_app(
+            settings,
+            lambda: backend,
+            allowed_hosts=hosts,
+            token=token,
+            uploads=lambda _: uploads,
+        )
         where = f"[{args.host}]" if ":" in args.host else args.host
         err.print(
             f"docchat serving {settings.data_dir} on http://{where}:{args.port} "
@@ -316,36 +404,64 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:
-    index = open_index(settings, local_embedder(settings))
+    from docchat.uploads import interrupted
+
+    index = _existing_index(settings)
     documents = index.documents()
+    aliases = index.aliases()
+    stopped = interrupted(settings, documents)
     if args.json:
         payload = {
             "stats": index.stats(),
-            "documents": [d.model_dump(mode="json") for d in documents],
+            "documents": [
+                {
+                    **d.model_dump(mode="json"),
+                    "aliases": aliases.get(d.doc_id, []),
+                    "interrupted": d.doc_id in stopped,
+                }
+                for d in documents
+            ],
         }
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return 0
     table = Table(title=f"documents in {settings.data_dir}")
     for name in ("id", "title", "status", "pages", "chunks", "reason"):
         table.add_column(name)
     for d in documents:
         reason = d.error if d.status == DocStatus.FAILED else ""
+        if d.doc_id in stopped:
+            reason = "interrupted: `docchat serve` resumes it when it starts"
         table.add_row(d.doc_id, d.title, d.status.value, str(d.pages), str(d.chunks), reason)
     out.print(table)
+    for doc_id, names in aliases.items():
+        out.print(f"{doc_id} is also at: {', '.join(names)} (the same content)", markup=False)
     stats = index.stats()
     out.print(
-        f"{stats['documents']} documents, {stats['chunks']} chunks, "
-        f"{stats['indexed_pages']} pages indexed; {stats['embedding_model']} "
+        f"{_plural(stats['documents'], 'document')}, {_plural(stats['chunks'], 'chunk')}, "
+        f"{_plural(stats['indexed_pages'], 'page')} indexed; {stats['embedding_model']} "
         f"({stats['dimension']} dims)"
     )
     return 0
 
 
 def _rm(args: argparse.Namespace, settings: Settings) -> int:
-    index = open_index(settings, local_embedder(settings))
-    record = index.find_document(args.doc)
-    index.delete_document(record.doc_id)
-    out.print(f"removed {record.doc_id} ({record.chunks} chunks)", markup=False)
+    """Remove exactly what was named: a document id (with every name it has), or one path or
+    file name (the content stays indexed under its other names)."""
+    index = _existing_index(settings)
+    record, source = index.find_source(args.doc, path=source_of(Path(args.doc)))
+    if args.doc == record.doc_id:
+        index.delete_document(record.doc_id)
+        out.print(f"removed {record.doc_id} ({_plural(record.chunks, 'chunk')})", markup=False)
+        return 0
+    left = index.remove_source(source)
+    if left is None:
+        out.print(f"removed {record.doc_id} ({_plural(record.chunks, 'chunk')})", markup=False)
+    else:
+        out.print(
+            f"removed the name {source}; the same content stays indexed as {left.doc_id} "
+            f"({left.source})",
+            markup=False,
+        )
     return 0
 
 

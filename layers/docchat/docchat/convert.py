@@ -416,13 +416,22 @@ def _join_lines(lines: list[str]) -> str:
     return out.replace("\x02", "-")
 
 
+_RUNNING_LINES = 2  # a header or footer longer than this is not one
+
+
 def _drop_running_headers(raw_pages: list[_RawPage]) -> None:
     """Remove page headers and footers: edge paragraphs that most pages repeat at one height."""
     if len(raw_pages) < 4:
         return
+    body = _body_size(raw_pages)
     by_text: dict[str, list[tuple[float, int, _Paragraph]]] = {}
     for number, page in enumerate(raw_pages):
         for paragraph in page.paragraphs[:2] + page.paragraphs[2:][-2:]:
+            if len(paragraph.lines) > _RUNNING_LINES or paragraph.size >= body * 1.15:
+                # Text that only its numbers tell apart from other pages' ("Chapter 3", a
+                # table of figures) is the document's, not a running header: headers are
+                # short and no larger than the body text.
+                continue
             key = re.sub(r"\d+", "#", paragraph.text.casefold())  # page numbers vary
             by_text.setdefault(key, []).append((paragraph.lines[0].y, number, paragraph))
     running: set[int] = set()
@@ -531,16 +540,21 @@ def _insert_position(paragraphs: list[_Paragraph], y: float | None) -> int:
     return len(paragraphs)
 
 
-def _mark_size_headings(raw_pages: list[_RawPage]) -> None:
-    """Without an outline, larger-than-body short paragraphs become headings, largest first."""
+def _body_size(raw_pages: list[_RawPage]) -> float:
+    """The font size most of the text has (0 without text)."""
     weights: Counter[float] = Counter()
     for page in raw_pages:
         for paragraph in page.paragraphs:
             for line in paragraph.lines:
                 weights[line.size] += len(line.text)
-    if not weights:
+    return weights.most_common(1)[0][0] if weights else 0.0
+
+
+def _mark_size_headings(raw_pages: list[_RawPage]) -> None:
+    """Without an outline, larger-than-body short paragraphs become headings, largest first."""
+    body = _body_size(raw_pages)
+    if not body:
         return
-    body = weights.most_common(1)[0][0]
     candidates = [
         paragraph
         for page in raw_pages

@@ -1,5 +1,7 @@
 """One error hierarchy: every message says what happened and what to do."""
 
+import re
+
 
 class DocchatError(Exception):
     """Base of every error docchat reports to a user."""
@@ -12,6 +14,11 @@ class ConversionError(DocchatError):
     """A PDF could not be turned into text."""
 
     code = "conversion_failed"
+
+    def worded_for(self, command: str) -> str:
+        """The message with its advice worded for how the file came in: the messages say
+        "upload" (the web page, the bucket); `docchat ingest` says "ingest"."""
+        return re.sub(r"\bupload\b", command, str(self))
 
 
 class EmptyPdfError(ConversionError):
@@ -111,3 +118,39 @@ class IndexSchemaError(DocchatError):
     """The index file was written by a docchat with another layout."""
 
     code = "index_schema"
+
+
+class StorageError(DocchatError):
+    """The data directory or its index cannot be read or written as needed."""
+
+    code = "storage"
+    #: The HTTP status the API answers with.
+    http_status = 503
+
+
+class IndexMissingError(StorageError):
+    """There is no index where one was expected (a mistyped --data-dir, say)."""
+
+    code = "no_index"
+    http_status = 404
+
+
+class IndexCorruptError(StorageError):
+    """The index file is damaged or is not an SQLite database at all."""
+
+    code = "index_corrupt"
+    http_status = 500
+
+
+class StorageFullError(StorageError):
+    """The disk holding the data directory is full."""
+
+    code = "disk_full"
+    http_status = 507
+
+
+class ReadOnlyStorageError(StorageError):
+    """The data directory is read-only: reading works, adding or removing documents does not."""
+
+    code = "read_only"
+    http_status = 409

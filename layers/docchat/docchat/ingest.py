@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
@@ -35,11 +36,22 @@ class DocumentIndex(Protocol):
     ) -> None: ...
 
 
+class AliasIndex(DocumentIndex, Protocol):
+    """An index that keeps identical content once, with every name it came under."""
+
+    def indexed_version(self, version: str) -> DocumentRecord | None: ...
+
+    def add_alias(self, source: str, doc_id: str, version: str) -> None: ...
+
+    def remove_alias(self, source: str) -> bool: ...
+
+
 @dataclass(frozen=True)
 class IngestResult:
     record: DocumentRecord
-    outcome: str  # "indexed", "unchanged" or "failed"
+    outcome: str  # "indexed", "unchanged", "duplicate" (of record) or "failed"
     seconds: float
+    source: str = ""  # the file this result is about (a duplicate's record is the original's)
 
 
 def doc_id_for(source: str) -> str:
@@ -47,6 +59,17 @@ def doc_id_for(source: str) -> str:
     stem = Path(source).stem.casefold()
     slug = re.sub(r"[^a-z0-9]+", "-", stem).strip("-")[:40] or "doc"
     return f"{slug}-{hashlib.sha256(source.encode()).hexdigest()[:8]}"
+
+
+def source_of(path: Path) -> str:
+    """A file's resolved path as text that can be stored and shown: bytes of a file name that
+    are not UTF-8 (a Latin-1 name, say) read as `\\xe9` escapes instead of breaking."""
+    text = str(path.resolve())
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        text = os.fsencode(text).decode("utf-8", "backslashreplace")
+    return text
 
 
 def version_of(data: bytes) -> str:
@@ -73,15 +96,30 @@ def ingest_bytes(
     embedder: Embedder,
     settings: Settings,
     on_progress: Progress | None = None,
+    command: str = "upload",
 ) -> IngestResult:
-    """Index one document version; a no-op when these bytes are already indexed."""
+    """Index one document version; a no-op when these bytes are already indexed, and only a
+    new name (an alias) when another document holds exactly these bytes. `command` is the
+    word a failure's advice uses for adding the file again."""
     started = time.monotonic()
     doc_id = doc_id_for(source)
     version = version_of(data)
     current = index.document(doc_id)
     if current and is_indexed(current, version):
-        return IngestResult(current, "unchanged", time.monotonic() - started)
-    record = DocumentRecord(doc_id=doc_id, source=source, title=Path(source).stem, version=version)
+        return IngestResult(current, "unchanged", time.monotonic() - started, source)
+    if _has_aliases(index):
+        twin = index.indexed_version(version)
+        if twin is not None and twin.doc_id != doc_id:
+            index.add_alias(source, twin.doc_id, version)
+            return IngestResult(twin, "duplicate", time.monotonic() - started, source)
+        index.remove_alias(source)
+    record = DocumentRecord(
+        doc_id=doc_id,
+        source=source,
+        title=Path(source).stem,
+        version=version,
+        revision=next_revision(current, version),
+    )
     try:
         converted = convert_pdf(
             data,
@@ -93,12 +131,16 @@ def ingest_bytes(
         )
     except ConversionError as exc:
         failed = record.model_copy(
-            update={"status": DocStatus.FAILED, "error_code": exc.code, "error": str(exc)}
+            update={
+                "status": DocStatus.FAILED,
+                "error_code": exc.code,
+                "error": exc.worded_for(command),
+            }
         )
         # The index follows the file: an unreadable new version leaves no stale chunks behind.
         index.clear_chunks(doc_id)
         index.set_record(failed)
-        return IngestResult(failed, "failed", time.monotonic() - started)
+        return IngestResult(failed, "failed", time.monotonic() - started, source)
     record = record.model_copy(
         update={
             "title": converted.title,
@@ -119,12 +161,23 @@ def ingest_bytes(
     vectors = embed_chunks(chunks, embedder=embedder, on_progress=on_progress)
     index.replace_document(record, chunks, vectors)
     indexed = index.document(doc_id) or record
-    return IngestResult(indexed, "indexed", time.monotonic() - started)
+    return IngestResult(indexed, "indexed", time.monotonic() - started, source)
 
 
 def is_indexed(record: DocumentRecord, version: str) -> bool:
     """Whether `record` says this version of the document is fully indexed."""
     return record.version == version and record.status == DocStatus.INDEXED
+
+
+def next_revision(current: DocumentRecord | None, version: str) -> int:
+    """The revision number of `version` of a document whose record is now `current`."""
+    if current is None:
+        return 1
+    return current.revision if current.version == version else current.revision + 1
+
+
+def _has_aliases(index: DocumentIndex) -> TypeGuard[AliasIndex]:
+    return hasattr(index, "indexed_version") and hasattr(index, "add_alias")
 
 
 def convert_pdf(
@@ -165,19 +218,19 @@ def ingest_file(
     on_progress: Progress | None = None,
 ) -> IngestResult:
     """Index the PDF at `path` (its resolved path is the document's source)."""
-    source = str(path.resolve())
+    source = source_of(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
         record = DocumentRecord(
             doc_id=doc_id_for(source),
             source=source,
-            title=path.stem,
+            title=Path(source).stem,
             status=DocStatus.FAILED,
             error_code="unreadable",
             error=f"cannot read the file ({exc.strerror or exc}): check the path and permissions",
         )
-        return IngestResult(record, "failed", 0.0)
+        return IngestResult(record, "failed", 0.0, source)
     return ingest_bytes(
         data,
         source=source,
@@ -185,4 +238,5 @@ def ingest_file(
         embedder=embedder,
         settings=settings,
         on_progress=on_progress,
+        command="ingest",
     )

@@ -87,6 +87,8 @@ class DocumentRecord(BaseModel):
     error_code: str = ""
     error: str = ""
     updated_at: float = 0.0
+    # 1 for a document's first content; each different content under the same name adds 1.
+    revision: int = Field(default=1, ge=1)
 
 
 class Passage(BaseModel):

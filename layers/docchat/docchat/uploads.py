@@ -7,20 +7,29 @@ and its pipeline, and a deletion removes the object (the pipeline then cleans th
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import logging
-import re
+import os
 import threading
 import unicodedata
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import IO, TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
 from docchat.config import Settings
 from docchat.embed import Embedder
-from docchat.errors import DocchatError, DocumentNotFoundError
+from docchat.errors import (
+    DocchatError,
+    DocumentNotFoundError,
+    ReadOnlyStorageError,
+    StorageError,
+    StorageFullError,
+)
 from docchat.library import DocumentRegistry
 from docchat.models import DocStatus, DocumentRecord
 
@@ -35,12 +44,15 @@ MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 PRESIGN_EXPIRES_S = 15 * 60
 UPLOAD_PREFIX = "uploads/"
 PDF_MAGIC = b"%PDF-"
-MAX_STEM_CHARS = 100
+MAX_NAME_BYTES = 200  # of UTF-8, below the 255 a file name may have on common file systems
+KEY_CHARS = 32  # hex digits of the name's SHA-256: the folder that makes an upload unique
+_WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL"} | {
+    f"{kind}{n}" for kind in ("COM", "LPT") for n in range(1, 10)
+}
 S3_UPLOAD_ROUTE = (
     "this deployment takes uploads through S3: POST /documents/upload-url for a "
     "presigned URL, then PUT the file there"
 )
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 logger = logging.getLogger(__name__)
 
 
@@ -110,14 +122,42 @@ class LocalIndex(Protocol):
 
     def delete_document(self, doc_id: str) -> None: ...
 
+    def indexed_version(self, version: str) -> DocumentRecord | None: ...
 
-def safe_name(filename: str) -> str:
-    """A file name safe on any disk and as an S3 key: ASCII letters, digits, `.`, `_`, `-`."""
-    base = PurePath(filename.replace("\\", "/")).name
-    ascii_name = unicodedata.normalize("NFKD", base).encode("ascii", "ignore").decode()
-    stem = ascii_name[:-4] if ascii_name.lower().endswith(".pdf") else ascii_name
-    cleaned = _UNSAFE.sub("-", stem).strip("-._")[:MAX_STEM_CHARS].strip("-._")
-    return f"{cleaned or 'document'}.pdf"
+    def add_alias(self, source: str, doc_id: str, version: str) -> None: ...
+
+    def aliases(self) -> dict[str, list[str]]: ...
+
+    def unfinished(self) -> list[DocumentRecord]: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+
+def display_name(filename: str) -> str:
+    """The user's own file name as it is shown and stored: any script, the last part of a
+    path, control characters replaced, at most MAX_NAME_BYTES of UTF-8 (the end kept)."""
+    base = unicodedata.normalize("NFC", filename).replace("\\", "/").rsplit("/", 1)[-1]
+    shown = "".join("_" if unicodedata.category(c) in ("Cc", "Cs") else c for c in base).strip()
+    stem, suffix = (shown[:-4], shown[-4:]) if shown.lower().endswith(".pdf") else (shown, "")
+    if stem.rstrip(". ").upper() in _WINDOWS_RESERVED:
+        stem += "_"
+    while len((stem + suffix).encode()) > MAX_NAME_BYTES:
+        stem = stem[:-1]
+    name = stem + suffix
+    return name if name.strip(".") else "document.pdf"
+
+
+def upload_key(filename: str) -> str:
+    """What makes an upload one document: its full name as given (NFC), hashed. Two different
+    names never share it; the same name again is a new version of that document."""
+    name = unicodedata.normalize("NFC", filename).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(name).hexdigest()[:KEY_CHARS]
+
+
+def upload_path(filename: str) -> PurePath:
+    """`<key>/<display name>`: where an upload lives under the uploads folder or prefix."""
+    return PurePath(upload_key(filename), display_name(filename))
 
 
 def check_size(size: int) -> None:
@@ -164,12 +204,23 @@ class LocalUploads:
         self._lock = threading.Lock()
         self._latest: dict[str, str] = {}  # doc_id -> the version its newest upload has
         self._jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="docchat-ingest")
-        self._resume()
+        # Held while this server may index here: `docchat status` tells work in progress from
+        # work a stopped server left, and a second server leaves the resuming to the first.
+        self._owner = None if index.read_only else _claim(settings.data_dir)
+        if self._owner is not None:
+            self._resume()
 
     def receive(self, filename: str, data: bytes) -> DocumentRecord:
-        """Save the PDF and queue it for indexing; its record says QUEUED until work starts."""
+        """Save the PDF and queue it for indexing; its record says QUEUED until work starts.
+        The same name again is the next revision of that document (`revision` says which);
+        bytes already indexed under another name only add that name (an alias)."""
         check_pdf(filename, data)
-        path = self.folder / safe_name(filename)
+        if self.index.read_only:
+            raise ReadOnlyStorageError(
+                f"the data directory {self.settings.data_dir} is read-only: this server only "
+                "searches it; add documents where it is writable"
+            )
+        path = self.folder / upload_path(filename)
         return self._queue(path, data, write=True)
 
     def upload_url(self, filename: str, *, size: int) -> UploadTicket:
@@ -185,20 +236,31 @@ class LocalUploads:
                 raise DocumentNotFoundError(
                     f"no document with id {doc_id!r}: GET /documents lists them"
                 )
-            path = Path(record.source)
-            if path.parent == self.folder:
-                path.unlink(missing_ok=True)
+            names = [record.source, *self.index.aliases().get(doc_id, [])]
             self._latest.pop(doc_id, None)
             self.index.delete_document(doc_id)
+            for name in names:
+                self._delete_upload(Path(name))
         logger.info("document deleted", extra={"doc_id": doc_id})
         return Removal(doc_id=doc_id, status="deleted")
+
+    def _delete_upload(self, path: Path) -> None:
+        """Delete a file this server received (and its folder); other files are the user's."""
+        if path.parent.parent != self.folder:
+            return
+        path.unlink(missing_ok=True)
+        with suppress(OSError):  # not empty: a newer upload of the same name is being written
+            path.parent.rmdir()
 
     def close(self) -> None:
         """Wait for the queued jobs (tests, and a clean shutdown)."""
         self._jobs.shutdown(wait=True)
+        if self._owner is not None:
+            self._owner.close()
+            self._owner = None
 
     def _queue(self, path: Path, data: bytes, *, write: bool) -> DocumentRecord:
-        from docchat.ingest import doc_id_for, is_indexed, version_of
+        from docchat.ingest import doc_id_for, is_indexed, next_revision, version_of
 
         source = str(path)
         doc_id = doc_id_for(source)
@@ -209,7 +271,19 @@ class LocalUploads:
             current = self.index.document(doc_id)
             if current and is_indexed(current, version):
                 return current
-            queued = DocumentRecord(doc_id=doc_id, source=source, title=path.stem, version=version)
+            twin = self.index.indexed_version(version)
+            if twin is not None and twin.doc_id != doc_id:
+                self.index.add_alias(source, twin.doc_id, version)
+                self._latest.pop(doc_id, None)
+                logger.info("upload is a duplicate", extra={"doc_id": twin.doc_id})
+                return twin
+            queued = DocumentRecord(
+                doc_id=doc_id,
+                source=source,
+                title=path.stem,
+                version=version,
+                revision=next_revision(current, version),
+            )
             self.index.set_record(queued)
             self._latest[doc_id] = version
         self._jobs.submit(self._ingest, path, data, doc_id, version)
@@ -263,10 +337,18 @@ class LocalUploads:
                 self.index.set_record(record.model_copy(update={"status": status}))
 
     def _resume(self) -> None:
-        """Queue again the uploads a stopped server left unfinished, so none stays QUEUED."""
-        for record in _unfinished(self.index.documents()):
+        """Queue again the uploads a stopped server left unfinished, so none stays QUEUED or
+        EMBEDDING; one that cannot resume fails with the reason."""
+        if self.index.read_only:
+            return
+        for record in self.index.unfinished():
             path = Path(record.source)
-            if path.parent != self.folder:
+            if not path.is_relative_to(self.folder):
+                self._fail(
+                    record.doc_id,
+                    "interrupted",
+                    "indexing was interrupted (docchat stopped): add the file again",
+                )
                 continue
             try:
                 data = path.read_bytes()
@@ -292,15 +374,70 @@ class _Stage:
         self.advance(DocStatus.CONVERTING if step == "convert" else DocStatus.EMBEDDING)
 
 
-def _unfinished(records: Sequence[DocumentRecord]) -> list[DocumentRecord]:
-    return [r for r in records if r.status not in (DocStatus.INDEXED, DocStatus.FAILED)]
+LOCK_NAME = "indexing.lock"
+
+
+def _claim(data_dir: Path) -> IO[bytes] | None:
+    """An exclusive lock on the data directory's indexing, or None when another process has it:
+    whoever holds it finishes what a stopped server left."""
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        handle = open(data_dir / LOCK_NAME, "ab")  # noqa: SIM115 - held until close()
+    except OSError:
+        return None
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): resume all the same
+        return handle
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle
+
+
+def interrupted(settings: Settings, documents: Sequence[DocumentRecord]) -> set[str]:
+    """Ids of the unfinished documents no running server is working on: a stopped server left
+    them, and the next `docchat serve` resumes them."""
+    unfinished = {d.doc_id for d in documents if d.status not in _DONE}
+    if not unfinished or not os.access(settings.data_dir, os.W_OK):
+        return unfinished  # read-only: no server can be indexing there
+    owner = _claim(settings.data_dir)
+    if owner is None:
+        return set()  # a server holds the data directory and works on them
+    owner.close()
+    return unfinished
+
+
+_DONE = (DocStatus.INDEXED, DocStatus.FAILED)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """The whole file or none of it: a failed write (a full disk) leaves nothing behind."""
     partial = path.with_name(f".{path.name}.partial")
-    partial.write_bytes(data)
-    partial.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_bytes(data)
+        partial.replace(path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        with suppress(OSError):  # only an empty folder goes: an earlier version may be there
+            path.parent.rmdir()
+        raise _storage_error(exc, path.parent.parent) from exc
+
+
+def _storage_error(exc: OSError, folder: Path) -> StorageError:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return StorageFullError(
+            f"no space left to save the upload in {folder}: free some space and upload again"
+        )
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return ReadOnlyStorageError(
+            f"cannot save the upload in {folder} ({exc.strerror}): the data directory must be "
+            "writable to add documents"
+        )
+    return StorageError(f"cannot save the upload in {folder} ({exc.strerror or exc}): try again")
 
 
 class S3Uploads:
@@ -325,12 +462,12 @@ class S3Uploads:
         raise UploadRouteError(S3_UPLOAD_ROUTE)
 
     def upload_url(self, filename: str, *, size: int) -> UploadTicket:
-        """A URL that accepts exactly this many bytes of PDF at `uploads/<safe name>`."""
+        """A URL that accepts exactly this many bytes of PDF at `uploads/<key>/<name>`."""
         from docchat.ingest import doc_id_for
 
         check_pdf_name(filename)
         check_size(size)
-        key = UPLOAD_PREFIX + safe_name(filename)
+        key = UPLOAD_PREFIX + upload_path(filename).as_posix()
         url = self.client.generate_presigned_url(
             "put_object",
             Params={

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,16 @@ from numpy.typing import NDArray
 
 from docchat.adapters.bm25 import Fields, Postings, Tokenizer, best_rows
 from docchat.embed import Vectors
-from docchat.errors import DocumentNotFoundError, EmbedderMismatchError, IndexSchemaError
+from docchat.errors import (
+    DocumentNotFoundError,
+    EmbedderMismatchError,
+    IndexCorruptError,
+    IndexMissingError,
+    IndexSchemaError,
+    ReadOnlyStorageError,
+    StorageError,
+    StorageFullError,
+)
 from docchat.models import Chunk, DocStatus, DocumentRecord
 
 _SCHEMA = """
@@ -25,7 +36,7 @@ CREATE TABLE IF NOT EXISTS documents (
     doc_id TEXT PRIMARY KEY, source TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL,
     status TEXT NOT NULL, pages INTEGER NOT NULL, pages_without_text INTEGER NOT NULL,
     chunks INTEGER NOT NULL, error_code TEXT NOT NULL, error TEXT NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL, revision INTEGER NOT NULL DEFAULT 1
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, doc_id TEXT NOT NULL,
@@ -37,28 +48,58 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
 CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT UNIQUE NOT NULL);
+CREATE TABLE IF NOT EXISTS aliases (
+    source TEXT PRIMARY KEY, doc_id TEXT NOT NULL, version TEXT NOT NULL
+);
 """
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 
 
 class SqliteIndex:
     """Documents, chunks and vectors of one embedding model in a single SQLite file."""
 
-    def __init__(self, path: Path, *, embedding_model: str, dimension: int) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(
+        self, path: Path, *, embedding_model: str, dimension: int, create: bool = True
+    ) -> None:
+        """Open (or with `create`, make) the index at `path`. Where the file or its folder is
+        not writable the index opens read-only: searching works, writes raise
+        ReadOnlyStorageError (a team can share a published index)."""
         self.path = path
         self.embedding_model = embedding_model
         self.dimension = dimension
         # One connection shared by the threads of a server or a test harness; the lock keeps
         # each transaction and each read whole.
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA busy_timeout = 10000")
-        self._db.executescript(_SCHEMA)
+        if not path.exists() and not create:
+            raise IndexMissingError(
+                f"there is no index at {path}: check --data-dir (or DOCCHAT_DATA_DIR), "
+                "or add documents first with `docchat ingest`"
+            )
+        self.read_only = path.exists() and not (
+            os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+        )
+        if self.read_only:
+            self._db = self._open_read_only()
+        else:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot create the data directory {path.parent} ({exc.strerror or exc}): "
+                    "choose a writable --data-dir"
+                ) from exc
+            with self._storage():
+                self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+                self._db.row_factory = sqlite3.Row
+                self._db.execute("PRAGMA busy_timeout = 10000")
+                self._db.execute("PRAGMA journal_mode = WAL")
+                self._db.executescript(_SCHEMA)
         self._tokenizer = Tokenizer()
-        self._check_model()
+        try:
+            self._check_model()
+        except BaseException:
+            self.close()
+            raise
         self._loaded: tuple[int, int] | None = None
         # Bumped by this connection's chunk writes only: registry writes keep the vector cache.
         self._chunk_generation = 0
@@ -75,22 +116,74 @@ class SqliteIndex:
         self._db.close()
         self._tokenizer.close()
 
+    def _open_read_only(self) -> sqlite3.Connection:
+        """A read-only connection; `immutable` where SQLite cannot even make its WAL index
+        file (a read-only file system or folder): nobody can be writing there then."""
+        uri = self.path.resolve().as_uri()
+        with self._storage():
+            db = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
+            try:
+                db.execute("SELECT COUNT(*) FROM meta").fetchone()
+            except sqlite3.OperationalError:
+                db.close()
+                db = sqlite3.connect(
+                    f"{uri}?mode=ro&immutable=1", uri=True, check_same_thread=False
+                )
+            db.isolation_level = None
+            db.row_factory = sqlite3.Row
+        return db
+
+    @contextmanager
+    def _storage(self) -> Iterator[None]:
+        """SQLite's own errors (a full disk, a damaged file, ...) as errors that say what to do."""
+        try:
+            yield
+        except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
+            if isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError)):
+                raise
+            raise storage_error(exc, self.path) from exc
+
     @contextmanager
     def _transaction(self) -> Iterator[None]:
-        with self._lock:
+        if self.read_only:
+            raise ReadOnlyStorageError(
+                f"the index at {self.path} is read-only: searching and reading work, but adding "
+                "or removing documents needs a writable --data-dir"
+            )
+        with self._lock, self._storage():
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # A failed COMMIT (a full disk) can leave the transaction open: end it here so
+                # the connection stays usable for the next document.
+                if self._db.in_transaction:
+                    with suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                self._chunk_generation += 1  # the vector cache reloads from what was kept
                 raise
-            self._db.execute("COMMIT")
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        with self._lock:
+        with self._lock, self._storage():
             return self._db.execute(sql, params).fetchall()
 
     def _check_model(self) -> None:
+        self._chunk_generation = 0
+        if self.read_only:
+            meta = {str(k): str(v) for k, v in self._rows("SELECT key, value FROM meta")}
+            if not meta:
+                raise IndexMissingError(
+                    f"{self.path} holds no docchat index, and it is read-only: check --data-dir"
+                )
+            if meta.get("schema") != SCHEMA_VERSION:
+                raise IndexSchemaError(
+                    f"the read-only index at {self.path} was written by another docchat version "
+                    f"(schema {meta.get('schema', '1')}, this one reads {SCHEMA_VERSION}): open "
+                    "it once where it is writable to upgrade it, or ingest the documents again"
+                )
+            self._check_embedder(meta)
+            return
         with self._transaction():
             meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
             if not meta:
@@ -105,12 +198,18 @@ class SqliteIndex:
                 return
         if meta.get("schema") == "2":
             self._upgrade_from_2()
+            self._upgrade_from_3()
+        elif meta.get("schema") == "3":
+            self._upgrade_from_3()
         elif meta.get("schema") != SCHEMA_VERSION:
             raise IndexSchemaError(
                 f"the index at {self.path} was written by another docchat version "
                 f"(schema {meta.get('schema', '1')}, this one reads {SCHEMA_VERSION}): "
                 "delete that file or use another --data-dir, and ingest the documents again"
             )
+        self._check_embedder(meta)
+
+    def _check_embedder(self, meta: dict[str, str]) -> None:
         if (meta["embedding_model"], int(meta["dimension"])) != (
             self.embedding_model,
             self.dimension,
@@ -140,6 +239,16 @@ class SqliteIndex:
                     ],
                 )
             self._db.execute("DROP TABLE chunks_fts")
+            self._db.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
+
+    def _upgrade_from_3(self) -> None:
+        """Schema 4 counts a document's revisions (its `aliases` table the schema script made)."""
+        with self._transaction():
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
+            if "revision" not in columns:
+                self._db.execute(
+                    "ALTER TABLE documents ADD COLUMN revision INTEGER NOT NULL DEFAULT 1"
+                )
             self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
 
     # --- documents ---------------------------------------------------------------------------
@@ -152,17 +261,116 @@ class SqliteIndex:
         rows = self._rows("SELECT * FROM documents ORDER BY source")
         return [DocumentRecord(**dict(row)) for row in rows]
 
-    def find_document(self, ref: str) -> DocumentRecord:
-        """A document by id, source path or file name."""
-        rows = self._rows(
-            "SELECT * FROM documents WHERE doc_id = ? OR source = ? OR source LIKE ? ESCAPE '\\'",
-            (ref, ref, "%/" + ref.replace("%", r"\%").replace("_", r"\_")),
+    def unfinished(self) -> list[DocumentRecord]:
+        """Documents whose indexing started and has not ended (INDEXED or FAILED)."""
+        done = (DocStatus.INDEXED, DocStatus.FAILED)
+        return [d for d in self.documents() if d.status not in done]
+
+    def find_document(self, ref: str, *, path: str | None = None) -> DocumentRecord:
+        """The one document `ref` names exactly: its id, its source, `path` (`ref` resolved by
+        the caller), or its file name; an alias names the document it shares content with."""
+        return self.find_source(ref, path=path)[0]
+
+    def find_source(self, ref: str, *, path: str | None = None) -> tuple[DocumentRecord, str]:
+        """Like find_document, with the source `ref` named: the document's own, or an alias."""
+        named = {ref, path} - {None}
+        found: dict[str, tuple[DocumentRecord, str]] = {}
+        for record in self.documents():
+            if record.doc_id == ref or record.source in named:
+                return record, record.source
+            if _name(record.source) == ref:
+                found[record.source] = (record, record.source)
+        for source, doc_id in self._rows("SELECT source, doc_id FROM aliases ORDER BY source"):
+            owner = self.document(doc_id)
+            if owner is None:
+                continue
+            if source in named:
+                return owner, source
+            if _name(source) == ref:
+                found[source] = (owner, source)
+        if len(found) == 1:
+            return next(iter(found.values()))
+        if found:
+            candidates = "; ".join(f"{r.doc_id} ({source})" for source, (r, _) in found.items())
+            raise DocumentNotFoundError(
+                f"{ref!r} names {len(found)} files: give the document id or the full path of "
+                f"one of them: {candidates}"
+            )
+        raise DocumentNotFoundError(
+            f"{ref!r} is not in the index: give a document id, path or file name "
+            "(`docchat status` lists them)"
         )
-        if len(rows) != 1:
-            known = ", ".join(d.doc_id for d in self.documents()) or "none"
-            why = "matches several documents" if rows else "is not in the index"
-            raise DocumentNotFoundError(f"{ref!r} {why}: give a document id ({known})")
-        return DocumentRecord(**dict(rows[0]))
+
+    # --- identical content under several names ----------------------------------------------
+
+    def indexed_version(self, version: str) -> DocumentRecord | None:
+        """An indexed document whose content is exactly this version, if there is one."""
+        rows = self._rows(
+            "SELECT * FROM documents WHERE version = ? AND status = ? ORDER BY source LIMIT 1",
+            (version, DocStatus.INDEXED.value),
+        )
+        return DocumentRecord(**dict(rows[0])) if rows else None
+
+    def add_alias(self, source: str, doc_id: str, version: str) -> None:
+        """Record that `source` holds the same bytes as the indexed document `doc_id`; a
+        document of its own that `source` had (other content, before) is replaced."""
+        with self._transaction():
+            for row in self._db.execute(
+                "SELECT doc_id FROM documents WHERE source = ? AND doc_id != ?", (source, doc_id)
+            ).fetchall():
+                self._hand_over(row[0], keep=None)
+                self._delete_chunks(row[0])
+                self._db.execute("DELETE FROM documents WHERE doc_id = ?", (row[0],))
+            self._db.execute(
+                "INSERT OR REPLACE INTO aliases (source, doc_id, version) VALUES (?, ?, ?)",
+                (source, doc_id, version),
+            )
+
+    def remove_alias(self, source: str) -> bool:
+        """Forget that `source` was an alias; whether it was one."""
+        if self.read_only or not self._rows("SELECT 1 FROM aliases WHERE source = ?", (source,)):
+            return False
+        with self._transaction():
+            self._db.execute("DELETE FROM aliases WHERE source = ?", (source,))
+        return True
+
+    def aliases(self) -> dict[str, list[str]]:
+        """doc id -> the other sources that hold the same bytes as that document."""
+        found: dict[str, list[str]] = {}
+        for source, doc_id in self._rows("SELECT source, doc_id FROM aliases ORDER BY source"):
+            found.setdefault(str(doc_id), []).append(str(source))
+        return found
+
+    def _hand_over(self, doc_id: str, *, keep: str | None) -> DocumentRecord | None:
+        """Before a document's chunks go (deleted, or a new version), the first of its aliases
+        whose content they still are becomes a document of its own and takes them: identical
+        files indexed once must not be lost with the one that happened to be indexed first."""
+        from docchat.ingest import doc_id_for  # the pipeline modules are heavy; only here
+
+        heirs = self._db.execute(
+            "SELECT source, version FROM aliases WHERE doc_id = ? AND version != ? ORDER BY source",
+            (doc_id, keep or ""),
+        ).fetchall()
+        rows = self._db.execute("SELECT * FROM documents WHERE doc_id = ?", (doc_id,)).fetchall()
+        if not heirs or not rows:
+            return None
+        old = DocumentRecord(**dict(rows[0]))
+        heir, version = str(heirs[0][0]), str(heirs[0][1])
+        new_id = doc_id_for(heir)
+        self._chunk_generation += 1
+        self._db.execute(
+            "UPDATE chunks SET doc_id = ?, source = ?, chunk_id = ? || substr(chunk_id, ?)"
+            " WHERE doc_id = ? AND version = ?",
+            (new_id, heir, new_id, len(doc_id) + 1, doc_id, version),
+        )
+        self._db.execute("DELETE FROM aliases WHERE source = ?", (heir,))
+        self._db.execute(
+            "UPDATE aliases SET doc_id = ? WHERE doc_id = ? AND version = ?",
+            (new_id, doc_id, version),
+        )
+        record = old.model_copy(update={"doc_id": new_id, "source": heir, "revision": 1})
+        self._write_record(record)
+        return record
 
     def set_record(self, record: DocumentRecord) -> None:
         """Write a document's registry entry, leaving its chunks as they are."""
@@ -174,6 +382,7 @@ class SqliteIndex:
     ) -> None:
         """Atomically swap a document's chunks for a new version's and mark it indexed."""
         with self._transaction():
+            self._hand_over(record.doc_id, keep=record.version)
             self._delete_chunks(record.doc_id)
             self._insert(chunks, vectors)
             self._write_record(
@@ -259,12 +468,37 @@ class SqliteIndex:
         ]
 
     def delete_document(self, doc_id: str) -> None:
+        """Forget a document under every name it has (its aliases too)."""
         with self._transaction():
             self._delete_chunks(doc_id)
             self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+            self._db.execute("DELETE FROM aliases WHERE doc_id = ?", (doc_id,))
+
+    def remove_source(self, source: str) -> DocumentRecord | None:
+        """Forget one name: an alias goes alone; a document's own source hands the document to
+        its first alias. The document that is left under other names, if any."""
+        with self._transaction():
+            alias = self._db.execute(
+                "SELECT doc_id FROM aliases WHERE source = ?", (source,)
+            ).fetchone()
+            if alias is not None:
+                self._db.execute("DELETE FROM aliases WHERE source = ?", (source,))
+                rows = self._db.execute(
+                    "SELECT * FROM documents WHERE doc_id = ?", (alias[0],)
+                ).fetchall()
+                return DocumentRecord(**dict(rows[0])) if rows else None
+            heir: DocumentRecord | None = None
+            for (doc_id,) in self._db.execute(
+                "SELECT doc_id FROM documents WHERE source = ?", (source,)
+            ).fetchall():
+                heir = self._hand_over(doc_id, keep=None)
+                self._delete_chunks(doc_id)
+                self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+            return heir
 
     def clear_chunks(self, doc_id: str) -> None:
         with self._transaction():
+            self._hand_over(doc_id, keep=None)
             self._delete_chunks(doc_id)
 
     def _delete_chunks(self, doc_id: str) -> None:
@@ -398,7 +632,7 @@ class SqliteIndex:
     def _load(self) -> None:
         """Keep every vector in a numpy matrix and every term in postings, reloaded only after
         the data changed."""
-        with self._lock:
+        with self._lock, self._storage():
             self._db.execute("BEGIN")  # one snapshot of chunks and terms
             try:
                 version = self._db.execute("PRAGMA data_version").fetchone()[0]
@@ -435,3 +669,44 @@ class SqliteIndex:
 
 def _fields(chunk: Chunk) -> Fields:
     return (chunk.title, " ".join(chunk.headings), chunk.text)
+
+
+def _name(source: str) -> str:
+    return source.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _disk_full(path: Path, kind: str) -> bool:
+    """Whether an I/O error is a full disk (SQLite says SQLITE_IOERR when it cannot even grow
+    its WAL files)."""
+    if not kind.startswith("SQLITE_IOERR"):
+        return False
+    try:
+        return shutil.disk_usage(path.parent).free < 256 * 1024
+    except OSError:
+        return False
+
+
+def storage_error(exc: sqlite3.Error, path: Path) -> StorageError:
+    """What an SQLite error means for the user of the index at `path`, and what to do."""
+    kind = str(getattr(exc, "sqlite_errorname", ""))
+    if kind.startswith("SQLITE_FULL") or "disk is full" in str(exc) or _disk_full(path, kind):
+        return StorageFullError(
+            f"the disk holding {path.parent} is full ({exc}): free some space and try again; "
+            "the index keeps what it had before"
+        )
+    if kind.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or type(exc) is sqlite3.DatabaseError:
+        return IndexCorruptError(
+            f"the index {path} is damaged ({exc}): move it aside (or delete it) and ingest your "
+            f"PDFs again with `docchat ingest`; files uploaded through the web page are kept in "
+            f"{path.parent / 'uploads'}"
+        )
+    if kind.startswith("SQLITE_READONLY"):
+        return ReadOnlyStorageError(
+            f"the index {path} is read-only ({exc}): searching works, but adding or removing "
+            "documents needs a writable --data-dir"
+        )
+    if kind.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return StorageError(f"the index {path} is busy ({exc}): another docchat is writing; retry")
+    return StorageError(
+        f"the index {path} cannot be used ({exc}): check the disk and the file's permissions"
+    )

@@ -1,0 +1,192 @@
+"""The CLI indexes every document's text once, removes exactly what was named, and says what is
+wrong in the words of the command used (issue 12, items 6, 7 and 10)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from docchat.cli import main
+from tests.conftest import EXAMPLES
+from tests.pdfgen import make_pdf
+
+DMCA = EXAMPLES / "dmca.pdf"
+HABIBI = Path(__file__).resolve().parents[2].parent / "shared/data/pdfs/py-pdf-sample-files"
+HABIBI = HABIBI / "015-arabic" / "habibi.pdf"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, " ".join(captured.err.split())
+
+
+def _status(capsys: pytest.CaptureFixture[str], data: Path) -> dict[str, dict[str, object]]:
+    code, out, _ = _run(capsys, "status", "--json", "--data-dir", data)
+    assert code == 0
+    return {Path(str(d["source"])).name: d for d in json.loads(out)["documents"]}
+
+
+# --- item 6: a document's text is always indexed ------------------------------------------
+
+
+def test_a_pdf_whose_only_text_is_one_heading_is_indexed_with_that_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    (folder / "abc.pdf").write_bytes(make_pdf([[("h1", "abc")]], outline=True))
+    (folder / "alike.pdf").write_bytes(
+        make_pdf(
+            [
+                [("body", f"Page {p}, line {n}: the boat leaves at {p}.") for n in range(30)]
+                for p in range(6)
+            ]
+        )
+    )
+    if HABIBI.is_file():
+        shutil.copy(HABIBI, folder / "habibi.pdf")
+    data = tmp_path / "data"
+
+    code, out, _ = _run(capsys, "ingest", folder, "--data-dir", data)
+
+    assert code == 0, out
+    documents = _status(capsys, data)
+    assert documents["abc.pdf"]["chunks"] == 1
+    assert documents["alike.pdf"]["chunks"] >= 6  # pages alike but for their numbers
+    hits = json.loads(_run(capsys, "search", "abc", "--json", "--data-dir", data)[1])
+    assert "abc" in [h["text"] for h in hits]
+    if HABIBI.is_file():
+        assert documents["habibi.pdf"]["chunks"] == 1
+        hits = json.loads(_run(capsys, "search", "habibi", "--json", "--data-dir", data)[1])
+        assert "habibi" in hits[0]["text"]
+
+
+# --- item 7: identical content once; rm removes exactly what was named --------------------
+
+
+@pytest.fixture
+def twins(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path, Path]:
+    """dmca.pdf under two folders and notes.pdf, ingested: (data dir, first copy, second)."""
+    first, second = tmp_path / "a" / "dmca.pdf", tmp_path / "b" / "dmca.pdf"
+    for path in (first, second):
+        path.parent.mkdir()
+        shutil.copy(DMCA, path)
+    (tmp_path / "a" / "notes.pdf").write_bytes(
+        make_pdf([[("body", "The bridge reopens on Monday.")]])
+    )
+    data = tmp_path / "data"
+    code, out, _ = _run(capsys, "ingest", tmp_path / "a", tmp_path / "b", "--data-dir", data)
+    assert code == 0, out
+    assert "the same content as dmca.pdf" in " ".join(out.split())
+    return data, first, second
+
+
+@pytest.mark.slow
+def test_the_same_bytes_under_two_paths_are_indexed_once_with_both_names(
+    twins: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, first, second = twins
+
+    out = _run(capsys, "status", "--json", "--data-dir", data)[1]
+    documents = json.loads(out)["documents"]
+    dmca = [d for d in documents if d["source"] == str(first.resolve())]
+    assert len(documents) == 2 and len(dmca) == 1
+    assert dmca[0]["aliases"] == [str(second.resolve())]
+    # Results never come in identical pairs
+    hits = json.loads(
+        _run(capsys, "search", "circumvention", "--json", "--top-k", "10", "--data-dir", data)[1]
+    )
+    texts = [h["text"] for h in hits]
+    assert len(texts) == len(set(texts)) == 10
+    # And status shows the second name
+    shown = _run(capsys, "status", "--data-dir", data)[1]
+    assert f"{dmca[0]['doc_id']} is also at: {second.resolve()}" in shown
+
+
+@pytest.mark.slow
+def test_rm_removes_exactly_what_was_named_and_lists_only_the_candidates(
+    twins: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, first, second = twins
+    dmca_id = _status(capsys, data)["dmca.pdf"]["doc_id"]
+
+    # A name two files have: the candidates (and nothing else) are listed, nothing is removed
+    code, _, err = _run(capsys, "rm", "dmca.pdf", "--data-dir", data)
+    assert code == 2
+    assert "'dmca.pdf' names 2 files" in err
+    assert str(first.resolve()) in err and str(second.resolve()) in err
+    assert "notes" not in err
+    # A name no file has: no list of unrelated documents either
+    code, _, err = _run(capsys, "rm", "DMCA.PDF", "--data-dir", data)
+    assert code == 2 and "is not in the index" in err and "notes" not in err
+    assert len(_status(capsys, data)) == 2
+
+    # One full path: that name goes, the content stays searchable under the other
+    code, out, _ = _run(capsys, "rm", str(first), "--data-dir", data)
+    assert code == 0 and "stays indexed" in out
+    left = _status(capsys, data)
+    assert left["dmca.pdf"]["source"] == str(second.resolve())
+    assert left["dmca.pdf"]["status"] == "INDEXED" and left["dmca.pdf"]["chunks"] > 0
+    assert left["dmca.pdf"]["doc_id"] != dmca_id
+    hits = json.loads(_run(capsys, "search", "circumvention", "--json", "--data-dir", data)[1])
+    assert hits and all(h["doc_id"] == left["dmca.pdf"]["doc_id"] for h in hits)
+
+    # Now the name is unambiguous; then an id removes the document
+    code, out, _ = _run(capsys, "rm", "dmca.pdf", "--data-dir", data)
+    assert code == 0 and out.startswith("removed dmca-")
+    notes_id = str(_status(capsys, data)["notes.pdf"]["doc_id"])
+    assert _run(capsys, "rm", notes_id, "--data-dir", data)[0] == 0
+    assert _status(capsys, data) == {}
+
+
+# --- item 10: small things a user trips on ------------------------------------------------
+
+
+@pytest.mark.parametrize("top_k", ["0", "-5", "51", "three"])
+def test_top_k_out_of_range_is_an_error_with_exit_2(
+    top_k: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in ("search", "ask"):
+        with pytest.raises(SystemExit) as exited:
+            main([command, "ferry", "--top-k", top_k, "--data-dir", str(tmp_path)])
+        assert exited.value.code == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"--top-k: {top_k!r} is not a number of passages" in err
+        assert "from 1 to 50" in err
+
+
+def test_status_of_a_mistyped_data_dir_is_an_error_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in (("status",), ("search", "ferry"), ("rm", "x.pdf")):
+        code, out, err = _run(capsys, *command, "--data-dir", tmp_path / "dat")
+        assert code == 2 and "there is no docchat index in" in err, (command, out)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_status_counts_in_words_and_ingest_advice_says_ingest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    (folder / "one.pdf").write_bytes(make_pdf([[("body", "A single line of text.")]]))
+    (folder / "empty.pdf").write_bytes(b"")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7\nthis is not really a pdf")
+    data = tmp_path / "data"
+
+    code, out, _ = _run(capsys, "ingest", folder, "--data-dir", data)
+
+    assert code == 1
+    flat = " ".join(out.split())
+    assert "ingest the PDF again" in flat and "then ingest it again" in flat
+    assert "upload" not in flat.casefold()
+    assert "1 of 3 documents indexed or unchanged; 2 failed" in flat
+    code, out, _ = _run(capsys, "status", "--data-dir", data)
+    assert "3 documents, 1 chunk, 1 page indexed" in " ".join(out.split())
+    assert re.search(r"\bupload\b", out) is None

@@ -163,7 +163,7 @@ def test_top_k_out_of_range_is_an_error_with_exit_2(
 def test_status_of_a_mistyped_data_dir_is_an_error_and_creates_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for command in (("status",), ("search", "ferry"), ("rm", "x.pdf")):
+    for command in (("status",), ("search", "ferry"), ("ask", "ferry"), ("rm", "x.pdf")):
         code, out, err = _run(capsys, *command, "--data-dir", tmp_path / "dat")
         assert code == 2 and "there is no docchat index in" in err, (command, out)
     assert list(tmp_path.iterdir()) == []

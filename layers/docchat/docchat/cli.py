@@ -269,6 +269,7 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
     from docchat.backend import local_backend
 
     question = _question(args.question, what="question")
+    _existing_index(settings).close()
     backend = local_backend(settings)
     if args.top_k:
         backend.config.top_k = args.top_k

@@ -873,7 +873,7 @@ def case_chunked(tmp: Path) -> Case:
             status, sent = _send_chunked(server.port, path, content_type, total)
             growth = _peak_rss_mib(server.process.pid) - before
             growths.append(
-                f"{path.split('?')[0]} 413 after {sent // MiB} of {total // MiB} MiB,"
+                f"{path.split('?')[0]} {status} after {sent // MiB} of {total // MiB} MiB,"
                 f" +{growth:.0f} MiB"
             )
             case.tried += 1

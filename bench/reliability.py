@@ -3,14 +3,18 @@ converter: how many convert, fail with a typed reason, or crash; the slowest fil
 Then the local data safety cases of issue 12: each tried for real (a real server on loopback,
 the `docchat` command, real SQLite; read-only and full disks are tmpfs mounts in a private mount
 namespace, so those rows need root), how many were handled (indexed, or refused with a reason
-that says what to do) and how many documents were lost.
+that says what to do) and how many documents were lost. The server's door is tried the same way
+against real `docchat serve` processes on 127.0.0.1: other sites' writes, foreign Host names,
+chunked bodies past the limits (with the server's peak memory growth), the API token, server
+paths in answers, blank questions and `/v1/models`; lost there also counts documents planted.
 
     .venv/bin/python bench/reliability.py [PDF_DIR]     # both tables
-    .venv/bin/python bench/reliability.py --data-only   # only the data safety table
+    .venv/bin/python bench/reliability.py --data-only   # only the data and server safety table
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -376,10 +380,11 @@ def case_storage(tmp: Path) -> list[Case]:
         create_app(lambda: local_backend(settings), uploads=local_uploads_for(settings))
     )
     try:
-        for route in ("/health", "/documents"):
+        # /health reports the failed dependency as a 503 (as tests/cli/test_storage_faults.py)
+        for route, status in (("/health", 503), ("/documents", 500)):
             damaged.tried += 1
             answer = httpx.get(f"http://127.0.0.1:{served[0]}{route}", timeout=60)
-            damaged.handled += answer.status_code == 500 and "is damaged" in answer.text
+            damaged.handled += answer.status_code == status and "is damaged" in answer.text
     finally:
         served[1].should_exit = True
 
@@ -676,12 +681,347 @@ def case_text_and_names(tmp: Path) -> list[Case]:
     return [text, twins, exact]
 
 
+# --- the local server's door (issue 12, items 2, 3, 8, 9, 10) ---------------------------------
+
+MiB = 1024 * 1024
+
+
+class _Serve:
+    """A real `docchat serve` process on 127.0.0.1 (its own pid, so its memory can be read)."""
+
+    def __init__(self, data: Path, *args: str) -> None:
+        self.port = _free_port()
+        self.data = data
+        self.process = subprocess.Popen(
+            [str(DOCCHAT), "serve", "--data-dir", str(data), "--port", str(self.port), *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=_env(),
+        )
+        self.base = f"http://127.0.0.1:{self.port}"
+        _wait_for(self.base)
+
+    def upload(self, name: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
+        return httpx.post(
+            f"{self.base}/documents", params={"filename": name}, content=body, headers=headers
+        )
+
+    def indexed(self, doc_id: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
+        deadline = time.monotonic() + 120
+        while True:
+            record: dict[str, Any] = httpx.get(
+                f"{self.base}/documents/{doc_id}", headers=headers, timeout=60
+            ).json()
+            if record["status"] in ("INDEXED", "FAILED") or time.monotonic() > deadline:
+                return record
+            time.sleep(0.1)
+
+    def stored(self) -> list[str]:
+        folder = self.data / "uploads"
+        return sorted(p.name for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+PDF_HEADERS = {"content-type": "application/pdf"}
+QUESTION = {"messages": [{"role": "user", "content": "When does the ferry leave?"}]}
+
+
+def _refused(response: httpx.Response, status: int, says: str) -> bool:
+    """Refused with the status meant and a JSON error that says why."""
+    try:
+        message = str(response.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return False
+    return response.status_code == status and says in message
+
+
+def case_cross_site(tmp: Path) -> list[Case]:
+    writes = Case("writes from other sites: upload, delete, chat (item 2)")
+    hosts = Case("foreign Host names, DNS rebinding (item 2)")
+    server = _Serve(tmp / "data")
+    try:
+        kept = server.upload("ferry.pdf", _pdf("The ferry to the island leaves every hour."), {})
+        # (no Content-Type above: refused as a no-cors fetch's body would be; then the real one)
+        writes.tried += 1
+        writes.handled += _refused(kept, 415, "Content-Type: application/pdf")
+        kept = server.upload(
+            "ferry.pdf", _pdf("The ferry to the island leaves every hour."), PDF_HEADERS
+        )
+        doc_id = kept.json()["doc_id"]
+        server.indexed(doc_id)
+        foreign = [
+            {"origin": "http://evil.example"},
+            {"origin": "null"},
+            {"sec-fetch-site": "cross-site"},
+            {"origin": "http://evil.example", "sec-fetch-site": "cross-site"},
+        ]
+        says = "another site may not change this docchat server"
+        for headers in foreign:
+            attempts = [
+                server.upload("planted.pdf", _pdf("Planted."), {**PDF_HEADERS, **headers}),
+                httpx.delete(f"{server.base}/documents/{doc_id}", headers=headers),
+                httpx.post(f"{server.base}/chat", json=QUESTION, headers=headers, timeout=60),
+            ]
+            writes.tried += len(attempts)
+            writes.handled += sum(_refused(a, 403, says) for a in attempts)
+        # what a no-cors fetch sends: a Blob body without Content-Type, from another origin
+        no_cors = {"origin": "http://evil.example", "sec-fetch-mode": "no-cors"}
+        writes.tried += 1
+        blob = server.upload("planted2.pdf", _pdf("Planted too."), no_cors)
+        writes.handled += blob.status_code in (403, 415) and "error" in blob.json()
+
+        for host in (
+            "evil.example",
+            f"evil.example:{server.port}",
+            f"127.0.0.1.evil:{server.port}",
+        ):
+            attempts = [
+                httpx.get(f"{server.base}{path}", headers={"host": host})
+                for path in ("/", "/documents", "/config")
+            ]
+            attempts.append(
+                server.upload("rebound.pdf", _pdf("Rebound."), {**PDF_HEADERS, "host": host})
+            )
+            hosts.tried += len(attempts)
+            hosts.handled += sum(
+                _refused(a, 403, f"does not answer to the host name '{host}'") for a in attempts
+            )
+        listed = httpx.get(f"{server.base}/documents").json()["documents"]
+        files = server.stored()
+        # planted: any other document listed, or any other file kept in the uploads folder
+        planted = {d["source"] for d in listed if d["doc_id"] != doc_id} | (
+            set(files) - {"ferry.pdf"}
+        )
+        rebound = {name for name in planted if name.startswith("rebound")}
+        writes.lost = int(not any(d["doc_id"] == doc_id for d in listed))
+        writes.lost += len(planted) - len(rebound) + int("ferry.pdf" not in files)
+        hosts.lost = len(rebound)
+        writes.note = f"{len(listed)} document(s) left, {len(planted)} planted, files: {files}"
+        hosts.note = "GET /, /documents, /config and an upload, under 3 names"
+    finally:
+        server.close()
+    return [writes, hosts]
+
+
+def _peak_rss_mib(pid: int) -> float:
+    """A process's peak resident memory so far (VmHWM), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _send_chunked(port: int, path: str, content_type: str, total: int) -> tuple[int, int]:
+    """POST up to `total` bytes as HTTP/1.1 chunks (no Content-Length), 1 MiB at a time, until
+    the server answers or closes; returns (status, bytes sent before the first answer byte)."""
+    piece = b"x" * MiB
+    sent = [0]
+    answer = bytearray()
+    answered_after: list[int] = []
+    conn = socket.create_connection(("127.0.0.1", port), timeout=60)
+
+    def read() -> None:
+        while True:
+            try:
+                data = conn.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            if not answered_after:
+                answered_after.append(sent[0])
+            answer.extend(data)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: {content_type}\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n"
+    )
+    try:
+        conn.sendall(head.encode())
+        while sent[0] < total and not answered_after:
+            conn.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
+            sent[0] += len(piece)
+        conn.sendall(b"0\r\n\r\n")
+    except OSError:
+        pass  # the server closed the connection: its answer is what counts
+    deadline = time.monotonic() + 30
+    while reader.is_alive() and b"\r\n\r\n" not in answer and time.monotonic() < deadline:
+        time.sleep(0.02)
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_RDWR)  # wakes the reader (close alone would not)
+    reader.join(timeout=10)
+    conn.close()
+    status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else 0
+    return status, answered_after[0] if answered_after else sent[0]
+
+
+def case_chunked(tmp: Path) -> Case:
+    case = Case("bodies without Content-Length, chunked (item 3)")
+    server = _Serve(tmp / "data")
+    growths = []
+    try:
+        for path, content_type, total in (
+            ("/chat", "application/json", 100 * MiB),
+            ("/documents?filename=big.pdf", "application/pdf", 160 * MiB),
+        ):
+            before = _peak_rss_mib(server.process.pid)
+            status, sent = _send_chunked(server.port, path, content_type, total)
+            growth = _peak_rss_mib(server.process.pid) - before
+            growths.append(
+                f"{path.split('?')[0]} {status} after {sent // MiB} of {total // MiB} MiB,"
+                f" +{growth:.0f} MiB"
+            )
+            case.tried += 1
+            case.handled += status == 413 and sent < total and growth < total / MiB
+        case.lost = len(server.stored())
+        case.note = "; ".join(growths)
+    finally:
+        server.close()
+    return case
+
+
+def case_token(tmp: Path) -> Case:
+    case = Case("serve beyond loopback: no token refused; token needed (item 2)")
+    for host in ("0.0.0.0", "::"):
+        case.tried += 1
+        command = [str(DOCCHAT), "serve", "--host", host, "--port", str(_free_port())]
+        try:
+            done = subprocess.run(
+                [*command, "--data-dir", str(tmp / "d")],
+                capture_output=True,
+                text=True,
+                env=_env(),
+                timeout=60,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            continue  # it served to the network: not handled
+        said = " ".join(done.stderr.split())
+        case.handled += _typed(done) and "--token or DOCCHAT_API_TOKEN" in said
+    token = "bench-token-" + hashlib.sha256(str(tmp).encode()).hexdigest()[:12]
+    server = _Serve(tmp / "data", "--token", token)
+    bearer = {"authorization": f"Bearer {token}"}
+    try:
+        attempts = [
+            httpx.get(f"{server.base}/documents"),
+            httpx.get(f"{server.base}/documents", headers={"authorization": "Bearer wrong"}),
+            server.upload("planted.pdf", _pdf("Planted."), PDF_HEADERS),
+            httpx.delete(f"{server.base}/documents/anything"),
+            httpx.post(f"{server.base}/chat", json=QUESTION, timeout=60),
+            httpx.get(f"{server.base}/v1/models"),
+        ]
+        case.tried += len(attempts)
+        case.handled += sum(_refused(a, 401, "needs its API token") for a in attempts)
+        case.tried += 1
+        case.handled += httpx.get(f"{server.base}/documents", headers=bearer).status_code == 200
+        case.lost = len(server.stored())
+    finally:
+        server.close()
+    case.note = "0.0.0.0 and :: refused at start; 6 calls without the token 401"
+    return case
+
+
+def case_paths(tmp: Path) -> Case:
+    case = Case("server paths in answers: API and CLI (item 8)")
+    server = _Serve(tmp / "data")
+    secret = str(tmp.resolve())
+    answers: dict[str, str] = {}
+    try:
+        posted = server.upload(
+            "ferry.pdf", _pdf("The ferry to the island leaves every hour."), PDF_HEADERS
+        )
+        doc_id = posted.json()["doc_id"]
+        server.indexed(doc_id)
+        answers["upload"] = posted.text
+        answers["/documents"] = httpx.get(f"{server.base}/documents").text
+        answers["/documents/{id}"] = httpx.get(f"{server.base}/documents/{doc_id}").text
+        answers["/chat"] = httpx.post(f"{server.base}/chat", json=QUESTION, timeout=60).text
+        answers["/v1/chat/completions"] = httpx.post(
+            f"{server.base}/v1/chat/completions", json={**QUESTION, "model": "docchat"}, timeout=60
+        ).text
+    finally:
+        server.close()
+    folder = tmp / "private" / "contracts"
+    folder.mkdir(parents=True)
+    (folder / "notes.pdf").write_bytes(_pdf("The bridge reopens on Monday after repairs."))
+    data = tmp / "cli-data"
+    _docchat("ingest", folder, "--data-dir", data)
+    answers["search --json"] = _docchat("search", "bridge", "--json", "--data-dir", data).stdout
+    answers["ask --json"] = _docchat(
+        "ask", "When does the bridge reopen?", "--json", "--data-dir", data
+    ).stdout
+    for where, text in answers.items():
+        case.tried += 1
+        named = (
+            "ferry.pdf" in text
+            if "search" not in where and "ask" not in where
+            else ("notes.pdf" in text)
+        )
+        case.handled += named and secret not in text
+        if secret in text:
+            case.note += f" path in {where};"
+    case.note = case.note or "named by file name in every answer, 7 of 7 without a path"
+    return case
+
+
+def case_blank_and_models(tmp: Path) -> list[Case]:
+    blank = Case("blank questions: /chat, /v1/chat/completions, ask, search (item 10)")
+    models = Case("/v1/models answers the OpenAI list (item 9)")
+    server = _Serve(tmp / "data")
+    try:
+        for text in ("   ", "\n\t "):
+            messages = [{"role": "user", "content": text}]
+            chat = httpx.post(f"{server.base}/chat", json={"messages": messages}, timeout=60)
+            completion = httpx.post(
+                f"{server.base}/v1/chat/completions",
+                json={"model": "docchat", "messages": messages},
+                timeout=60,
+            )
+            blank.tried += 2
+            blank.handled += _refused(chat, 422, "only white space")
+            blank.handled += _refused(completion, 422, "only white space")
+        listed = httpx.get(f"{server.base}/v1/models").json()
+        models.tried = 1
+        models.handled = int(
+            listed.get("object") == "list"
+            and [(m["id"], m["object"]) for m in listed["data"]] == [("docchat", "model")]
+        )
+        models.note = f"ids: {', '.join(m['id'] for m in listed.get('data', []))}"
+    finally:
+        server.close()
+    for command, what in (("ask", "question"), ("search", "search query")):
+        for text in ("   ", "\n\t "):
+            blank.tried += 1
+            done = _docchat(command, text, "--data-dir", tmp / "cli")
+            said = " ".join(done.stderr.split())
+            blank.handled += _typed(done) and f"the {what} is empty" in said and not done.stdout
+    return [blank, models]
+
+
 def data_safety() -> int:
     logging.getLogger("docchat").setLevel(logging.ERROR)  # the faults are on purpose here
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="docchat-safety-") as tmp:
         root = Path(tmp)
-        parts = {name: root / name for name in ("names", "storage", "killed", "text")}
+        parts = {
+            name: root / name
+            for name in (
+                "names",
+                "storage",
+                "killed",
+                "text",
+                "cross-site",
+                "chunked",
+                "token",
+                "paths",
+                "blank",
+            )
+        }
         for path in parts.values():
             path.mkdir()
         cases = [
@@ -689,9 +1029,14 @@ def data_safety() -> int:
             *case_storage(parts["storage"]),
             case_killed(parts["killed"]),
             *case_text_and_names(parts["text"]),
+            *case_cross_site(parts["cross-site"]),
+            case_chunked(parts["chunked"]),
+            case_token(parts["token"]),
+            case_paths(parts["paths"]),
+            *case_blank_and_models(parts["blank"]),
         ]
     width = max(len(c.name) for c in cases) + 2
-    print(f"local data safety ({time.monotonic() - started:.0f} s)")
+    print(f"local data and server safety ({time.monotonic() - started:.0f} s)")
     print(f"{'case':<{width}}{'tried':>6}{'handled':>9}{'lost':>6}  note")
     print("-" * (width + 40))
     for c in cases:

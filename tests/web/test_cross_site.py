@@ -170,3 +170,28 @@ def _post_own(server: GuardedServer) -> str:
     )
     assert response.status_code == 202, response.text
     return str(response.json()["doc_id"])
+
+
+def test_a_mistyped_token_is_asked_for_again_and_the_page_works(
+    browser: Any, tmp_path: Path
+) -> None:
+    with GuardedServer(tmp_path / "data", token=TOKEN) as server:
+        context = browser.new_context()
+        page = context.new_page()
+        answers = iter(["not-the-token", TOKEN])
+        prompts: list[str] = []
+
+        def answer(dialog: Any) -> None:
+            prompts.append(dialog.message)
+            dialog.accept(next(answers, TOKEN))
+
+        page.on("dialog", answer)
+        page.goto(server.url)
+
+        # The page's settings load with the right token: uploads are offered, no reload needed
+        expect(page.locator("#docs-empty")).to_be_visible()
+        expect(page.get_by_role("button", name="Upload PDF")).to_be_visible()
+        expect(page.locator("#docs-error")).to_be_hidden()
+        context.close()
+
+    assert len(prompts) == 2

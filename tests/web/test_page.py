@@ -235,6 +235,26 @@ def test_page_refuses_a_file_that_is_not_a_pdf(page: Any) -> None:
     expect(page.locator("#doc-list li.doc", has_text="notes.pdf")).to_have_count(0)
 
 
+def test_page_shows_a_second_upload_of_a_name_as_its_revision(
+    page: Any, tmp_path: Path
+) -> None:
+    # Given a PDF uploaded through the page, when other bytes go in under the same name
+    pdf = tmp_path / "rota.pdf"
+    pdf.write_bytes(make_pdf([[("h1", "Rota"), ("body", "Anna works on Mondays.")]]))
+    row = _upload(page, pdf)
+    expect(row.locator(".doc-meta")).not_to_contain_text("revision")
+    again = tmp_path / "later" / "rota.pdf"
+    again.parent.mkdir()
+    again.write_bytes(make_pdf([[("h1", "Rota"), ("body", "Ben works on Mondays now.")]]))
+    page.set_input_files("#file", str(again))
+
+    # Then one row is left for the name, and it says it is the second revision, once indexed
+    second = page.locator("#doc-list li.doc", has_text="revision 2")
+    expect(second).to_have_attribute("data-status", "INDEXED", timeout=INDEXING_TIMEOUT_MS)
+    expect(second).to_contain_text("rota.pdf")
+    expect(page.locator("#doc-list li.doc", has_text="rota.pdf")).to_have_count(1)
+
+
 def test_page_deletes_a_document(page: Any, server: LocalServer, tmp_path: Path) -> None:
     pdf = tmp_path / "ferry-timetable.pdf"
     pdf.write_bytes(make_pdf([[("h1", "Ferries"), ("body", "The ferry leaves every hour.")]]))

@@ -497,6 +497,8 @@ function updateRow(row, doc) {
   const meta = [];
   if (doc.name && doc.name !== doc.title) meta.push(doc.name);
   if (doc.pages) meta.push(`${doc.pages} ${doc.pages === 1 ? "page" : "pages"}`);
+  // The same name uploaded again replaces the document's content: say which upload this is.
+  if (doc.revision > 1) meta.push(`revision ${doc.revision}`);
   row.querySelector(".doc-meta").textContent = meta.join(" · ");
   const badge = row.querySelector(".badge");
   badge.textContent = status;
@@ -513,6 +515,7 @@ function rowsToShow() {
     title: docTitle(d),
     name: fileName(d.source),
     pages: d.pages,
+    revision: d.revision,
     status: state.deleting.has(d.doc_id) ? "DELETING" : d.status,
     error: d.error,
     deletable: state.config.upload !== "none",
@@ -787,8 +790,10 @@ async function api(path, options = {}) {
     const send = (refused) => fetch(path, {
       ...options, headers: { ...(options.headers || {}), ...tokenHeaders(refused) },
     });
-    const response = await send();
-    return challenged(response) ? send(response) : response;
+    // The page asks again (three times at most) while the server refuses the token it was given.
+    let response = await send();
+    for (let asked = 0; challenged(response) && asked < 3; asked += 1) response = await send(response);
+    return response;
   }
   const send = async () => fetch(path, {
     ...options, headers: { ...(options.headers || {}), Authorization: await idToken() },

@@ -20,9 +20,10 @@ DEMO_DIR ?= .docchat-demo
 
 .PHONY: demo test e2e install lint clean
 
+# ingest exits 1 when some PDF failed (the others are indexed: go on and ask), 2 on unusable input.
 demo: $(STAMP)
-	-$(BIN)/docchat ingest --data-dir $(DEMO_DIR) $(PDFS)
-	$(BIN)/docchat ask --data-dir $(DEMO_DIR) "$(QUESTION)"
+	$(BIN)/docchat ingest --data-dir "$(DEMO_DIR)" "$(PDFS)" || [ $$? -eq 1 ]
+	$(BIN)/docchat ask --data-dir "$(DEMO_DIR)" "$(QUESTION)"
 
 test: $(STAMP) $(SAM_STAMP) $(SCAN_STAMP) $(CHROMIUM)
 	$(BIN)/ruff check layers tests bench

@@ -142,6 +142,11 @@ def test_cli_ask_limited_to_one_document(
     assert code == 0
     assert "“The repairs cost four million euros.”" in out
     assert "Bridge notes, page 2 (notes.pdf)" in out
+    assert out.endswith("\n")  # the shell's prompt starts on its own line
+
+    # An answer without sources still ends its line
+    code, out, _ = _run(capsys, "ask", "zqxjv wpfk?", "--doc", "notes.pdf", "--data-dir", data)
+    assert code == 0 and out.strip() and out.endswith("\n") and "Sources" not in out, out
 
 
 def test_cli_reports_bad_input_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -291,6 +291,8 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
         elif event.type == "error":
             raise DocchatError(event.data["message"])
     answer = Answer(text="".join(text), citations=citations, mode=backend.mode)
+    if not args.json and not answer.text.endswith("\n"):
+        sys.stdout.write("\n")  # the shell's prompt starts on a line of its own
     if args.json:
         out.print_json(answer.model_dump_json())
     else:
@@ -300,7 +302,7 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
 
 def _print_sources(answer: Answer) -> None:
     if answer.citations:
-        out.print("\n\nSources")
+        out.print("\nSources")
     for c in answer.citations:
         out.print(f"  [{c.number}] {c.title}, page {c.page} ({Path(c.source).name})", markup=False)
 

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from docchat.api import cloud_app
 from docchat.guards import LocalGuard, host_name, is_loopback
 from tests.api.guarded import PDF, GuardedServer
+from tests.pdfgen import make_pdf
 
 TOKEN = "s3cret-token-for-tests"
 
@@ -25,9 +26,11 @@ def server(tmp_path: Path) -> Iterator[GuardedServer]:
         yield running
 
 
-def _upload(server: GuardedServer, headers: dict[str, str], name: str = "a.pdf") -> httpx.Response:
+def _upload(
+    server: GuardedServer, headers: dict[str, str], name: str = "a.pdf", content: bytes = PDF
+) -> httpx.Response:
     return httpx.post(
-        f"{server.url}/documents", params={"filename": name}, content=PDF, headers=headers
+        f"{server.url}/documents", params={"filename": name}, content=content, headers=headers
     )
 
 
@@ -83,8 +86,10 @@ def test_the_servers_own_page_and_clients_without_a_browser_may_write(
 ) -> None:
     own = {"origin": server.url, "sec-fetch-site": "same-origin"}
 
+    # Two different PDFs: the same bytes under two names are one document by design
     from_page = _upload(server, {"content-type": "application/pdf", **own}, name="page.pdf")
-    from_curl = _upload(server, {"content-type": "application/pdf"}, name="curl.pdf")
+    other = make_pdf([[("h1", "Timetable"), ("body", "The ferry leaves at noon.")]])
+    from_curl = _upload(server, {"content-type": "application/pdf"}, "curl.pdf", other)
 
     assert from_page.status_code == 202 and from_curl.status_code == 202
     assert [server.wait(r.json()["doc_id"]).status for r in (from_page, from_curl)] == [

@@ -32,9 +32,10 @@ MIB = 1024 * 1024
 GRACE_S = 5.0
 DEFAULT_LIMITS = ConvertLimits()
 START_METHOD: Literal["forkserver", "spawn", "fork"] = "forkserver"
-# Imported once in the forkserver, so a conversion's child starts with the PDF engine loaded.
-# (A child still re-runs the caller's main script, as every spawned child does: keep it light.)
-PRELOAD = ["docchat.convert"]
+# Imported once in the forkserver, so a conversion's child starts with the PDF engine loaded, and
+# re-running the caller's main script (as every child does first; Python 3.11's forkserver never
+# preloads `__main__` itself) finds the `docchat` command's imports done: half a second a file.
+PRELOAD = ["docchat.convert", "docchat.cli"]
 
 
 def pages_from_pdf_isolated(

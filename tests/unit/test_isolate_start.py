@@ -56,3 +56,15 @@ def test_child_does_not_inherit_a_lock_held_by_another_thread(
 
     assert "Revenue grew." in document.pages[0].markdown
     assert time.monotonic() - started < 10
+
+
+def test_lambda_forks_and_everything_else_uses_the_forkserver(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # In Lambda a child that re-ran the bootstrap script would take the next invocation
+    # (tests/lambda_layout/test_rie.py converts under the runtime interface emulator).
+    monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
+    assert isolate._context().get_start_method() == "forkserver"
+
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "ConvertFunction")
+    assert isolate._context().get_start_method() == "fork"

@@ -89,7 +89,11 @@ def pages_from_pdf_isolated(
 def _context() -> ForkServerContext | SpawnContext | ForkContext:
     if START_METHOD == "spawn":
         return multiprocessing.get_context("spawn")
-    if START_METHOD == "fork":  # only to show, in a test, what forking from threads does
+    # A forkserver's or spawned child first re-runs the caller's main script: in Lambda that is
+    # the runtime's bootstrap, whose loop would take the next invocation inside the child. A
+    # Lambda process runs one invocation at a time, no other thread of ours: fork is safe there.
+    # https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html#configuration-envvars-runtime
+    if START_METHOD == "fork" or os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
         return multiprocessing.get_context("fork")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)

@@ -18,7 +18,7 @@ PDFS ?= examples/pdfs
 QUESTION ?= What does the DMCA say about circumvention of technological protection measures?
 DEMO_DIR ?= .docchat-demo
 
-.PHONY: demo test e2e install lint clean
+.PHONY: demo test unit e2e install lint clean
 
 # ingest exits 1 when some PDF failed (the others are indexed: go on and ask), 2 on unusable input.
 demo: $(STAMP)
@@ -64,6 +64,10 @@ $(CHROMIUM):
 	@if command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	else echo "no apt-get here: install Chromium at $(CHROMIUM), or the browser tests skip"; fi
+
+# The fast tests only (under a minute): everything not marked slow.
+unit: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check layers tests bench

@@ -19,6 +19,35 @@ EXAMPLES = REPO / "examples" / "pdfs"
 LOOPBACK = ("::1", "localhost")
 
 
+# `slow`: needs a tool outside .venv (sam, Chromium, checkov), the Lambda layout harness, a
+# deployed stack, real embedding, a real server (uvicorn) per test, the ingestion state machine
+# run under moto (tests/functions), or a CLI run per storage fault. Whole folders and files are
+# marked here, new tests in them included, so `make unit` (-m "not slow") stays under a minute;
+# `make test` runs everything.
+SLOW_PATHS = (
+    "tests/lambda_layout/",
+    "tests/web/",
+    "tests/e2e/",
+    "tests/eval/",
+    "tests/infra/test_sam.py",
+    "tests/infra/test_sam_transform.py",
+    "tests/infra/test_security.py",
+    "tests/infra/test_e2e.py",
+    "tests/api/test_server.py",
+    "tests/api/test_local_guard.py",
+    "tests/cli/test_serve.py",
+    "tests/functions/",
+    "tests/cli/test_storage_faults.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        path = item.path.resolve().relative_to(REPO).as_posix()
+        if path.startswith(SLOW_PATHS):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any socket connection beyond 127.0.0.0/8 or ::1 fails the test."""

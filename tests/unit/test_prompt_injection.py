@@ -3,11 +3,12 @@ beyond its tools, reveal the system prompt, or step outside the chat's documents
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from docchat.agent import DEFAULT_SYSTEM_PROMPT, TOOLS, WITHHELD, Agent
+from docchat.agent import DEFAULT_SYSTEM_PROMPT, NOTICE, WITHHELD, Agent
 from docchat.library import Library
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from tests.chatkit import ScriptedModel, library_of
@@ -39,7 +40,13 @@ def test_offline_answer_only_quotes_the_injected_text(poisoned: Library) -> None
     calls = [e.data["name"] for e in events if e.type == "tool_call"]
     text = "".join(e.data["text"] for e in events if e.type == "delta")
     assert calls == ["search_documents"]
-    assert DEFAULT_SYSTEM_PROMPT[:60] not in text
+    # The whole answer is the notice and numbered verbatim quotes: the injected instruction
+    # is quoted as a passage, never acted on or answered in the answer's own words.
+    notice, blank, *quoted = text.split("\n")
+    assert (notice, blank) == (NOTICE, "")
+    quotes = [re.fullmatch(r"\d+\. “(.+)” \[\d+\]", line) for line in quoted]
+    assert quotes and all(quotes)
+    assert [q.group(1) for q in quotes if q] == [INJECTION]
 
 
 def test_model_obeying_the_document_cannot_call_other_tools(poisoned: Library) -> None:
@@ -58,8 +65,8 @@ def test_model_obeying_the_document_cannot_call_other_tools(poisoned: Library) -
         refused["is_error"]
         and refused["content"] == "There is no tool named 'delete_all_documents'."
     )
-    assert {t.name for t in TOOLS} == {"search_documents", "read_pages", "list_documents"}
-    assert [t.name for t in obeying.calls[0]["tools"]] == [t.name for t in TOOLS]
+    offered = [sorted(t.name for t in call["tools"]) for call in obeying.calls]
+    assert offered == [["list_documents", "read_pages", "search_documents"]] * 3
     assert events[-1].type == "done"
     assert len(poisoned.documents()) == 2  # nothing was deleted
 

@@ -1,5 +1,14 @@
 """Convert a PDF in a child process: a file that crashes, hangs or floods memory in the PDF
-engine costs that child, never the caller (the CLI's ingest run, a Lambda invocation)."""
+engine costs that child, never the caller (the CLI's ingest run, a Lambda invocation).
+
+The child is never forked from the caller: `docchat serve` runs threads, and a lock one of them
+holds at fork time (a logging handler's, an import lock) stays held forever in a forked child.
+Children come from a forkserver instead, a single-threaded process started once (fork + exec) that
+has already imported the PDF engine. It talks to the caller over a Unix socket in the temporary
+directory and one-way pipes: no /dev/shm, which Lambda lacks, so multiprocessing's Queue, Pool and
+locks fail there while Process and Pipe work
+(https://aws.amazon.com/blogs/compute/parallel-processing-in-python-with-aws-lambda/).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +17,11 @@ import os
 import resource
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
+from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
+from typing import Any, Literal
 
 from docchat.convert import ConvertLimits, ProgressFn, pages_from_pdf
 from docchat.errors import ConversionCrashedError, ConversionTimeoutError, PdfTooLargeError
@@ -20,6 +31,11 @@ MIB = 1024 * 1024
 # The engine's own deadline stops between pages; this one also stops a page that never ends.
 GRACE_S = 5.0
 DEFAULT_LIMITS = ConvertLimits()
+START_METHOD: Literal["forkserver", "spawn", "fork"] = "forkserver"
+# Imported once in the forkserver, so a conversion's child starts with the PDF engine loaded, and
+# re-running the caller's main script (as every child does first; Python 3.11's forkserver never
+# preloads `__main__` itself) finds the `docchat` command's imports done: half a second a file.
+PRELOAD = ["docchat.convert", "docchat.cli"]
 
 
 def pages_from_pdf_isolated(
@@ -30,12 +46,14 @@ def pages_from_pdf_isolated(
     memory_mib: int = 2048,
     on_page: ProgressFn | None = None,
 ) -> ConvertedDocument:
-    """`pages_from_pdf` in a forked child with a memory cap and a hard deadline."""
-    context = multiprocessing.get_context("fork")
+    """`pages_from_pdf` in a child process with a memory cap and a hard deadline."""
+    context = _context()
     receive, send = context.Pipe(duplex=False)
     child = context.Process(
         target=_convert_in_child,
-        args=(send, data, fallback_title, limits, memory_mib, on_page is not None),
+        # The converter goes by reference (module and name), so the child runs what this
+        # module's `pages_from_pdf` is now.
+        args=(send, pages_from_pdf, data, fallback_title, limits, memory_mib, on_page is not None),
         daemon=True,
     )
     child.start()
@@ -68,6 +86,20 @@ def pages_from_pdf_isolated(
     raise _crashed(child.exitcode, memory_mib)
 
 
+def _context() -> ForkServerContext | SpawnContext | ForkContext:
+    if START_METHOD == "spawn":
+        return multiprocessing.get_context("spawn")
+    # A forkserver's or spawned child first re-runs the caller's main script: in Lambda that is
+    # the runtime's bootstrap, whose loop would take the next invocation inside the child. A
+    # Lambda process runs one invocation at a time, no other thread of ours: fork is safe there.
+    # https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html#configuration-envvars-runtime
+    if START_METHOD == "fork" or os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+        return multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
+
+
 def _crashed(exitcode: int | None, memory_mib: int) -> Exception:
     if exitcode is not None and exitcode < 0:
         name = signal.Signals(-exitcode).name
@@ -91,6 +123,7 @@ class _Progress:
 
 def _convert_in_child(
     send: Connection,
+    convert: Callable[..., ConvertedDocument],
     data: bytes,
     fallback_title: str,
     limits: ConvertLimits,
@@ -100,7 +133,7 @@ def _convert_in_child(
     _limit_memory(memory_mib)
     outcome: Any
     try:
-        outcome = pages_from_pdf(
+        outcome = convert(
             data,
             fallback_title=fallback_title,
             limits=limits,
@@ -118,7 +151,7 @@ def _convert_in_child(
 
 
 def _limit_memory(memory_mib: int) -> None:
-    """Allow `memory_mib` of address space beyond what the forked process already maps."""
+    """Allow `memory_mib` of address space beyond what the child already maps."""
     _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     cap = _mapped_bytes() + memory_mib * MIB
     if hard == resource.RLIM_INFINITY or cap < hard:

@@ -8,8 +8,6 @@ still works.
 from __future__ import annotations
 
 import base64
-import os
-import shutil
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,26 +17,8 @@ from typing import Any
 import pytest
 
 from tests.api.guarded import PDF, GuardedServer
+from tests.web.browser import expect, launched_chromium
 
-sync_api = pytest.importorskip(
-    "playwright.sync_api", reason="Playwright for Python is not installed: pip install playwright"
-)
-CHROMIUM = os.environ.get("DOCCHAT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-if not Path(CHROMIUM).is_file():
-    pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium", allow_module_level=True)
-
-expect = sync_api.expect
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    # DNS rebinding without DNS: the attacker's name resolves to the server's address.
-    "--host-resolver-rules=MAP rebind.test 127.0.0.1",
-]
 TOKEN = "page-token-5d1c"
 # What the attacking page runs: the request a no-cors fetch may send anywhere, body as a Blob
 # with no type (so no Content-Type header) and as text/plain.
@@ -86,10 +66,8 @@ class AttackSite:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield launched
-        launched.close()
+    # DNS rebinding without DNS: the attacker's name resolves to the server's address.
+    yield from launched_chromium("--host-resolver-rules=MAP rebind.test 127.0.0.1")
 
 
 @pytest.fixture

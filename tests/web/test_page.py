@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,34 +20,11 @@ import pytest
 from docchat.uploads import upload_path
 from tests.conftest import EXAMPLES, REPO, page_texts, squash
 from tests.pdfgen import make_pdf
+from tests.web.browser import expect, launched_chromium, sync_api
 from tests.web.serving import LocalServer
 
-sync_api = pytest.importorskip(
-    "playwright.sync_api",
-    reason="Playwright for Python is not installed: pip install playwright (no browser download "
-    "needed; the test uses Debian's chromium)",
-)
-CHROMIUM = os.environ.get("DOCCHAT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-if not Path(CHROMIUM).is_file():
-    pytest.skip(
-        f"no Chromium at {CHROMIUM}: apt-get install -y chromium, or set DOCCHAT_CHROMIUM",
-        allow_module_level=True,
-    )
-
-expect = sync_api.expect
 Page = sync_api.Page
 Browser = sync_api.Browser
-# Headless as root on a machine with no network beyond loopback: no sandbox, no GPU, and none
-# of Chromium's own background connections.
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 DMCA = EXAMPLES / "dmca.pdf"
@@ -81,10 +57,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield launched
-        launched.close()
+    yield from launched_chromium()
 
 
 @pytest.fixture

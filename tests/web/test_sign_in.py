@@ -8,8 +8,6 @@ Cognito's managed-login OAuth endpoints (tests/web/fake_cognito.py cites the pag
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 import urllib.error
 import urllib.request
@@ -22,31 +20,10 @@ import pytest
 
 from docchat.api import SignIn
 from tests.chatkit import ServedApp
+from tests.web.browser import expect, launched_chromium
 from tests.web.fake_cognito import CLIENT_ID, FakeCognito, StageGate
 from tests.web.serving import LocalServer
 
-sync_api = pytest.importorskip(
-    "playwright.sync_api",
-    reason="Playwright for Python is not installed: pip install playwright (no browser download "
-    "needed; the test uses Debian's chromium)",
-)
-CHROMIUM = os.environ.get("DOCCHAT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-if not Path(CHROMIUM).is_file():
-    pytest.skip(
-        f"no Chromium at {CHROMIUM}: apt-get install -y chromium, or set DOCCHAT_CHROMIUM",
-        allow_module_level=True,
-    )
-
-expect = sync_api.expect
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 USER, PASSWORD = "ana@example.com", "correct horse"
 ANSWER_TIMEOUT_MS = 15_000
 
@@ -100,10 +77,7 @@ def stack(tmp_path: Path, cognito: FakeCognito) -> Iterator[Stack]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield launched
-        launched.close()
+    yield from launched_chromium()
 
 
 @pytest.fixture

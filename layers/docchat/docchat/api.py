@@ -186,26 +186,26 @@ def create_app(
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         if any(e.get("type") == "json_invalid" for e in errors):
-            return _error(400, "the body is not valid JSON")
+            return error_response(400, "the body is not valid JSON")
         details = [
             {"field": ".".join(str(p) for p in e.get("loc", ())[1:]), "problem": e.get("msg")}
             for e in errors
         ]
         message = "; ".join(f"{d['field'] or 'body'}: {d['problem']}" for d in details)
-        return _error(422, f"invalid request: {message}", details=details)
+        return error_response(422, f"invalid request: {message}", details=details)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
         if exc.status_code == 413 and exc.detail == "Content Too Large":  # max_body_size's
-            return _error(413, _too_large(request))
-        return _error(exc.status_code, str(exc.detail))
+            return error_response(413, _too_large(request))
+        return error_response(exc.status_code, str(exc.detail))
 
     @app.exception_handler(StorageError)
     async def storage_error(_: Request, exc: StorageError) -> JSONResponse:
         """A damaged, full or read-only data directory: the JSON error shape, no traceback;
         the server's own paths stay in its log."""
         logger.warning("storage error: %s", exc)
-        return _error(exc.http_status, _STORAGE_PATH.sub(r"\1", str(exc)), code=exc.code)
+        return error_response(exc.http_status, _STORAGE_PATH.sub(r"\1", str(exc)), code=exc.code)
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
@@ -241,7 +241,7 @@ def create_app(
     def health() -> JSONResponse:
         checks, problems = _dependency_checks(get_backend)
         if problems:
-            return _error(503, f"a dependency failed: {'; '.join(problems)}", checks=checks)
+            return error_response(503, f"a dependency failed: {'; '.join(problems)}", checks=checks)
         return JSONResponse({"status": "ok", "checks": checks})
 
     @app.get("/documents")
@@ -404,9 +404,6 @@ def _dependency_checks(
     probe("index", lambda: {"chunks": count() if callable(count) else None})
     checks["model"] = {"status": "ok" if live.model else "none", "mode": live.mode}
     return checks, problems
-
-
-_error = error_response
 
 
 def _sse(events: Iterator[ChatEvent]) -> Iterator[str]:

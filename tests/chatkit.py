@@ -6,6 +6,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,13 @@ import pytest
 import uvicorn
 
 from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.agent import AgentConfig
+from docchat.backend import ChatBackend
+from docchat.config import Settings
 from docchat.library import Library
 from docchat.llm import Message, ModelEvent, ModelUnavailableError, ToolSpec
 from docchat.models import Chunk, DocStatus, DocumentRecord
+from docchat.uploads import LocalUploads
 from tests.conftest import WordEmbedder
 
 PAGES = {
@@ -93,6 +98,24 @@ def library_of(path: Path, documents: dict[str, list[str]]) -> Library:
 @pytest.fixture
 def library(tmp_path: Path) -> Library:
     return library_of(tmp_path / "i.sqlite3", PAGES)
+
+
+@dataclass
+class LocalParts:
+    index: SqliteIndex
+    uploads: LocalUploads
+    backend: ChatBackend
+
+
+def local_parts(settings: Settings) -> LocalParts:
+    """What `docchat serve` wires over `settings.data_dir`, with the word embedder: the SQLite
+    index (also the registry), direct uploads and extractive answers."""
+    embedder = WordEmbedder()
+    index = SqliteIndex(settings.index_path, embedding_model=embedder.model_id, dimension=64)
+    uploads = LocalUploads(index=index, embedder=embedder, settings=settings)
+    library = Library(index=index, embedder=embedder, registry=index)
+    backend = ChatBackend(library=library, model=None, config=AgentConfig())
+    return LocalParts(index, uploads, backend)
 
 
 class ServedApp:

@@ -6,16 +6,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.agent import AgentConfig
 from docchat.api import guarded_local_app
-from docchat.backend import ChatBackend
 from docchat.config import Settings
-from docchat.library import Library
 from docchat.models import DocStatus, DocumentRecord
-from docchat.uploads import LocalUploads
-from tests.chatkit import ServedApp
-from tests.conftest import WordEmbedder
+from tests.chatkit import ServedApp, local_parts
 from tests.pdfgen import make_pdf
 
 PDF = make_pdf([[("h1", "Ferries"), ("body", "The ferry to the island leaves every hour.")]])
@@ -30,13 +24,8 @@ class GuardedServer:
         self.settings = Settings(
             data_dir=data_dir, api_token=token, allowed_hosts=",".join(allowed_hosts)
         )
-        embedder = WordEmbedder()
-        self.index = SqliteIndex(
-            self.settings.index_path, embedding_model=embedder.model_id, dimension=64
-        )
-        library = Library(index=self.index, embedder=embedder, registry=self.index)
-        backend = ChatBackend(library=library, model=None, config=AgentConfig())
-        self.uploads = LocalUploads(index=self.index, embedder=embedder, settings=self.settings)
+        parts = local_parts(self.settings)
+        self.index, self.uploads, backend = parts.index, parts.uploads, parts.backend
         app = guarded_local_app(self.settings, lambda: backend, uploads=lambda _: self.uploads)
         self.served = ServedApp(app)
 

@@ -16,16 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.agent import AgentConfig
 from docchat.api import create_app
-from docchat.backend import ChatBackend
 from docchat.config import Settings
-from docchat.library import Library
 from docchat.models import DocStatus
-from docchat.uploads import LocalUploads
-from tests.chatkit import ServedApp
-from tests.conftest import WordEmbedder
+from tests.chatkit import ServedApp, local_parts
 from tests.pdfgen import make_pdf
 
 
@@ -38,13 +32,8 @@ class Served:
 
     def __init__(self, data_dir: Path) -> None:
         self.settings = Settings(data_dir=data_dir)
-        embedder = WordEmbedder()
-        self.index = SqliteIndex(
-            self.settings.index_path, embedding_model=embedder.model_id, dimension=64
-        )
-        self.uploads = LocalUploads(index=self.index, embedder=embedder, settings=self.settings)
-        library = Library(index=self.index, embedder=embedder, registry=self.index)
-        backend = ChatBackend(library=library, model=None, config=AgentConfig())
+        parts = local_parts(self.settings)
+        self.index, self.uploads, backend = parts.index, parts.uploads, parts.backend
         self.app = ServedApp(create_app(lambda: backend, uploads=lambda _: self.uploads))
         self.app.start()
         self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.app.port}", timeout=30)

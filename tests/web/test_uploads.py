@@ -14,7 +14,6 @@ from fastapi.testclient import TestClient
 from moto import mock_aws
 
 from docchat import api
-from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.agent import AgentConfig
 from docchat.api import create_app
 from docchat.backend import ChatBackend
@@ -32,6 +31,7 @@ from docchat.uploads import (
     display_name,
     upload_path,
 )
+from tests.chatkit import local_parts
 from tests.conftest import EXAMPLES, WordEmbedder
 from tests.pdfgen import make_pdf
 
@@ -44,13 +44,8 @@ class Local:
 
     def __init__(self, data_dir: Path) -> None:
         self.settings = Settings(data_dir=data_dir)
-        embedder = WordEmbedder()
-        self.index = SqliteIndex(
-            self.settings.index_path, embedding_model=embedder.model_id, dimension=64
-        )
-        self.uploads = LocalUploads(index=self.index, embedder=embedder, settings=self.settings)
-        library = Library(index=self.index, embedder=embedder, registry=self.index)
-        backend = ChatBackend(library=library, model=None, config=AgentConfig())
+        parts = local_parts(self.settings)
+        self.index, self.uploads, backend = parts.index, parts.uploads, parts.backend
         self.client = TestClient(create_app(lambda: backend, uploads=lambda _: self.uploads))
 
     def wait(self, doc_id: str) -> DocumentRecord:

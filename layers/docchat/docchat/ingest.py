@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeGuard
+from typing import Protocol
 
 from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
@@ -23,7 +23,8 @@ Progress = Callable[[str, int, int], None]
 
 
 class DocumentIndex(Protocol):
-    """What ingestion needs from an index and registry."""
+    """What ingestion needs from an index and registry, which keeps identical content once,
+    with every name it came under (aliases)."""
 
     def document(self, doc_id: str) -> DocumentRecord | None: ...
 
@@ -34,10 +35,6 @@ class DocumentIndex(Protocol):
     def replace_document(
         self, record: DocumentRecord, chunks: Sequence[Chunk], vectors: Vectors
     ) -> None: ...
-
-
-class AliasIndex(DocumentIndex, Protocol):
-    """An index that keeps identical content once, with every name it came under."""
 
     def indexed_version(self, version: str) -> DocumentRecord | None: ...
 
@@ -107,12 +104,11 @@ def ingest_bytes(
     current = index.document(doc_id)
     if current and is_indexed(current, version):
         return IngestResult(current, "unchanged", time.monotonic() - started, source)
-    if _has_aliases(index):
-        twin = index.indexed_version(version)
-        if twin is not None and twin.doc_id != doc_id:
-            index.add_alias(source, twin.doc_id, version)
-            return IngestResult(twin, "duplicate", time.monotonic() - started, source)
-        index.remove_alias(source)
+    twin = index.indexed_version(version)
+    if twin is not None and twin.doc_id != doc_id:
+        index.add_alias(source, twin.doc_id, version)
+        return IngestResult(twin, "duplicate", time.monotonic() - started, source)
+    index.remove_alias(source)
     record = DocumentRecord(
         doc_id=doc_id,
         source=source,
@@ -174,10 +170,6 @@ def next_revision(current: DocumentRecord | None, version: str) -> int:
     if current is None:
         return 1
     return current.revision if current.version == version else current.revision + 1
-
-
-def _has_aliases(index: DocumentIndex) -> TypeGuard[AliasIndex]:
-    return hasattr(index, "indexed_version") and hasattr(index, "add_alias")
 
 
 def convert_pdf(

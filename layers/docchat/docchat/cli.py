@@ -135,13 +135,18 @@ def _shown(path: Path | str) -> str:
     return Path(source_of(Path(path))).name if isinstance(path, Path) else Path(path).name
 
 
-def _existing_index(settings: Settings) -> SqliteIndex:
-    """The data directory's index, which must exist: reading never creates a data directory."""
+def _require_index(settings: Settings) -> None:
+    """Reading never creates a data directory: the index must be there already."""
     if not settings.index_path.exists():
         raise IndexMissingError(
             f"there is no docchat index in {settings.data_dir}: check --data-dir (or "
             "DOCCHAT_DATA_DIR), or add documents first with `docchat ingest`"
         )
+
+
+def _existing_index(settings: Settings) -> SqliteIndex:
+    """The data directory's index, which must exist."""
+    _require_index(settings)
     return open_index(settings, local_embedder(settings))
 
 
@@ -257,7 +262,7 @@ def _question(text: str, *, what: str) -> str:
 def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[Passage]:
     from docchat.backend import local_library
 
-    _existing_index(settings).close()
+    _require_index(settings)
     library = local_library(settings)
     index = cast(SqliteIndex, library.index)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
@@ -269,7 +274,7 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
     from docchat.backend import local_backend
 
     question = _question(args.question, what="question")
-    _existing_index(settings).close()
+    _require_index(settings)
     backend = local_backend(settings)
     if args.top_k:
         backend.config.top_k = args.top_k

@@ -42,6 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 from reportlab.pdfgen.canvas import Canvas
 
+from docchat import isolate
 from docchat.convert import ConvertLimits
 from docchat.errors import ConversionError
 from docchat.isolate import pages_from_pdf_isolated
@@ -80,6 +81,10 @@ def pdfs() -> int:
         print(f"no PDFs at {folder}: pass a folder of PDFs")
         return 1
     files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*.pdf"))}
+    # Each conversion child is forked from this process, as in Lambda: RUSAGE_CHILDREN (the
+    # peak memory below) counts only this process's own children, and the forkserver docchat
+    # starts them from elsewhere would make them its children instead.
+    isolate.START_METHOD = "fork"
     sample = (ROOT / "examples" / "pdfs" / "dmca.pdf").read_bytes()
     cases = {**files, **{f"hostile: {k}": v for k, v in hostile_cases(sample).items()}}
     outcomes: Counter[str] = Counter()

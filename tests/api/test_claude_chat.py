@@ -14,11 +14,12 @@ import pytest
 
 from docchat.adapters.anthropic_model import ClaudeModel
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.agent import Agent, AgentConfig
+from docchat.agent import Agent
 from docchat.backend import ChatBackend
 from docchat.library import Library
 from docchat.models import Chunk, DocStatus, DocumentRecord
 from tests.api.test_server import Server
+from tests.chatkit import SEARCH, tuned_config
 from tests.conftest import REPO, WordEmbedder
 
 FIXTURES = REPO / "tests" / "fixtures" / "anthropic"
@@ -77,12 +78,12 @@ def manual(tmp_path: Path) -> Library:
             status=DocStatus.INDEXED,
         )
         index.replace_document(record, [chunk], embedder.embed_documents([text]))
-    return Library(index=index, embedder=embedder, registry=index)
+    return Library(index=index, embedder=embedder, registry=index, **SEARCH)
 
 
 def test_claude_tool_turn_then_cited_answer(manual: Library) -> None:
     transport = Recorded("tool_use_turn.sse", "text_turn.sse")
-    agent = Agent(manual, _claude(transport), AgentConfig(top_k=2))
+    agent = Agent(manual, _claude(transport), tuned_config(top_k=2))
 
     events = list(agent.run([{"role": "user", "content": "How tight are the head bolts?"}]))
 
@@ -111,7 +112,7 @@ def test_claude_tool_turn_then_cited_answer(manual: Library) -> None:
 
 def test_model_error_mid_stream_ends_the_sse_stream_cleanly(manual: Library) -> None:
     backend = ChatBackend(
-        library=manual, model=_claude(Recorded("overloaded_mid_stream.sse")), config=AgentConfig()
+        library=manual, model=_claude(Recorded("overloaded_mid_stream.sse")), config=tuned_config()
     )
     with (
         Server(backend) as server,

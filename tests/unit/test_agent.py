@@ -6,12 +6,12 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from docchat.agent import WAKING, Agent, AgentConfig, ChatEvent
+from docchat.agent import WAKING, Agent, ChatEvent
 from docchat.errors import SearchIndexUnavailableError
 from docchat.library import Library, SearchResult
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.models import Passage
-from tests.chatkit import ScriptedModel, library
+from tests.chatkit import ScriptedModel, library, tuned_config
 
 __all__ = ["library"]  # the fixture
 
@@ -36,7 +36,11 @@ def test_agent_searches_then_streams_a_cited_answer(library: Library) -> None:
         ]
     )
 
-    events = list(Agent(library, model).run([{"role": "user", "content": "When did it open?"}]))
+    events = list(
+        Agent(library, model, tuned_config()).run(
+            [{"role": "user", "content": "When did it open?"}]
+        )
+    )
 
     assert _types(events) == [
         "status",
@@ -68,7 +72,9 @@ def test_agent_drops_citations_to_passages_never_retrieved(library: Library) -> 
         ]
     )
 
-    events = list(Agent(library, model).run([{"role": "user", "content": "How often?"}]))
+    events = list(
+        Agent(library, model, tuned_config()).run([{"role": "user", "content": "How often?"}])
+    )
 
     citations = next(e for e in events if e.type == "citations").data["citations"]
     assert [(c["number"], c["doc_id"]) for c in citations] == [(1, "ferries")]
@@ -83,7 +89,9 @@ def test_agent_refuses_a_repeated_identical_call(library: Library) -> None:
         ]
     )
 
-    events = list(Agent(library, model).run([{"role": "user", "content": "bridge?"}]))
+    events = list(
+        Agent(library, model, tuned_config()).run([{"role": "user", "content": "bridge?"}])
+    )
 
     assert _types(events).count("sources") == 1
     repeated = model.calls[2]["messages"][-1]["content"][0]
@@ -95,7 +103,7 @@ def test_agent_stops_after_max_rounds_and_forces_an_answer(library: Library) -> 
     model = ScriptedModel([*looping, [TextDelta("Best I can say [1]."), TurnEnd("end_turn")]])
 
     events = list(
-        Agent(library, model, AgentConfig(max_rounds=3)).run(
+        Agent(library, model, tuned_config(max_rounds=3)).run(
             [{"role": "user", "content": "bridge?"}]
         )
     )
@@ -110,7 +118,9 @@ def test_agent_model_error_mid_stream_ends_with_error_event(library: Library) ->
         [[TextDelta("Partial "), TextDelta("answer"), TurnEnd("end_turn")]], fail_after=1
     )
 
-    events = list(Agent(library, model).run([{"role": "user", "content": "bridge?"}]))
+    events = list(
+        Agent(library, model, tuned_config()).run([{"role": "user", "content": "bridge?"}])
+    )
 
     assert _types(events) == ["status", "delta", "error"]
     assert events[-1].data == {
@@ -128,7 +138,9 @@ def test_agent_keeps_search_inside_the_chat_document_filter(library: Library) ->
     )
 
     events = list(
-        Agent(library, model).run([{"role": "user", "content": "bridge?"}], doc_ids=["ferries"])
+        Agent(library, model, tuned_config()).run(
+            [{"role": "user", "content": "bridge?"}], doc_ids=["ferries"]
+        )
     )
 
     docs = {p["doc_id"] for e in events if e.type == "sources" for p in e.data["passages"]}
@@ -147,7 +159,9 @@ def test_agent_reads_pages_and_lists_documents(library: Library) -> None:
         ]
     )
 
-    events = list(Agent(library, model).run([{"role": "user", "content": "lanes?"}]))
+    events = list(
+        Agent(library, model, tuned_config()).run([{"role": "user", "content": "lanes?"}])
+    )
 
     results = model.calls[1]["messages"][-1]["content"]
     assert "- bridges: Bridges (2 pages)" in results[0]["content"]
@@ -157,7 +171,9 @@ def test_agent_reads_pages_and_lists_documents(library: Library) -> None:
 
 def test_agent_without_model_answers_extractively_with_pages(library: Library) -> None:
     events = list(
-        Agent(library, None).run([{"role": "user", "content": "When did the new bridge open?"}])
+        Agent(library, None, tuned_config()).run(
+            [{"role": "user", "content": "When did the new bridge open?"}]
+        )
     )
 
     assert _types(events)[:3] == ["status", "tool_call", "sources"]
@@ -223,7 +239,7 @@ def test_agent_says_the_index_is_waking_while_the_first_search_waits(library: Li
     # Given an index that holds its first search 0.5 s, and a notice after 0.05 s
     slow = SlowIndex(library.index, delay_s=0.5)
     library.index = slow
-    agent = Agent(library, _two_searches(), AgentConfig(wake_notice_s=0.05))
+    agent = Agent(library, _two_searches(), tuned_config(wake_notice_s=0.05))
 
     # When the chat runs
     timed = _timed(agent.run([{"role": "user", "content": "When did it open?"}]))
@@ -239,7 +255,9 @@ def test_agent_says_the_index_is_waking_while_the_first_search_waits(library: Li
     assert _types(events)[-2:] == ["citations", "done"]
 
     # And the next chat, with the index awake, announces nothing
-    again = Agent(library, _two_searches()).run([{"role": "user", "content": "When?"}])
+    again = Agent(library, _two_searches(), tuned_config()).run(
+        [{"role": "user", "content": "When?"}]
+    )
     assert [e.data for e in again if e.type == "status"] == [{"stage": "started", "mode": "model"}]
 
 
@@ -253,7 +271,7 @@ def test_agent_reports_a_failing_first_search_as_a_tool_error(library: Library) 
     model = _two_searches()
 
     events = list(
-        Agent(library, model, AgentConfig(wake_notice_s=0.05)).run(
+        Agent(library, model, tuned_config(wake_notice_s=0.05)).run(
             [{"role": "user", "content": "When did it open?"}]
         )
     )

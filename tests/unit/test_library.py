@@ -20,7 +20,7 @@ from docchat.embed import Vectors
 from docchat.library import Catalog, Library
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.models import Chunk, DocStatus, DocumentRecord
-from tests.chatkit import ScriptedModel
+from tests.chatkit import SEARCH, ScriptedModel, tuned_config
 from tests.conftest import WordEmbedder
 
 OLD, NEW = "a" * 64, "b" * 64
@@ -79,7 +79,7 @@ def _record(doc_id: str, version: str, status: DocStatus) -> DocumentRecord:
 
 
 def _library(index: Any, registry: SqliteIndex, **options: Any) -> Library:
-    return Library(index=index, embedder=WordEmbedder(), registry=registry, **options)
+    return Library(index=index, embedder=WordEmbedder(), registry=registry, **{**SEARCH, **options})
 
 
 def test_library_search_returns_only_the_indexed_version(index: SqliteIndex) -> None:
@@ -162,7 +162,11 @@ def test_library_catalog_lists_indexed_documents_at_their_version(index: SqliteI
 
 
 def _events(library: Library, model: ScriptedModel) -> list[ChatEvent]:
-    return list(Agent(library, model).run([{"role": "user", "content": "What is the toll?"}]))
+    return list(
+        Agent(library, model, tuned_config()).run(
+            [{"role": "user", "content": "What is the toll?"}]
+        )
+    )
 
 
 def test_chat_shows_and_cites_only_the_indexed_version(index: SqliteIndex) -> None:
@@ -215,7 +219,7 @@ def test_chat_reads_the_registry_once_per_answer(index: SqliteIndex) -> None:
             return index.document(doc_id)
 
     registry = CountingRegistry()
-    library = Library(index=index, embedder=WordEmbedder(), registry=registry)
+    library = Library(index=index, embedder=WordEmbedder(), registry=registry, **SEARCH)
     model = ScriptedModel(
         [
             [ToolUse("s", "search_documents", {"query": "toll"}), TurnEnd("tool_use")],

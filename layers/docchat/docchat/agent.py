@@ -92,12 +92,14 @@ class ChatEvent:
     data: dict[str, Any]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class AgentConfig:
+    """The tuned numbers come from the settings (`Settings.max_rounds`, `.top_k`, `.max_tokens`)."""
+
+    max_rounds: int
+    top_k: int
+    max_tokens: int
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    max_rounds: int = 4
-    top_k: int = 5
-    max_tokens: int = 1024
     # A search index scaled to zero takes 10-30 s to answer; say so after this long.
     wake_notice_s: float = 2.0
 
@@ -127,12 +129,10 @@ class _Run:
 class Agent:
     """Answers a conversation from a library, with a model or, without one, extractively."""
 
-    def __init__(
-        self, library: Library, model: ChatModel | None, config: AgentConfig | None = None
-    ) -> None:
+    def __init__(self, library: Library, model: ChatModel | None, config: AgentConfig) -> None:
         self.library = library
         self.model = model
-        self.config = config or AgentConfig()
+        self.config = config
 
     def run(
         self, messages: Sequence[Message], *, doc_ids: Sequence[str] | None = None

@@ -47,6 +47,7 @@ from docchat.config import Settings
 from docchat.errors import DocchatError, DocumentNotFoundError, StorageError
 from docchat.guards import LocalGuard, error_response
 from docchat.models import DocumentRecord, source_name
+from docchat.observe import RequestIds, logged_answer
 from docchat.uploads import (
     MAX_UPLOAD_BYTES,
     S3_UPLOAD_ROUTE,
@@ -163,6 +164,8 @@ def create_app(
     start-up stays light. Without `uploads` the documents are read-only; without `sign_in`
     the page does not sign in."""
     app = FastAPI(title="docchat", version="0.1.0", max_body_size=MAX_BODY_BYTES)
+    # A request id in the X-Request-Id header and in every log line of the request.
+    app.add_middleware(RequestIds)
     cache: dict[str, ChatBackend] = {}
     stores: dict[str, Uploads] = {}
     stores_lock = threading.Lock()
@@ -291,6 +294,7 @@ def create_app(
         _check_doc_ids(live, request.doc_ids)
         messages = [m.model_dump() for m in request.messages]
         events = live.agent().run(messages, doc_ids=request.doc_ids)
+        events = logged_answer(events, route="/chat")
         return StreamingResponse(_sse(events), media_type="text/event-stream", headers=SSE_HEADERS)
 
     @app.get("/v1/models")
@@ -319,6 +323,7 @@ def create_app(
         if not messages or messages[-1]["role"] != "user":
             raise HTTPException(422, "invalid request: the last message must be the user's")
         events = live.agent().run(messages, doc_ids=request.doc_ids)
+        events = logged_answer(events, route="/v1/chat/completions")
         if request.stream:
             return StreamingResponse(
                 _openai_stream(events, request.model),

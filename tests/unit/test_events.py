@@ -12,66 +12,42 @@ import pydantic
 import pytest
 from starlette.exceptions import HTTPException
 
-from docchat.events import (
-    ChatEvent,
-    CitationsEvent,
-    DeltaEvent,
-    DoneEvent,
-    ErrorEvent,
-    RankedPassage,
-    SourcePassage,
-    SourcesEvent,
-    StatusEvent,
-    Timings,
-    ToolCallEvent,
-    Usage,
-    sse,
-)
+from docchat import events as ev
 from docchat.models import Citation
 from docchat.openai_api import completion, completion_chunks
+from tests.chatkit import PASSAGE
 from tests.conftest import REPO
 
 APP_JS = REPO / "layers" / "docchat" / "docchat" / "web" / "app.js"
-EVENTS = pydantic.TypeAdapter(ChatEvent)
+EVENTS = pydantic.TypeAdapter(ev.ChatEvent)
 CITATION = Citation(number=1, doc_id="d", title="T", source="t.pdf", page=2, quote="“q”")
-PASSAGE = SourcePassage(
-    number=1,
-    chunk_id="d:0",
-    doc_id="d",
-    title="T",
-    source="t.pdf",
-    page_start=1,
-    page_end=2,
-    headings=["H"],
-    text="x",
-)
-DONE = DoneEvent(
+DONE = ev.DoneEvent(
     mode="model",
-    usage=Usage(input_tokens=3, output_tokens=4),
-    timings=Timings(total_ms=9.5, retrieval_ms=1.0, first_token_ms=None),
+    usage=ev.Usage(input_tokens=3, output_tokens=4),
+    timings=ev.Timings(total_ms=9.5, retrieval_ms=1.0, first_token_ms=None),
 )
 
 
 def _union_types() -> set[str]:
-    union = typing.get_args(ChatEvent)[0]
+    union = typing.get_args(ev.ChatEvent)[0]
     return {member.model_fields["type"].default for member in typing.get_args(union)}
 
 
 @pytest.mark.parametrize(
     ("event", "wire"),
     [
-        (StatusEvent(stage="started", mode="model"), '{"stage": "started", "mode": "model"}'),
+        (ev.StatusEvent(stage="started", mode="model"), '{"stage": "started", "mode": "model"}'),
         (
-            StatusEvent(stage="waking_index", message="waking"),
+            ev.StatusEvent(stage="waking_index", message="waking"),
             '{"stage": "waking_index", "message": "waking"}',
         ),
         (
-            ToolCallEvent(id="t1", name="read_pages", input={"doc_id": "d"}),
+            ev.ToolCallEvent(id="t1", name="read_pages", input={"doc_id": "d"}),
             '{"id": "t1", "name": "read_pages", "input": {"doc_id": "d"}}',
         ),
-        (DeltaEvent(text="Grüße [1]"), '{"text": "Grüße [1]"}'),
+        (ev.DeltaEvent(text="Grüße [1]"), '{"text": "Grüße [1]"}'),
         (
-            CitationsEvent(citations=[CITATION]),
+            ev.CitationsEvent(citations=[CITATION]),
             '{"citations": [{"number": 1, "doc_id": "d", "title": "T", "source": "t.pdf", '
             '"page": 2, "quote": "“q”"}]}',
         ),
@@ -80,18 +56,18 @@ def _union_types() -> set[str]:
             '{"mode": "model", "usage": {"input_tokens": 3, "output_tokens": 4}, '
             '"timings": {"total_ms": 9.5, "retrieval_ms": 1.0, "first_token_ms": null}}',
         ),
-        (ErrorEvent(code="internal", message="m"), '{"code": "internal", "message": "m"}'),
+        (ev.ErrorEvent(code="internal", message="m"), '{"code": "internal", "message": "m"}'),
     ],
 )
-def test_event_is_sent_as_one_server_sent_event(event: ChatEvent, wire: str) -> None:
-    assert sse(event) == f"event: {event.type}\ndata: {wire}\n\n"
+def test_event_is_sent_as_one_server_sent_event(event: ev.ChatEvent, wire: str) -> None:
+    assert ev.sse(event) == f"event: {event.type}\ndata: {wire}\n\n"
 
 
 def test_sources_keep_ranks_for_searches_and_leave_them_out_for_page_reads() -> None:
-    ranked = RankedPassage(**PASSAGE.model_dump(), score=0.5, vector_rank=None, keyword_rank=1)
-    event = SourcesEvent(query="q", reranked=False, rerank_note="", passages=[ranked, PASSAGE])
+    ranked = ev.RankedPassage(**PASSAGE.model_dump(), score=0.5, vector_rank=None, keyword_rank=1)
+    event = ev.SourcesEvent(query="q", reranked=False, rerank_note="", passages=[ranked, PASSAGE])
 
-    data = json.loads(sse(event).split("data: ", 1)[1])
+    data = json.loads(ev.sse(event).split("data: ", 1)[1])
 
     searched, read = data["passages"]
     assert (searched["score"], searched["vector_rank"], searched["keyword_rank"]) == (0.5, None, 1)
@@ -99,15 +75,15 @@ def test_sources_keep_ranks_for_searches_and_leave_them_out_for_page_reads() -> 
 
 
 def test_the_wire_data_validates_back_into_the_same_event() -> None:
-    event = CitationsEvent(citations=[CITATION])
-    data = json.loads(sse(event).split("data: ", 1)[1])
+    event = ev.CitationsEvent(citations=[CITATION])
+    data = json.loads(ev.sse(event).split("data: ", 1)[1])
 
     assert EVENTS.validate_python({"type": "citations", **data}) == event
 
 
 def test_events_are_frozen_and_refuse_unknown_fields() -> None:
     with pytest.raises(pydantic.ValidationError, match="frozen"):
-        DeltaEvent(text="a").text = "b"  # type: ignore[misc]
+        ev.DeltaEvent(text="a").text = "b"  # type: ignore[misc]
     with pytest.raises(pydantic.ValidationError, match="Extra inputs"):
         EVENTS.validate_python({"type": "delta", "text": "a", "txt": "b"})
     with pytest.raises(pydantic.ValidationError, match="does not match any of the expected tags"):
@@ -124,11 +100,11 @@ def test_page_has_a_handler_for_every_event_type_and_no_other() -> None:
     assert handled == _union_types()
 
 
-def _answer() -> Iterator[ChatEvent]:
-    yield StatusEvent(stage="started", mode="model")
-    yield DeltaEvent(text="It opened ")
-    yield DeltaEvent(text="in 2004 [1].")
-    yield CitationsEvent(citations=[CITATION])
+def _answer() -> Iterator[ev.ChatEvent]:
+    yield ev.StatusEvent(stage="started", mode="model")
+    yield ev.DeltaEvent(text="It opened ")
+    yield ev.DeltaEvent(text="in 2004 [1].")
+    yield ev.CitationsEvent(citations=[CITATION])
     yield DONE
 
 
@@ -151,7 +127,7 @@ def test_openai_chunks_carry_the_text_then_stop_with_citations() -> None:
 
 
 def test_openai_chunks_end_with_the_error_when_the_answer_fails() -> None:
-    events = iter([DeltaEvent(text="It "), ErrorEvent(code="model_failed", message="boom")])
+    events = iter([ev.DeltaEvent(text="It "), ev.ErrorEvent(code="model_failed", message="boom")])
 
     lines = list(completion_chunks(events, "docchat"))
 
@@ -176,6 +152,6 @@ def test_openai_completion_sums_text_usage_and_citations() -> None:
 
 def test_openai_completion_of_a_failed_answer_is_a_bad_gateway() -> None:
     with pytest.raises(HTTPException) as failed:
-        completion(iter([ErrorEvent(code="model_failed", message="boom")]), "docchat")
+        completion(iter([ev.ErrorEvent(code="model_failed", message="boom")]), "docchat")
 
     assert (failed.value.status_code, failed.value.detail) == (502, "the model failed: boom")

@@ -17,21 +17,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from docchat.events import (
-    ChatEvent,
-    CitationsEvent,
-    DeltaEvent,
-    DoneEvent,
-    ErrorEvent,
-    RankedPassage,
-    SourcePassage,
-    SourcesEvent,
-    StatusEvent,
-    Timings,
-    ToolCallEvent,
-    Usage,
-    sse,
-)
+from docchat import events as ev
 from docchat.models import Citation
 from docchat.tools import (
     INPUTS,
@@ -40,20 +26,10 @@ from docchat.tools import (
     SearchDocumentsInput,
     ToolInput,
 )
+from tests.chatkit import PASSAGE
 from tests.web.browser import launched_chromium
 from tests.web.serving import LocalServer
 
-PASSAGE = SourcePassage(
-    number=1,
-    chunk_id="bridges:0",
-    doc_id="bridges",
-    title="Bridges",
-    source="bridges.pdf",
-    page_start=1,
-    page_end=2,
-    headings=["History"],
-    text="A new bridge opened in 2004.",
-)
 TOOL_INPUTS: dict[str, ToolInput] = {
     "search_documents": SearchDocumentsInput(query="new bridge", doc_ids=["bridges"]),
     "read_pages": ReadPagesInput(doc_id="bridges", first_page=1, last_page=2),
@@ -92,35 +68,37 @@ REPLAY = """
 """
 
 
-def _samples() -> list[ChatEvent]:
+def _samples() -> list[ev.ChatEvent]:
     """One event of each kind, every optional field filled, as the agent makes them."""
     citation = Citation(
         number=1, doc_id="bridges", title="Bridges", source="bridges.pdf", page=2, quote="2004"
     )
-    ranked = RankedPassage(**PASSAGE.model_dump(), score=0.9, vector_rank=1, keyword_rank=2)
+    ranked = ev.RankedPassage(**PASSAGE.model_dump(), score=0.9, vector_rank=1, keyword_rank=2)
     return [
-        StatusEvent(stage="started", mode="extractive"),
-        StatusEvent(stage="waking_index", message="waking the search index"),
+        ev.StatusEvent(stage="started", mode="extractive"),
+        ev.StatusEvent(stage="waking_index", message="waking the search index"),
         *[
-            ToolCallEvent(id=f"t{n}", name=name, input=args.model_dump())
+            ev.ToolCallEvent(id=f"t{n}", name=name, input=args.model_dump())
             for n, (name, args) in enumerate(TOOL_INPUTS.items())
         ],
-        SourcesEvent(query="new bridge", reranked=True, rerank_note="", passages=[ranked]),
-        SourcesEvent(query="bridges pages 1-2", reranked=False, rerank_note="", passages=[PASSAGE]),
-        DeltaEvent(text="It opened in 2004 [1]."),
-        CitationsEvent(citations=[citation]),
-        DoneEvent(
-            mode="extractive",
-            usage=Usage(input_tokens=0, output_tokens=0),
-            timings=Timings(total_ms=5.0, retrieval_ms=1.0, first_token_ms=2.0),
+        ev.SourcesEvent(query="new bridge", reranked=True, rerank_note="", passages=[ranked]),
+        ev.SourcesEvent(
+            query="bridges pages 1-2", reranked=False, rerank_note="", passages=[PASSAGE]
         ),
-        ErrorEvent(code="internal", message="internal error"),
+        ev.DeltaEvent(text="It opened in 2004 [1]."),
+        ev.CitationsEvent(citations=[citation]),
+        ev.DoneEvent(
+            mode="extractive",
+            usage=ev.Usage(input_tokens=0, output_tokens=0),
+            timings=ev.Timings(total_ms=5.0, retrieval_ms=1.0, first_token_ms=2.0),
+        ),
+        ev.ErrorEvent(code="internal", message="internal error"),
     ]
 
 
 def _wire(event: BaseModel) -> list[Any]:
     """[type, data] as the page's SSE reader hands them to handleEvent."""
-    head, data = sse(typing.cast(ChatEvent, event)).rstrip("\n").split("\n")
+    head, data = ev.sse(typing.cast(ev.ChatEvent, event)).rstrip("\n").split("\n")
     return [head.removeprefix("event: "), json.loads(data.removeprefix("data: "))]
 
 
@@ -134,7 +112,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def test_samples_cover_every_event_type_and_every_tool() -> None:
-    union = typing.get_args(typing.get_args(ChatEvent)[0])
+    union = typing.get_args(typing.get_args(ev.ChatEvent)[0])
     assert {type(e) for e in _samples()} == set(union)
     assert {name: type(args) for name, args in TOOL_INPUTS.items()} == INPUTS
 
@@ -151,7 +129,7 @@ def test_page_notices_a_field_it_reads_that_an_event_lacks(page: Any) -> None:
     # Given a citation whose `page` was renamed, as a model change would rename it
     [kind, data] = _wire(_samples()[-3])
     data["citations"][0]["page_number"] = data["citations"][0].pop("page")
-    events = [_wire(DeltaEvent(text="[1]")), [kind, data], _wire(_samples()[-2])]
+    events = [_wire(ev.DeltaEvent(text="[1]")), [kind, data], _wire(_samples()[-2])]
 
     seen = page.evaluate(REPLAY, events)
 

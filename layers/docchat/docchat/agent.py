@@ -217,7 +217,7 @@ class Agent:
                 case ListDocumentsInput():
                     content = self._list(self._catalog(run), doc_ids)
                 case _:
-                    raise TypeError(f"no handler for tool input {type(args).__name__}")
+                    raise NotImplementedError(f"{use.name} has an input model but no handler")
         except (DocchatError, ValueError, TypeError) as exc:
             return _result(use, f"The tool failed: {exc}", error=True)
         return _result(use, content)

@@ -71,8 +71,9 @@ def test_read_pages_below_page_one_and_search_without_query_are_tool_errors(
 ) -> None:
     model = _answer_after(_read("bad", doc_id="bridges", first_page=0, last_page=2))
     list(Agent(library, model).run([{"role": "user", "content": "lanes?"}]))
-    assert "first_page: Input should be greater than or equal to 1" in (
-        _tool_result(model, 1)["content"]
+    assert (
+        "first_page: Input should be greater than or equal to 1"
+        in (_tool_result(model, 1)["content"])
     )
 
     model = _answer_after(ToolUse("s", "search_documents", {"doc_ids": "bridges"}))

@@ -17,6 +17,7 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.agent import AgentConfig
 from docchat.backend import ChatBackend, agent_config
 from docchat.config import Settings
+from docchat.events import SourcePassage
 from docchat.library import Library
 from docchat.llm import Message, ModelEvent, ModelUnavailableError, ToolSpec
 from docchat.models import Chunk, DocStatus, DocumentRecord
@@ -44,6 +45,18 @@ PAGES = {
     ],
     "ferries": ["The ferry to the island leaves every hour from the north pier."],
 }
+# A passage as a `sources` event carries it.
+PASSAGE = SourcePassage(
+    number=1,
+    chunk_id="bridges:0",
+    doc_id="bridges",
+    title="Bridges",
+    source="bridges.pdf",
+    page_start=1,
+    page_end=2,
+    headings=["History"],
+    text=PAGES["bridges"][1],
+)
 
 
 class ScriptedModel:

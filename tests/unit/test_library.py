@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.agent import Agent, ChatEvent
+from docchat.agent import Agent
 from docchat.embed import Vectors
+from docchat.events import ChatEvent, event_data
 from docchat.library import Catalog, Library
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.models import Chunk, DocStatus, DocumentRecord
@@ -191,7 +192,9 @@ def test_chat_shows_and_cites_only_the_indexed_version(index: SqliteIndex) -> No
     events = _events(_library(index, index), model)
 
     # Then sources, tool results and citations come from the indexed version only
-    shown = {p["chunk_id"] for e in events if e.type == "sources" for p in e.data["passages"]}
+    shown = {
+        p["chunk_id"] for e in events if e.type == "sources" for p in event_data(e)["passages"]
+    }
     assert shown == NEW_IDS
     results = [r["content"] for r in model.calls[1]["messages"][-1]["content"]]
     assert results[0] == "- report: Report (2 pages)"
@@ -201,7 +204,7 @@ def test_chat_shows_and_cites_only_the_indexed_version(index: SqliteIndex) -> No
         "Document removed has no text on pages 1-2.",
         "Document failed has no text on pages 1-2.",
     ]
-    citations = next(e for e in events if e.type == "citations").data["citations"]
+    citations = event_data(next(e for e in events if e.type == "citations"))["citations"]
     assert {c["doc_id"] for c in citations} == {"report"}
     assert all(c["quote"] in " ".join(TEXTS["report", NEW]) for c in citations)
 

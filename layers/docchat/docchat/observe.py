@@ -30,7 +30,7 @@ from typing import Any, TextIO
 from aws_lambda_powertools.logging import Logger
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from docchat.agent import ChatEvent
+from docchat.events import ChatEvent, DoneEvent, ErrorEvent, StatusEvent
 
 REQUEST_ID_HEADER = "X-Request-Id"
 # What the Lambda Web Adapter adds to each request it forwards from API Gateway.
@@ -157,21 +157,23 @@ def logged_answer(events: Iterator[ChatEvent], *, route: str) -> Iterator[ChatEv
 
 def _note(line: dict[str, Any], event: ChatEvent) -> None:
     """What the log line keeps of one event: no text, only its mode, outcome and numbers."""
-    if event.type == "status" and "mode" in event.data:
-        line["mode"] = event.data["mode"]
-    elif event.type == "error":
-        line.update(outcome="error", error_code=event.data.get("code"))
-    elif event.type == "done":
-        usage, timings = event.data.get("usage", {}), event.data.get("timings", {})
-        line.update(
-            outcome="done",
-            mode=event.data.get("mode", line["mode"]),
-            input_tokens=usage.get("input_tokens"),
-            output_tokens=usage.get("output_tokens"),
-            total_ms=timings.get("total_ms"),
-            retrieval_ms=timings.get("retrieval_ms"),
-            first_token_ms=timings.get("first_token_ms"),
-        )
+    match event:
+        case StatusEvent(mode=mode) if mode is not None:
+            line["mode"] = mode
+        case ErrorEvent(code=code):
+            line.update(outcome="error", error_code=code)
+        case DoneEvent(mode=mode, usage=usage, timings=timings):
+            line.update(
+                outcome="done",
+                mode=mode,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                total_ms=timings.total_ms,
+                retrieval_ms=timings.retrieval_ms,
+                first_token_ms=timings.first_token_ms,
+            )
+        case _:
+            pass
 
 
 def _ms(seconds: float) -> float:

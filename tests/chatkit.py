@@ -17,8 +17,9 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.agent import AgentConfig
 from docchat.backend import ChatBackend
 from docchat.config import Settings
+from docchat.errors import ModelUnavailableError
 from docchat.library import Library
-from docchat.llm import Message, ModelEvent, ModelUnavailableError, ToolSpec
+from docchat.llm import Message, ModelEvent, ToolSpec
 from docchat.models import Chunk, DocStatus, DocumentRecord
 from docchat.uploads import LocalUploads
 from tests.conftest import WordEmbedder

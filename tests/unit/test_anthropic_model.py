@@ -27,13 +27,10 @@ from docchat.adapters.anthropic_model import (
     ClaudeModel,
     claude_model,
 )
-from docchat.errors import ConfigError
+from docchat.errors import ConfigError, ModelAccessError, ModelError, ModelUnavailableError
 from docchat.llm import (
     ChatModel,
-    ModelAccessError,
-    ModelError,
     ModelEvent,
-    ModelUnavailableError,
     TextDelta,
     ToolSpec,
     ToolUse,

@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 
 from docchat import eval_cli
-from docchat.errors import ConfigError
+from docchat.errors import ConfigError, EvaluationDataError
 from docchat.evaluate import (
     Chunking,
-    EvaluationDataError,
     Retrieval,
     beir_scores,
     beir_slice,

@@ -18,15 +18,13 @@ from docchat.agent import AgentConfig
 from docchat.api import create_app
 from docchat.backend import ChatBackend
 from docchat.config import Settings
-from docchat.errors import DocumentNotFoundError
+from docchat.errors import DocumentNotFoundError, NotPdfError, UploadTooLargeError
 from docchat.ingest import doc_id_for
 from docchat.library import Library
 from docchat.models import DocStatus, DocumentRecord
 from docchat.uploads import (
     LocalUploads,
-    NotPdfError,
     S3Uploads,
-    UploadTooLargeError,
     check_pdf,
     display_name,
     upload_path,

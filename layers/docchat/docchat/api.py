@@ -44,17 +44,21 @@ from starlette.exceptions import HTTPException
 from docchat.agent import ChatEvent
 from docchat.backend import ChatBackend
 from docchat.config import Settings
-from docchat.errors import DocchatError, DocumentNotFoundError, StorageError
+from docchat.errors import (
+    DocchatError,
+    DocumentNotFoundError,
+    NotPdfError,
+    StorageError,
+    UploadError,
+    UploadRouteError,
+    UploadTooLargeError,
+)
 from docchat.guards import LocalGuard, error_response
 from docchat.models import DocumentRecord, source_name
 from docchat.uploads import (
     MAX_UPLOAD_BYTES,
     S3_UPLOAD_ROUTE,
-    NotPdfError,
-    UploadError,
-    UploadRouteError,
     Uploads,
-    UploadTooLargeError,
 )
 
 MAX_MESSAGES = 50

@@ -18,7 +18,7 @@ import numpy as np
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.chunk import chunks_from_pages
 from docchat.embed import Embedder, Vectors
-from docchat.errors import DocchatError
+from docchat.errors import EvaluationDataError
 from docchat.ingest import Progress, embed_chunks
 from docchat.library import Reranker
 from docchat.models import Chunk, DocumentRecord, Page
@@ -36,12 +36,6 @@ DEPTH = 100  # documents ranked per BEIR query: enough for recall@100
 RERANKED = "hybrid+rerank"
 QA_CUTOFFS = (1, 5, 10)
 RERANK_POOL = 4  # passages reranked per passage wanted, as the chat library does
-
-
-class EvaluationDataError(DocchatError):
-    """An evaluation file is missing or not in the expected format."""
-
-    code = "bad_eval_data"
 
 
 @dataclass(frozen=True)

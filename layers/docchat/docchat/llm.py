@@ -12,8 +12,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from docchat.errors import DocchatError
-
 Message = dict[str, Any]
 
 
@@ -64,21 +62,3 @@ class ChatModel(Protocol):
         tools: Sequence[ToolSpec],
         max_tokens: int,
     ) -> Iterator[ModelEvent]: ...
-
-
-class ModelError(DocchatError):
-    """The language model failed or refused the request."""
-
-    code = "model_failed"
-
-
-class ModelUnavailableError(ModelError):
-    """Overloaded, rate-limited or unreachable: try again shortly."""
-
-    code = "model_unavailable"
-
-
-class ModelAccessError(ModelError):
-    """Bad credentials, or no access to the model: fix the configuration."""
-
-    code = "model_access"

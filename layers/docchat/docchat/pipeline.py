@@ -17,10 +17,11 @@ from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
 from docchat.embed import Embedder, Vectors
 from docchat.errors import (
-    DocchatError,
     EmptyPdfError,
     ObjectMissingError,
     StaleWriteError,
+    SupersededError,
+    code_for_name,
 )
 from docchat.ingest import convert_pdf, doc_id_for, embed_chunks, version_of
 from docchat.models import (
@@ -44,12 +45,6 @@ SEQUENCER_WIDTH = 32
 OBJECT_DELETED = "Object Deleted"
 #: error_code of a document whose object is gone but whose chunks could not be removed.
 REMOVE_FAILED = "remove_failed"
-
-
-class SupersededError(DocchatError):
-    """A newer upload or a deletion took over this document; this run stops quietly."""
-
-    code = "superseded"
 
 
 class Objects(Protocol):
@@ -351,22 +346,12 @@ def failure_reason(error: str, cause: str) -> tuple[str, str]:
             message = str(parsed.get("errorMessage", ""))
     except json.JSONDecodeError:
         message = cause
-    known = {cls.__name__: cls.code for cls in _error_classes()}
-    if error in known:
-        return known[error], message or error
+    code = code_for_name(error)
+    if code is not None:
+        return code, message or error
     if error in _PLAIN_REASONS:
         return "stopped", _PLAIN_REASONS[error]
     return "internal", f"{error}: {message}" if message else error
-
-
-def _error_classes() -> list[type[DocchatError]]:
-    found: list[type[DocchatError]] = []
-    todo: list[type[DocchatError]] = [DocchatError]
-    while todo:
-        cls = todo.pop()
-        found.append(cls)
-        todo.extend(cls.__subclasses__())
-    return found
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -396,7 +381,6 @@ def _read_chunks(objects: Objects, settings: Settings, key: str) -> list[Chunk]:
 
 
 __all__ = [
-    "SupersededError",
     "chunk",
     "convert",
     "embed_batch",

@@ -26,9 +26,13 @@ from docchat.embed import Embedder
 from docchat.errors import (
     DocchatError,
     DocumentNotFoundError,
+    NotPdfError,
     ReadOnlyStorageError,
     StorageError,
     StorageFullError,
+    UploadError,
+    UploadRouteError,
+    UploadTooLargeError,
 )
 from docchat.library import DocumentRegistry
 from docchat.models import DocStatus, DocumentRecord
@@ -54,26 +58,6 @@ S3_UPLOAD_ROUTE = (
     "presigned URL, then PUT the file there"
 )
 logger = logging.getLogger(__name__)
-
-
-class UploadError(DocchatError):
-    """An upload or deletion the server refuses."""
-
-    code = "upload_rejected"
-
-
-class NotPdfError(UploadError):
-    code = "not_pdf"
-
-
-class UploadTooLargeError(UploadError):
-    code = "upload_too_large"
-
-
-class UploadRouteError(UploadError):
-    """The request suits the other kind of deployment (direct versus presigned uploads)."""
-
-    code = "wrong_upload_route"
 
 
 class UploadTicket(BaseModel):

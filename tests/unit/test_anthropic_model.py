@@ -29,13 +29,13 @@ from docchat.adapters.anthropic_model import (
 )
 from docchat.errors import ConfigError, ModelAccessError, ModelError, ModelUnavailableError
 from docchat.llm import (
-    ChatModel,
     ModelEvent,
     TextDelta,
     ToolSpec,
     ToolUse,
     TurnEnd,
 )
+from docchat.ports import ChatModel
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "anthropic"
 MODEL = "claude-sonnet-4-6"

@@ -1,13 +1,18 @@
-"""The chat Lambda's wiring makes no OpenSearch request while it starts."""
+"""The Lambdas' wiring: no OpenSearch request while the chat Lambda starts, and no index
+without an OpenSearch endpoint."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import threading
+from pathlib import Path
 
-from docchat.cloud import CloudServices
+import pytest
+
 from docchat.config import Settings
+from docchat.errors import ConfigError
+from docchat.wiring.cloud import CloudServices
 
 
 def test_cloud_index_is_built_without_a_request_to_opensearch() -> None:
@@ -45,3 +50,15 @@ def test_cloud_index_is_built_without_a_request_to_opensearch() -> None:
         connection.close()
     assert index.index_name.startswith("docchat-chunks")
     assert connections == []
+
+
+def test_cloud_index_without_an_endpoint_is_a_config_error_not_sqlite(tmp_path: Path) -> None:
+    # Given a Lambda's settings with DOCCHAT_OPENSEARCH_ENDPOINT empty
+    settings = Settings.from_env(
+        {"DOCCHAT_OPENSEARCH_ENDPOINT": "", "DOCCHAT_DATA_DIR": str(tmp_path)}
+    )
+
+    # When the index is built, Then it fails naming the variable, and no SQLite file appears
+    with pytest.raises(ConfigError, match="the search index needs DOCCHAT_OPENSEARCH_ENDPOINT"):
+        _ = CloudServices(settings).index
+    assert list(tmp_path.iterdir()) == []

@@ -21,8 +21,9 @@ from typing import Any, TypeVar
 from docchat.citations import best_quote, citation, citations_for_answer, terms
 from docchat.errors import DocchatError
 from docchat.library import Catalog, Library
-from docchat.llm import ChatModel, Message, TextDelta, ToolSpec, ToolUse, TurnEnd
+from docchat.llm import Message, TextDelta, ToolSpec, ToolUse, TurnEnd
 from docchat.models import Chunk, Citation, source_name
+from docchat.ports import ChatModel
 
 DEFAULT_SYSTEM_PROMPT = """\
 You answer questions about the user's documents, using only what the tools return.

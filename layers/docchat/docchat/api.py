@@ -15,7 +15,7 @@ POST /documents/upload-url a presigned S3 PUT URL, where uploads go through the 
 DELETE /documents/{id}     forget a document (in the cloud: delete its object)
 
 Bodies are counted as they arrive (FastAPI's max_body_size), so a chunked body is refused at
-its limit too. `local_app` adds `guards.LocalGuard`:
+its limit too. The local server (docchat.wiring.local) adds `guards.LocalGuard`:
 loopback Host names only, no writes from other sites, a bearer token when one is configured.
 Documents are shown by name (`source_name`): server paths stay on the server.
 """
@@ -28,7 +28,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -53,13 +53,10 @@ from docchat.errors import (
     UploadRouteError,
     UploadTooLargeError,
 )
-from docchat.guards import LocalGuard, error_response
+from docchat.guards import error_response
 from docchat.models import DocumentRecord, source_name
-from docchat.uploads import (
-    MAX_UPLOAD_BYTES,
-    S3_UPLOAD_ROUTE,
-    Uploads,
-)
+from docchat.ports import Uploads
+from docchat.uploads import MAX_UPLOAD_BYTES, S3_UPLOAD_ROUTE
 
 MAX_MESSAGES = 50
 MAX_MESSAGE_CHARS = 20_000
@@ -478,61 +475,3 @@ def _openai_completion(events: Iterator[ChatEvent], model: str) -> dict[str, Any
         "citations": citations,
     }
 
-
-def local_app() -> FastAPI:
-    """The app over the local data directory (`uvicorn --factory docchat.api:local_app`)."""
-    import os
-
-    from docchat.backend import local_backend
-
-    settings = Settings.from_env(os.environ)
-    return guarded_local_app(settings, lambda: local_backend(settings))
-
-
-def guarded_local_app(
-    settings: Settings,
-    backend: Callable[[], ChatBackend],
-    *,
-    allowed_hosts: Sequence[str] = (),
-    token: str | None = None,
-    uploads: UploadsFactory | None = None,
-) -> FastAPI:
-    """The app over the local data directory behind the local server's guards (`LocalGuard`):
-    settings' allowed hosts plus `allowed_hosts`, and `token` (default: settings.api_token).
-    Uploads go into the data directory (`uploads` replaces how, for tests)."""
-    app = create_app(backend, uploads=uploads or local_uploads_for(settings))
-    app.add_middleware(
-        LocalGuard,
-        allowed_hosts=[*settings.allowed_host_names, *allowed_hosts],
-        token=settings.api_token if token is None else token,
-    )
-    return app
-
-
-def local_uploads_for(settings: Settings) -> UploadsFactory:
-    """Direct uploads into `settings.data_dir`, over the local backend's own index."""
-    from docchat.uploads import local_uploads
-
-    return lambda live: local_uploads(settings, live.library.index, live.library.embedder)
-
-
-def cloud_app() -> FastAPI:
-    """The app the chat Lambda runs (uvicorn --factory docchat.api:cloud_app)."""
-    from docchat.cloud import services
-    from docchat.uploads import s3_uploads
-
-    def uploads(live: ChatBackend) -> Uploads:
-        settings = services().settings
-        if not settings.documents_bucket:
-            raise HTTPException(
-                501, "uploads are off: set DOCCHAT_DOCUMENTS_BUCKET to the documents bucket"
-            )
-        return s3_uploads(
-            bucket=settings.documents_bucket, region=settings.region, registry=live.library.registry
-        )
-
-    return create_app(
-        lambda: services().backend,
-        uploads=uploads,
-        sign_in=lambda: SignIn.from_settings(services().settings),
-    )

@@ -32,9 +32,9 @@ from docchat.evaluate import (
     load_beir,
     load_squad,
 )
-from docchat.library import Reranker
-from docchat.local import local_embedder
+from docchat.ports import Reranker
 from docchat.retrieve import TUNED_CANDIDATES, TUNED_FUSION, VECTOR_WEIGHT
+from docchat.wiring.local import local_embedder
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)

@@ -17,11 +17,11 @@ import numpy as np
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.chunk import chunks_from_pages
-from docchat.embed import Embedder, Vectors
+from docchat.embed import Vectors
 from docchat.errors import EvaluationDataError
 from docchat.ingest import Progress, embed_chunks
-from docchat.library import Reranker
 from docchat.models import Chunk, DocumentRecord, Page
+from docchat.ports import Embedder, Reranker
 from docchat.retrieve import (
     TUNED_CANDIDATES,
     TUNED_FUSION,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -62,3 +64,18 @@ def test_cloud_index_without_an_endpoint_is_a_config_error_not_sqlite(tmp_path: 
     with pytest.raises(ConfigError, match="the search index needs DOCCHAT_OPENSEARCH_ENDPOINT"):
         _ = CloudServices(settings).index
     assert list(tmp_path.iterdir()) == []
+
+
+def test_cloud_wiring_leaves_the_web_app_to_the_chat_function() -> None:
+    # The ingestion Lambdas' packages have no FastAPI: their handlers import this wiring, so it
+    # imports the web app (and the agent) only in cloud_app.
+    code = (
+        "import sys, docchat.wiring.cloud, docchat.pipeline; "
+        "print(sorted(m for m in ('fastapi', 'starlette', 'docchat.api', 'docchat.agent') "
+        "if m in sys.modules))"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+
+    assert shown.strip() == "[]"

@@ -7,10 +7,16 @@ serves the Lambdas. What both modes share (the agent's settings, the chat model)
 
 from __future__ import annotations
 
-from docchat.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig
+from typing import TYPE_CHECKING
+
 from docchat.config import PREFIX, Settings
 from docchat.errors import ConfigError
-from docchat.ports import ChatModel
+
+# The ingestion Lambdas import this package too: the chat side (the agent, the web app) is
+# imported only where it is built.
+if TYPE_CHECKING:
+    from docchat.agent import AgentConfig
+    from docchat.ports import ChatModel
 
 
 def require(settings: Settings, *names: str, entry: str) -> Settings:
@@ -29,6 +35,8 @@ def require(settings: Settings, *names: str, entry: str) -> Settings:
 
 
 def agent_config(settings: Settings) -> AgentConfig:
+    from docchat.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig
+
     return AgentConfig(
         system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
         max_rounds=settings.max_rounds,

@@ -28,18 +28,15 @@ import os
 from functools import cache, cached_property
 from typing import TYPE_CHECKING
 
-from fastapi import FastAPI
-from starlette.exceptions import HTTPException
-
-from docchat.api import SignIn, create_app
-from docchat.backend import ChatBackend
 from docchat.config import Settings
-from docchat.ports import ChatModel, DocumentRegistry
 from docchat.wiring import agent_config, chat_model, require
 
 # The adapters (and with them boto3, opensearch-py, numpy) are imported where they are made, on
-# first use: a cold start pays only for what it touches. Their types are checked all the same.
+# first use: a cold start pays only for what it touches. The web app (FastAPI) is imported only
+# by cloud_app: the ingestion Lambdas' packages do not have it. Types are checked all the same.
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
     from docchat.adapters.bedrock_embedder import CohereEmbedder, TitanEmbedder
     from docchat.adapters.bedrock_reranker import BedrockReranker
     from docchat.adapters.dynamodb_registry import DynamoRegistry
@@ -47,6 +44,8 @@ if TYPE_CHECKING:
     from docchat.adapters.opensearch_index import OpenSearchIndex
     from docchat.adapters.s3_objects import S3Objects
     from docchat.adapters.s3_uploads import S3Uploads
+    from docchat.backend import ChatBackend
+    from docchat.ports import ChatModel, DocumentRegistry
 
     Embedders = LocalEmbedder | TitanEmbedder | CohereEmbedder
 
@@ -141,6 +140,7 @@ class CloudServices:
     @cached_property
     def backend(self) -> ChatBackend:
         """The chat side: OpenSearch, Bedrock embeddings, the registry, rerank and Claude."""
+        from docchat.backend import ChatBackend
         from docchat.library import Library
 
         settings = self.settings
@@ -154,17 +154,6 @@ class CloudServices:
             vector_weight=settings.vector_weight,
         )
         return ChatBackend(library=library, model=self.model, config=agent_config(settings))
-
-    def uploads(self, registry: DocumentRegistry) -> S3Uploads:
-        """Presigned uploads into the documents bucket; HTTP 501 when it is not configured."""
-        settings = self.settings
-        if not settings.documents_bucket:
-            raise HTTPException(
-                501, "uploads are off: set DOCCHAT_DOCUMENTS_BUCKET to the documents bucket"
-            )
-        return s3_uploads(
-            bucket=settings.documents_bucket, region=settings.region, registry=registry
-        )
 
 
 @cache
@@ -190,9 +179,24 @@ def s3_uploads(*, bucket: str, region: str, registry: DocumentRegistry) -> S3Upl
 
 def cloud_app() -> FastAPI:
     """The app the chat Lambda runs; its settings are checked here, as the process starts."""
+    from starlette.exceptions import HTTPException
+
+    from docchat.api import SignIn, create_app
+
     live = services().require(*CHAT_SETTINGS, entry="the chat function")
+    settings = live.settings
+
+    def uploads(backend: ChatBackend) -> S3Uploads:
+        if not settings.documents_bucket:
+            raise HTTPException(
+                501, "uploads are off: set DOCCHAT_DOCUMENTS_BUCKET to the documents bucket"
+            )
+        return s3_uploads(
+            bucket=settings.documents_bucket,
+            region=settings.region,
+            registry=backend.library.registry,
+        )
+
     return create_app(
-        lambda: live.backend,
-        uploads=lambda backend: live.uploads(backend.library.registry),
-        sign_in=lambda: SignIn.from_settings(live.settings),
+        lambda: live.backend, uploads=uploads, sign_in=lambda: SignIn.from_settings(settings)
     )

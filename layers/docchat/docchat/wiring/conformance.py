@@ -1,5 +1,5 @@
 """Each adapter, as the port it is used as: mypy --strict checks every pair here, so an adapter
-whose signature drifts from its port fails `make test` (and tests/unit/test_ports.py). Nothing
+whose signature drifts from its port fails `make test` (its mypy step). Nothing
 calls these functions; they exist to be type-checked."""
 
 from __future__ import annotations

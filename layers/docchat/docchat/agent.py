@@ -38,8 +38,9 @@ from docchat.events import (
     Usage,
 )
 from docchat.library import Catalog, Library
-from docchat.llm import ChatModel, Message, TextDelta, ToolUse, TurnEnd
+from docchat.llm import Message, TextDelta, ToolUse, TurnEnd
 from docchat.models import Chunk, Citation, source_name
+from docchat.ports import ChatModel
 from docchat.tools import (
     INPUTS,
     MAX_READ_PAGES,

@@ -8,11 +8,8 @@ Messages use the Anthropic Messages shape, which every adapter understands:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-from docchat.errors import DocchatError
+from typing import Any
 
 Message = dict[str, Any]
 
@@ -49,36 +46,3 @@ class TurnEnd:
 
 ModelEvent = TextDelta | ToolUse | TurnEnd
 
-
-class ChatModel(Protocol):
-    """One streamed model turn: text deltas as they come, then tool calls, then TurnEnd."""
-
-    @property
-    def model_id(self) -> str: ...
-
-    def stream(
-        self,
-        *,
-        system: str,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        max_tokens: int,
-    ) -> Iterator[ModelEvent]: ...
-
-
-class ModelError(DocchatError):
-    """The language model failed or refused the request."""
-
-    code = "model_failed"
-
-
-class ModelUnavailableError(ModelError):
-    """Overloaded, rate-limited or unreachable: try again shortly."""
-
-    code = "model_unavailable"
-
-
-class ModelAccessError(ModelError):
-    """Bad credentials, or no access to the model: fix the configuration."""
-
-    code = "model_access"

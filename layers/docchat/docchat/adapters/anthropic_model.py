@@ -20,13 +20,10 @@ import anthropic
 import httpx2
 from anthropic.types import Message as ClaudeMessage
 
-from docchat.errors import ConfigError
+from docchat.errors import ConfigError, ModelAccessError, ModelError, ModelUnavailableError
 from docchat.llm import (
     Message,
-    ModelAccessError,
-    ModelError,
     ModelEvent,
-    ModelUnavailableError,
     TextDelta,
     ToolSpec,
     ToolUse,

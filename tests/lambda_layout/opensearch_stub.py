@@ -36,8 +36,10 @@ import re
 import threading
 import uuid
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.lambda_layout.loopback import LoopbackServer
 
 Doc = dict[str, Any]
 _WORD = re.compile(r"\w+")
@@ -273,24 +275,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class OpenSearchStub(ThreadingHTTPServer):
-    daemon_threads = True
-
+class OpenSearchStub(LoopbackServer):
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.indexes: dict[str, _Index] = {}
         self.requests: list[tuple[str, str]] = []
         self.lock = threading.Lock()
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def __enter__(self) -> OpenSearchStub:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.shutdown()
-        self.server_close()

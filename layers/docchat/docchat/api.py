@@ -52,6 +52,7 @@ from docchat.errors import (
 from docchat.events import sse
 from docchat.guards import error_response
 from docchat.limits import MAX_DOC_IDS, MAX_MESSAGE_CHARS, MAX_MESSAGES, MAX_TOTAL_CHARS
+from docchat.llm import Message
 from docchat.models import DocumentRecord, source_name
 from docchat.observe import RequestIds, logged_answer
 from docchat.openai_api import CompletionRequest, ModelList, completion, completion_chunks
@@ -267,7 +268,7 @@ def create_app(
     def chat(request: ChatRequest) -> StreamingResponse:
         live = get_backend()
         _check_doc_ids(live, request.doc_ids)
-        messages = [m.model_dump() for m in request.messages]
+        messages: list[Message] = [{"role": m.role, "content": m.content} for m in request.messages]
         events = live.agent().run(messages, doc_ids=request.doc_ids)
         events = logged_answer(events, route="/chat")
         return StreamingResponse(
@@ -370,5 +371,3 @@ def _dependency_checks(
     probe("index", lambda: {"chunks": count() if callable(count) else None})
     checks["model"] = {"status": "ok" if live.model else "none", "mode": live.mode}
     return checks, problems
-
-

@@ -9,16 +9,46 @@ Messages use the Anthropic Messages shape, which every adapter understands:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, TypedDict
 
-Message = dict[str, Any]
+from pydantic import JsonValue
+
+#: A JSON object: a tool's input, a tool's input schema.
+JsonObject = dict[str, JsonValue]
+
+
+class TextBlock(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ToolUseBlock(TypedDict):
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input: JsonObject
+
+
+class ToolResultBlock(TypedDict):
+    type: Literal["tool_result"]
+    tool_use_id: str
+    content: str
+    is_error: bool
+
+
+Block = TextBlock | ToolUseBlock | ToolResultBlock
+
+
+class Message(TypedDict):
+    role: Literal["user", "assistant"]
+    content: str | list[Block]
 
 
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
     description: str
-    input_schema: dict[str, Any]
+    input_schema: JsonObject
 
 
 @dataclass(frozen=True)
@@ -34,7 +64,7 @@ class ToolUse:
 
     id: str
     name: str
-    input: dict[str, Any] = field(default_factory=dict)
+    input: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -45,4 +75,3 @@ class TurnEnd:
 
 
 ModelEvent = TextDelta | ToolUse | TurnEnd
-

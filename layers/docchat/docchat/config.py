@@ -57,10 +57,22 @@ class Settings(BaseModel):
     )
     # Chat
     model_provider: str = Field(
-        "", pattern="^(|none|anthropic|bedrock)$", description="none, anthropic or bedrock"
+        "",
+        pattern="^(|none|anthropic|bedrock|openai)$",
+        description="none, anthropic, bedrock or openai (any OpenAI-compatible server)",
     )
-    model_id: str = Field("", description="Claude model id; empty: the provider's default")
+    model_id: str = Field(
+        "",
+        description="model id; empty: Claude's default (openai: required, the server's model name)",
+    )
     anthropic_api_key: str = Field("", description="Anthropic API key (or ANTHROPIC_API_KEY)")
+    openai_base_url: str = Field(
+        "",
+        description="API root of the OpenAI-compatible server, e.g. http://localhost:11434/v1",
+    )
+    openai_api_key: str = Field(
+        "", description="its API key, sent as a bearer token; empty for servers that need none"
+    )
     system_prompt: str = Field("", description="replaces the built-in system prompt")
     max_rounds: int = Field(4, ge=1, le=10, description="model turns per answer")
     max_tokens: int = Field(1024, ge=64, le=8192, description="answer length limit in tokens")
@@ -111,6 +123,26 @@ class Settings(BaseModel):
             )
         if self.auth_domain and not self.auth_domain.startswith("https://"):
             raise ValueError(f"DOCCHAT_AUTH_DOMAIN must be an https URL, not {self.auth_domain!r}")
+        return self
+
+    @model_validator(mode="after")
+    def _openai_complete(self) -> Settings:
+        if self.model_provider != "openai":
+            return self
+        if not self.openai_base_url:
+            raise ValueError(
+                "the openai provider needs DOCCHAT_OPENAI_BASE_URL, the server's API root "
+                "(e.g. http://localhost:11434/v1 for Ollama)"
+            )
+        if not self.openai_base_url.startswith(("http://", "https://")):
+            raise ValueError(
+                f"DOCCHAT_OPENAI_BASE_URL must be an http(s) URL, not {self.openai_base_url!r}"
+            )
+        if not self.model_id:
+            raise ValueError(
+                "the openai provider needs DOCCHAT_MODEL_ID, the model name the server knows "
+                "(e.g. qwen3:8b for Ollama)"
+            )
         return self
 
     @model_validator(mode="after")

@@ -46,10 +46,19 @@ def agent_config(settings: Settings) -> AgentConfig:
 
 
 def chat_model(settings: Settings) -> ChatModel | None:
-    """Claude on Bedrock or the Anthropic API when configured; None means extractive answers."""
+    """Claude on Bedrock or the Anthropic API, or a model behind an OpenAI-compatible server,
+    when configured; None means extractive answers. Each adapter is imported only when chosen."""
     provider = settings.chat_provider
     if provider == "none":
         return None
+    if provider == "openai":
+        from docchat.adapters.openai_model import OpenAICompatibleModel
+
+        return OpenAICompatibleModel(
+            base_url=settings.openai_base_url,
+            model_id=settings.model_id,
+            api_key=settings.openai_api_key or None,
+        )
     from docchat.adapters.anthropic_model import claude_model
 
     return claude_model(

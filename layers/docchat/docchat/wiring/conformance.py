@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from docchat.adapters.bedrock_reranker import BedrockReranker
     from docchat.adapters.dynamodb_registry import DynamoRegistry
     from docchat.adapters.local_embedder import LocalEmbedder
+    from docchat.adapters.openai_model import OpenAICompatibleModel
     from docchat.adapters.opensearch_index import OpenSearchIndex
     from docchat.adapters.s3_objects import S3Objects
     from docchat.adapters.s3_uploads import S3Uploads
@@ -66,5 +67,7 @@ def reranker(bedrock: BedrockReranker) -> Reranker:
     return bedrock
 
 
-def chat_model(claude: ClaudeModel) -> ChatModel:
-    return claude
+def chat_models(
+    claude: ClaudeModel, compatible: OpenAICompatibleModel
+) -> tuple[ChatModel, ChatModel]:
+    return claude, compatible

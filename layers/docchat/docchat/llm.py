@@ -9,7 +9,7 @@ Messages use the Anthropic Messages shape, which every adapter understands:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from pydantic import JsonValue
 
@@ -33,7 +33,7 @@ class ToolResultBlock(TypedDict):
     type: Literal["tool_result"]
     tool_use_id: str
     content: str
-    is_error: bool
+    is_error: NotRequired[bool]  # optional in the Messages API: absent means false
 
 
 Block = TextBlock | ToolUseBlock | ToolResultBlock

@@ -300,40 +300,36 @@ def chat_messages(message: Message) -> list[dict[str, Any]]:
     content = message["content"]
     if isinstance(content, str):
         return [{"role": role, "content": content}]
-    text = "".join(b["text"] for b in content if b.get("type") == "text")
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for block in content:
+        if block["type"] == "text":
+            texts.append(block["text"])
+        elif block["type"] == "tool_use":
+            calls.append(
+                {
+                    "id": block["id"],
+                    "type": "function",
+                    "function": {"name": block["name"], "arguments": json.dumps(block["input"])},
+                }
+            )
+        else:
+            results.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": block["tool_use_id"],
+                    "content": ("Error: " if block.get("is_error") else "") + block["content"],
+                }
+            )
+    text = "".join(texts)
     if role == "assistant":
-        calls = [
-            {
-                "id": b["id"],
-                "type": "function",
-                "function": {"name": b["name"], "arguments": json.dumps(b["input"])},
-            }
-            for b in content
-            if b.get("type") == "tool_use"
-        ]
         turn: dict[str, Any] = {"role": "assistant", "content": text or None}
         if calls:
             turn["tool_calls"] = calls
         return [turn]
     # Tool results must follow the assistant turn that asked for them, before any user text.
-    results = [
-        {
-            "role": "tool",
-            "tool_call_id": b["tool_use_id"],
-            "content": ("Error: " if b.get("is_error") else "") + _result_text(b.get("content")),
-        }
-        for b in content
-        if b.get("type") == "tool_result"
-    ]
     return [*results, {"role": "user", "content": text}] if text else results
-
-
-def _result_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-    return ""
 
 
 def error_detail(reply: httpx2.Response) -> str:

@@ -43,9 +43,9 @@ function viewerNodes() {
   const title = el("h2", { id: "viewer-title", class: "viewer-title", tabindex: "-1" });
   const where = el("span", { id: "viewer-where", class: "viewer-where" });
   const prev = el("button", { type: "button", class: "icon-button viewer-prev", "aria-label": "Previous page",
-    title: "Previous page", text: "‹", onclick: () => showPage(viewer.page - 1) });
+    title: "Previous page", text: "‹", onclick: () => turnTo(viewer.page - 1) });
   const next = el("button", { type: "button", class: "icon-button viewer-next", "aria-label": "Next page",
-    title: "Next page", text: "›", onclick: () => showPage(viewer.page + 1) });
+    title: "Next page", text: "›", onclick: () => turnTo(viewer.page + 1) });
   const close = el("button", { type: "button", class: "icon-button viewer-close", "aria-label": "Close the document",
     title: "Close (Esc)", text: "×", onclick: closeViewer });
   const status = el("p", { id: "viewer-status", class: "viewer-status", role: "status", "aria-live": "polite" });
@@ -179,6 +179,13 @@ async function pdfBytes(docId) {
   const file = await fetch(link.url);
   if (!file.ok) throw new Error(`the documents bucket answered HTTP ${file.status}`);
   return new Uint8Array(await file.arrayBuffer());
+}
+
+function turnTo(number) {
+  const opening = viewer.opening;
+  showPage(number, opening).catch((error) => {
+    if (opening === viewer.opening) setViewerStatus(`Could not show page ${number}: ${error.message}`, "failed");
+  });
 }
 
 // --- one page: canvas, text layer, highlight --------------------------------------------------

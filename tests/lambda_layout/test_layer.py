@@ -75,3 +75,12 @@ def test_layer_every_module_imports_in_the_lambda_layout(layout: Layout) -> None
     assert report["failed"] == {}
     loaded = {name for name in report["loaded"] for top in NEVER_IMPORTED if name == top}
     assert not loaded, f"imported at run time: {loaded}"
+
+
+def test_layer_carries_the_viewers_pdfjs_with_its_licence(layout: Layout) -> None:
+    # The page's viewer loads pdf.js from the package's static files, never from a CDN:
+    # layers/docchat/Makefile's `vendor` target put it there at build time.
+    vendor = layout.opt / "python" / "docchat" / "web" / "vendor" / "pdfjs"
+    names = sorted(p.name for p in vendor.iterdir()) if vendor.is_dir() else []
+    assert names == ["LICENSE", "VERSION", "pdf.min.mjs", "pdf.worker.min.mjs"], names
+    assert "Apache License" in (vendor / "LICENSE").read_text()

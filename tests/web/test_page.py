@@ -132,6 +132,10 @@ def test_page_uploads_a_pdf_and_answers_with_cited_pages(
     expect(answer.locator(f'.marker[data-number="{number}"]')).to_have_attribute(
         "aria-expanded", "true"
     )
+    # The chip opened the document too (tests/web/test_viewer.py); Escape closes it
+    expect(page.locator("#viewer")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(chip).to_be_focused()
 
     screenshots = REPO / os.environ.get("DOCCHAT_SCREENSHOTS", tmp_path)
     screenshots.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,9 @@ POST /chat                 Server-Sent Events: status, tool_call, sources, delta
 POST /v1/chat/completions  OpenAI-compatible, streamed or not; citations in an extra field
 GET  /v1/models             the OpenAI model list (one model, "docchat")
 GET  /documents, /documents/{id}
+GET  /documents/{id}/file  the document's PDF for the page's viewer: locally the bytes
+                           (application/pdf); in the cloud JSON {url, expires_in}, a presigned
+                           S3 GET of a few minutes (API Gateway cannot carry large PDFs)
 GET  /ready                the Web Adapter's readiness check (touches no backend)
 GET  /health               each dependency's state (registry, index, model); 503 if one fails
 GET  /                     the chat page (docchat/web), its files under /static/
@@ -14,6 +17,8 @@ POST /documents            a PDF as the raw body (?filename=...), indexed in the
 POST /documents/upload-url a presigned S3 PUT URL, where uploads go through the bucket
 DELETE /documents/{id}     forget a document (in the cloud: delete its object)
 
+A streamed answer whose client goes away (the page's Stop, a closed tab) is closed on the server:
+the agent's generator and with it the model's stream, so a stopped answer stops generating.
 Bodies are counted as they arrive (FastAPI's max_body_size), so a chunked body is refused at
 its limit too. The local server (docchat.wiring.local) adds `guards.LocalGuard`:
 loopback Host names only, no writes from other sites, a bearer token when one is configured.
@@ -25,11 +30,12 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 from fastapi import FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
@@ -38,10 +44,12 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException
 
+from docchat.adapters.local_files import LocalFiles
 from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.errors import (
     DocchatError,
+    DocumentFileError,
     DocumentNotFoundError,
     NotPdfError,
     StorageError,
@@ -53,10 +61,10 @@ from docchat.events import sse
 from docchat.guards import error_response
 from docchat.limits import MAX_DOC_IDS, MAX_MESSAGE_CHARS, MAX_MESSAGES, MAX_TOTAL_CHARS
 from docchat.llm import Message
-from docchat.models import DocumentRecord, source_name
+from docchat.models import DocumentRecord, FileLink, source_name
 from docchat.observe import RequestIds, logged_answer
 from docchat.openai_api import CompletionRequest, ModelList, completion, completion_chunks
-from docchat.ports import Uploads
+from docchat.ports import DocumentFiles, Uploads
 from docchat.uploads import MAX_UPLOAD_BYTES, S3_UPLOAD_ROUTE
 
 MAX_BODY_BYTES = 512 * 1024
@@ -67,6 +75,7 @@ WEB = Path(__file__).parent / "web"
 # none at all), it cannot come from another site's page.
 PDF_TYPES = {"application/pdf", "application/x-pdf", "application/octet-stream"}
 UploadsFactory = Callable[[ChatBackend], Uploads]
+FilesFactory = Callable[[ChatBackend], DocumentFiles]
 # An absolute path in a storage error's message: only its last part is sent to the client.
 _STORAGE_PATH = re.compile(r"(?<![\w.])/(?:[^\s/'\"():,;]+/)*([^\s/'\"():,;]*)")
 logger = logging.getLogger(__name__)
@@ -134,16 +143,19 @@ def create_app(
     backend: Callable[[], ChatBackend],
     *,
     uploads: UploadsFactory | None = None,
+    files: FilesFactory = lambda _: LocalFiles(),
     sign_in: Callable[[], SignIn] = SignIn,
 ) -> FastAPI:
-    """The app; `backend` (and `uploads`, given the backend) is called on first use so that
-    start-up stays light. Without `uploads` the documents are read-only; without `sign_in`
+    """The app; `backend` (and `uploads` and `files`, given the backend) is called on first use
+    so that start-up stays light. Without `uploads` the documents are read-only; `files` says
+    where the viewer reads a PDF (by default the record's own local file); without `sign_in`
     the page does not sign in."""
     app = FastAPI(title="docchat", version="0.1.0", max_body_size=MAX_BODY_BYTES)
     # A request id in the X-Request-Id header and in every log line of the request.
     app.add_middleware(RequestIds)
     cache: dict[str, ChatBackend] = {}
     stores: dict[str, Uploads] = {}
+    viewers: dict[str, DocumentFiles] = {}
     stores_lock = threading.Lock()
 
     def get_backend() -> ChatBackend:
@@ -160,6 +172,12 @@ def create_app(
             if "uploads" not in stores:
                 stores["uploads"] = uploads(get_backend())
             return stores["uploads"]
+
+    def get_files() -> DocumentFiles:
+        with stores_lock:
+            if "files" not in viewers:
+                viewers["files"] = files(get_backend())
+            return viewers["files"]
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -178,6 +196,11 @@ def create_app(
         if exc.status_code == 413 and exc.detail == "Content Too Large":  # max_body_size's
             return error_response(413, _too_large(request))
         return error_response(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(DocumentFileError)
+    async def file_error(_: Request, exc: DocumentFileError) -> JSONResponse:
+        logger.info("document file unavailable: %s", exc.code)
+        return error_response(exc.http_status, _STORAGE_PATH.sub(r"\1", str(exc)), code=exc.code)
 
     @app.exception_handler(StorageError)
     async def storage_error(_: Request, exc: StorageError) -> JSONResponse:
@@ -234,6 +257,23 @@ def create_app(
             raise HTTPException(404, f"no document with id {doc_id!r}: GET /documents lists them")
         return _shown(record)
 
+    @app.get("/documents/{doc_id}/file", response_model=None)
+    def document_file(doc_id: str) -> FileResponse | JSONResponse:
+        """A registered document's PDF: its bytes, or (cloud) a short-lived URL to them."""
+        record = get_backend().library.document(doc_id)
+        if record is None:
+            raise HTTPException(404, f"no document with id {doc_id!r}: GET /documents lists them")
+        found = get_files().pdf(record)
+        if isinstance(found, FileLink):
+            return JSONResponse(found.model_dump(), headers={"Cache-Control": "no-store"})
+        return FileResponse(
+            found,
+            media_type="application/pdf",
+            content_disposition_type="inline",
+            filename=source_name(record.source),
+            headers={"Cache-Control": "private, no-cache", "X-Content-Type-Options": "nosniff"},
+        )
+
     @app.post("/documents", status_code=202, max_body_size=MAX_UPLOAD_BYTES)
     async def upload(
         request: Request, filename: str = Query(min_length=1, max_length=255)
@@ -265,14 +305,16 @@ def create_app(
         return JSONResponse(removal.model_dump(), 200 if removal.status == "deleted" else 202)
 
     @app.post("/chat")
-    def chat(request: ChatRequest) -> StreamingResponse:
+    def chat(request: ChatRequest, http: Request) -> StreamingResponse:
         live = get_backend()
         _check_doc_ids(live, request.doc_ids)
         messages: list[Message] = [{"role": m.role, "content": m.content} for m in request.messages]
-        events = live.agent().run(messages, doc_ids=request.doc_ids)
-        events = logged_answer(events, route="/chat")
+        answer = live.agent().run(messages, doc_ids=request.doc_ids)
+        events = logged_answer(answer, route="/chat")
         return StreamingResponse(
-            map(sse, events), media_type="text/event-stream", headers=SSE_HEADERS
+            _while_connected(http, (sse(e) for e in events), events, answer),
+            media_type="text/event-stream",
+            headers=SSE_HEADERS,
         )
 
     @app.get("/v1/models")
@@ -280,21 +322,54 @@ def create_app(
         return ModelList().model_dump(mode="json")
 
     @app.post("/v1/chat/completions", response_model=None)
-    def completions(request: CompletionRequest) -> StreamingResponse | dict[str, Any]:
+    def completions(
+        request: CompletionRequest, http: Request
+    ) -> StreamingResponse | dict[str, Any]:
         live = get_backend()
         _check_doc_ids(live, request.doc_ids)
         messages = request.conversation()
-        events = live.agent().run(messages, doc_ids=request.doc_ids)
-        events = logged_answer(events, route="/v1/chat/completions")
+        answer = live.agent().run(messages, doc_ids=request.doc_ids)
+        events = logged_answer(answer, route="/v1/chat/completions")
         if request.stream:
+            chunks = completion_chunks(events, request.model)
             return StreamingResponse(
-                completion_chunks(events, request.model),
+                _while_connected(http, chunks, events, answer),
                 media_type="text/event-stream",
                 headers=SSE_HEADERS,
             )
         return completion(events, request.model).model_dump(mode="json")
 
     return app
+
+
+_END = object()
+
+
+async def _while_connected(
+    request: Request, chunks: Iterator[str], *generators: Iterator[Any]
+) -> AsyncIterator[str]:
+    """`chunks` while the client listens. When it goes away (the page's Stop, a closed tab),
+    the generators the chunks come from are closed, outermost first: the agent's `finally`
+    blocks run and the model's stream is closed, so the model stops generating."""
+    try:
+        while not await request.is_disconnected():
+            # One event at a time in a worker thread: the agent and the model block.
+            chunk = await run_in_threadpool(next, chunks, _END)
+            if chunk is _END:
+                return
+            yield str(chunk)
+        logger.info("the client went away: the answer is stopped")
+    finally:
+        # Cancelled (the server noticed the disconnect first) or not, closing must finish.
+        with anyio.CancelScope(shield=True):
+            await run_in_threadpool(_close_all, (chunks, *generators))
+
+
+def _close_all(generators: tuple[Iterator[Any], ...]) -> None:
+    for generator in generators:
+        close = getattr(generator, "close", None)
+        if callable(close):
+            close()
 
 
 def _too_large(request: Request) -> str:

@@ -270,6 +270,22 @@ class UploadRouteError(UploadError):
 
 
 @registered
+class DocumentFileError(DocchatError):
+    """A registered document's PDF cannot be shown: gone from where it was indexed, or changed."""
+
+    code = "document_file_unavailable"
+    http_status = 404
+
+
+@registered
+class DocumentFileChangedError(DocumentFileError):
+    """The file at the document's source is no longer the version that was indexed."""
+
+    code = "document_file_changed"
+    http_status = 409
+
+
+@registered
 class SupersededError(DocchatError):
     """A newer upload or a deletion took over this document; this run stops quietly."""
 

@@ -238,6 +238,7 @@ class ExecutionStatusEvent(BaseModel):
             error=self.detail.status,
         )
 
+
 class UploadTicket(BaseModel):
     """Where and how the browser puts one file into the documents bucket."""
 
@@ -246,6 +247,13 @@ class UploadTicket(BaseModel):
     headers: dict[str, str]
     key: str
     doc_id: str
+    expires_in: int
+
+
+class FileLink(BaseModel):
+    """A short-lived URL the browser reads one document's PDF from (a presigned S3 GET)."""
+
+    url: str
     expires_in: int
 
 

@@ -7,11 +7,12 @@ these ports, so mypy checks each adapter against the port it is used as
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Literal, Protocol
 
 from docchat.embed import Vectors
 from docchat.llm import Message, ModelEvent, ToolSpec
-from docchat.models import Chunk, DocumentRecord, Passage, Removal, UploadTicket
+from docchat.models import Chunk, DocumentRecord, FileLink, Passage, Removal, UploadTicket
 
 # --- embedding and search (chat side) ---------------------------------------------------------
 
@@ -147,6 +148,13 @@ class Uploads(Protocol):
     def upload_url(self, filename: str, *, size: int) -> UploadTicket: ...
 
     def remove(self, doc_id: str) -> Removal: ...
+
+
+class DocumentFiles(Protocol):
+    """Where the page's viewer reads a registered document's PDF: the file itself (local) or a
+    short-lived URL to it (cloud). Never a path a request names: only a record's own source."""
+
+    def pdf(self, record: DocumentRecord) -> Path | FileLink: ...
 
 
 # --- the cloud pipeline -------------------------------------------------------------------------

@@ -1,17 +1,20 @@
 """Uploads through S3: presigned PUT URLs into the documents bucket; deletion removes the object
-(the bucket's pipeline then cleans the index and the registry)."""
+(the bucket's pipeline then cleans the index and the registry). The viewer reads a document
+through a presigned GET (`S3Files`)."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any, Literal
 
-from docchat.errors import DocumentNotFoundError, UploadError, UploadRouteError
-from docchat.models import DocumentRecord, Removal, UploadTicket
+from docchat.errors import DocumentFileError, DocumentNotFoundError, UploadError, UploadRouteError
+from docchat.models import DocumentRecord, FileLink, Removal, UploadTicket
 from docchat.ports import DocumentRegistry
 from docchat.uploads import S3_UPLOAD_ROUTE, UPLOAD_PREFIX, check_pdf_name, check_size, upload_path
 
 PRESIGN_EXPIRES_S = 15 * 60
+# The viewer fetches the PDF at once: a link that outlives that is only a link to leak.
+VIEW_EXPIRES_S = 5 * 60
 logger = logging.getLogger(__name__)
 
 
@@ -77,3 +80,35 @@ class S3Uploads:
         self.client.delete_object(Bucket=bucket, Key=key)
         logger.info("document object deleted", extra={"doc_id": doc_id})
         return Removal(doc_id=doc_id, status="deleting")
+
+
+class S3Files:
+    """Presigned GET URLs for the viewer, only for documents stored in the documents bucket."""
+
+    def __init__(self, *, client: Any, bucket: str, expires_s: int = VIEW_EXPIRES_S) -> None:
+        self.client = client
+        self.bucket = bucket
+        self.expires_s = expires_s
+
+    def pdf(self, record: DocumentRecord) -> FileLink:
+        """A URL that reads the indexed version of the document's object for a few minutes."""
+        bucket, _, key = record.source.partition("/")
+        if bucket != self.bucket or not key:
+            raise DocumentFileError(
+                f"document {record.doc_id} comes from {record.source!r}, outside the documents "
+                f"bucket {self.bucket}: open it where it is stored"
+            )
+        # https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html: the response-*
+        # overrides need a signed request, which a presigned URL is.
+        url = self.client.generate_presigned_url(
+            "get_object",
+            Params={
+                "Bucket": bucket,
+                "Key": key,
+                "ResponseContentType": "application/pdf",
+                "ResponseCacheControl": "private, max-age=300",
+            },
+            ExpiresIn=self.expires_s,
+            HttpMethod="GET",
+        )
+        return FileLink(url=url, expires_in=self.expires_s)

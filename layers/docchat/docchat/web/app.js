@@ -181,6 +181,7 @@ class AnswerView {
       : "Answered";
     this.renderAnswer();
     this.renderChips();
+    this.footer.replaceChildren(answerTools(this, () => retryAnswer(this)));
   }
 
   byNumber(number) {
@@ -219,13 +220,19 @@ class AnswerView {
       // A bare number says nothing to a screen reader; a chip's own text names the source.
       "aria-label": label ? `Source ${citation.number}: ${where}` : null,
       title: where,
-      onclick: () => this.toggleQuote(citation, button),
+      onclick: () => this.openCitation(citation, button),
     });
     if (label) button.textContent = label;
     else button.append(el("span", { class: "chip-number", text: citation.number }),
       el("span", { class: "chip-title", text: citation.title }),
       el("span", { class: "chip-page", text: `p. ${citation.page}` }));
     return button;
+  }
+
+  openCitation(citation, button) {
+    // The quote shows under the answer, and the document opens at it (viewer.js).
+    if (this.quote.hidden || this.quote.dataset.number !== String(citation.number)) this.toggleQuote(citation, button);
+    openViewer(citation, button);
   }
 
   toggleQuote(citation, button) {
@@ -270,7 +277,7 @@ class AnswerView {
     this.setTyping(false);
     this.root.setAttribute("aria-busy", "false");
     this.stepsBox.open = false;
-    this.footer.replaceChildren(el("p", { class: "note", text: "Stopped." }));
+    this.footer.replaceChildren(el("p", { class: "note", text: "Stopped." }), answerTools(this, () => retryAnswer(this)));
   }
 }
 
@@ -311,8 +318,21 @@ function setRunning(running) {
   send.setAttribute("aria-label", running ? "Stop the answer" : "Send the question");
 }
 
+function retryAnswer(view) {
+  // The same question again, in place of this answer (only the newest answer has the button).
+  if (state.running || !view.root.isConnected) return;
+  if (state.messages.length && state.messages[state.messages.length - 1].role === "assistant") state.messages.pop();
+  if (!state.messages.length || state.messages[state.messages.length - 1].content !== view.question) {
+    state.messages.push({ role: "user", content: view.question });
+  }
+  view.root.remove();
+  runAnswer();
+}
+
 async function runAnswer() {
+  for (const old of document.querySelectorAll(".answer-tools .retry")) old.remove();
   const view = new AnswerView();
+  view.question = state.messages[state.messages.length - 1].content;
   const controller = new AbortController();
   const conversation = state.conversation;
   state.running = { controller, view };

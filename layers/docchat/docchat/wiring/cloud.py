@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from docchat.adapters.local_embedder import LocalEmbedder
     from docchat.adapters.opensearch_index import OpenSearchIndex
     from docchat.adapters.s3_objects import S3Objects
-    from docchat.adapters.s3_uploads import S3Uploads
+    from docchat.adapters.s3_uploads import S3Files, S3Uploads
     from docchat.backend import ChatBackend
     from docchat.ports import ChatModel, DocumentRegistry
 
@@ -177,6 +177,21 @@ def s3_uploads(*, bucket: str, region: str, registry: DocumentRegistry) -> S3Upl
     return S3Uploads(client=client, bucket=bucket, registry=registry)
 
 
+def s3_files(*, bucket: str, region: str) -> S3Files:
+    """Presigned GETs for the page's viewer, signed like the uploads' PUTs."""
+    import boto3
+    from botocore.config import Config
+
+    from docchat.adapters.s3_uploads import S3Files
+
+    client = boto3.client(
+        "s3",
+        region_name=region or None,
+        config=Config(signature_version="s3v4", s3={"addressing_style": "virtual"}),
+    )
+    return S3Files(client=client, bucket=bucket)
+
+
 def cloud_app() -> FastAPI:
     """The app the chat Lambda runs; its settings are checked here, as the process starts."""
     from starlette.exceptions import HTTPException
@@ -197,6 +212,16 @@ def cloud_app() -> FastAPI:
             registry=backend.library.registry,
         )
 
+    def files(_: ChatBackend) -> S3Files:
+        if not settings.documents_bucket:
+            raise HTTPException(
+                501, "the viewer is off: set DOCCHAT_DOCUMENTS_BUCKET to the documents bucket"
+            )
+        return s3_files(bucket=settings.documents_bucket, region=settings.region)
+
     return create_app(
-        lambda: live.backend, uploads=uploads, sign_in=lambda: SignIn.from_settings(settings)
+        lambda: live.backend,
+        uploads=uploads,
+        files=files,
+        sign_in=lambda: SignIn.from_settings(settings),
     )

@@ -12,15 +12,17 @@ if TYPE_CHECKING:
     from docchat.adapters.bedrock_reranker import BedrockReranker
     from docchat.adapters.dynamodb_registry import DynamoRegistry
     from docchat.adapters.local_embedder import LocalEmbedder
+    from docchat.adapters.local_files import LocalFiles
     from docchat.adapters.openai_model import OpenAICompatibleModel
     from docchat.adapters.opensearch_index import OpenSearchIndex
     from docchat.adapters.s3_objects import S3Objects
-    from docchat.adapters.s3_uploads import S3Uploads
+    from docchat.adapters.s3_uploads import S3Files, S3Uploads
     from docchat.adapters.sqlite_index import SqliteIndex
     from docchat.ports import (
         ChatModel,
         ChunkIndex,
         ChunkReader,
+        DocumentFiles,
         DocumentIndex,
         DocumentRegistry,
         Embedder,
@@ -55,6 +57,10 @@ def s3_objects(objects: S3Objects) -> Objects:
 
 def uploads(presigned: S3Uploads, direct: LocalUploads) -> tuple[Uploads, Uploads]:
     return presigned, direct
+
+
+def document_files(presigned: S3Files, local: LocalFiles) -> tuple[DocumentFiles, DocumentFiles]:
+    return presigned, local
 
 
 def embedders(

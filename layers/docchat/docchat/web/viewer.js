@@ -1,0 +1,354 @@
+// docchat's document viewer: a citation opens its PDF inside the page, at the cited page, with the
+// quoted sentence highlighted in pdf.js's text layer. Also the answer's Copy and Retry buttons.
+// Loaded after app.js, whose helpers (el, $, api, announce, errorText) it uses. pdf.js comes from
+// static/vendor/pdfjs/ (pdfjs-dist, bundled at build time: `make vendor` in layers/docchat); it is
+// imported on the first citation opened, so the page starts without it. Nothing is fetched from
+// anywhere else: no CDN, no fonts, no wasm decoders.
+"use strict";
+
+const VENDOR = new URL("vendor/pdfjs/", document.currentScript.src);
+const VIEWER_MAX_SCALE = 2;
+const VIEWER_CACHE = 3; // documents kept open, newest last
+
+const viewer = {
+  pdfjs: null, // the import of pdf.js, once asked for
+  documents: new Map(), // doc_id -> Promise of a PDFDocumentProxy
+  opening: 0, // bumped on every open and close: a late page must not replace a newer one
+  citation: null,
+  page: 1,
+  pages: 0,
+  opener: null,
+  renderTask: null,
+  textLayer: null,
+  nodes: null,
+};
+
+function loadPdfjs() {
+  if (!viewer.pdfjs) {
+    viewer.pdfjs = import(new URL("pdf.min.mjs", VENDOR).href).then((lib) => {
+      lib.GlobalWorkerOptions.workerSrc = new URL("pdf.worker.min.mjs", VENDOR).href;
+      return lib;
+    }).catch((error) => {
+      viewer.pdfjs = null; // let a later click try again
+      throw new Error(`the document viewer could not load (${error.message})`);
+    });
+  }
+  return viewer.pdfjs;
+}
+
+// --- the dialog ---------------------------------------------------------------------------------
+
+function viewerNodes() {
+  if (viewer.nodes) return viewer.nodes;
+  const title = el("h2", { id: "viewer-title", class: "viewer-title", tabindex: "-1" });
+  const where = el("span", { id: "viewer-where", class: "viewer-where" });
+  const prev = el("button", { type: "button", class: "icon-button viewer-prev", "aria-label": "Previous page",
+    title: "Previous page", text: "‹", onclick: () => turnTo(viewer.page - 1) });
+  const next = el("button", { type: "button", class: "icon-button viewer-next", "aria-label": "Next page",
+    title: "Next page", text: "›", onclick: () => turnTo(viewer.page + 1) });
+  const close = el("button", { type: "button", class: "icon-button viewer-close", "aria-label": "Close the document",
+    title: "Close (Esc)", text: "×", onclick: closeViewer });
+  const status = el("p", { id: "viewer-status", class: "viewer-status", role: "status", "aria-live": "polite" });
+  const quote = el("blockquote", { class: "viewer-quote" });
+  const canvas = el("canvas", { class: "viewer-canvas", "aria-hidden": "true" });
+  const text = el("div", { class: "textLayer" });
+  const sheet = el("div", { class: "viewer-page" }, canvas, text);
+  const scroll = el("div", { class: "viewer-scroll", tabindex: "0", role: "document", "aria-labelledby": "viewer-where" }, sheet);
+  const root = el("div", { id: "viewer", class: "viewer", role: "dialog", "aria-modal": "true",
+    "aria-labelledby": "viewer-title", "aria-describedby": "viewer-status", hidden: true },
+  el("header", { class: "viewer-bar" },
+    el("div", { class: "viewer-heading" }, title, where),
+    el("div", { class: "viewer-nav" }, prev, next, close)),
+  status, quote, scroll);
+  const scrim = el("div", { class: "viewer-scrim", hidden: true, onclick: closeViewer });
+  root.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      event.stopPropagation();
+      closeViewer();
+    } else if (event.key === "Tab") {
+      keepFocusInside(root, event);
+    }
+  });
+  document.body.append(scrim, root);
+  viewer.nodes = { root, scrim, title, where, prev, next, status, quote, scroll, sheet, canvas, text };
+  return viewer.nodes;
+}
+
+function keepFocusInside(root, event) {
+  // The rest of the page is inert while the viewer is open; this keeps Tab from the browser's UI.
+  const focusable = [...root.querySelectorAll("button:not([disabled]), [tabindex='0']")];
+  if (!focusable.length) return;
+  const first = focusable[0];
+  const last = focusable[focusable.length - 1];
+  if (event.shiftKey && document.activeElement === first) {
+    event.preventDefault();
+    last.focus();
+  } else if (!event.shiftKey && document.activeElement === last) {
+    event.preventDefault();
+    first.focus();
+  }
+}
+
+function setBackgroundInert(inert) {
+  for (const node of document.querySelectorAll("body > :not(.viewer):not(.viewer-scrim):not(script)")) {
+    if (inert) node.setAttribute("inert", "");
+    else node.removeAttribute("inert");
+  }
+}
+
+function setViewerStatus(text, state) {
+  const { root, status } = viewerNodes();
+  status.textContent = text;
+  root.dataset.state = state;
+}
+
+// Called by app.js when a citation (chip or marker) is clicked.
+async function openViewer(citation, opener) {
+  const nodes = viewerNodes();
+  const opening = ++viewer.opening;
+  viewer.citation = citation;
+  viewer.opener = opener;
+  viewer.page = citation.page;
+  nodes.title.textContent = citation.title;
+  nodes.where.textContent = `Page ${citation.page}`;
+  nodes.quote.textContent = citation.quote;
+  nodes.root.dataset.docId = citation.doc_id;
+  delete nodes.root.dataset.highlight;
+  nodes.prev.disabled = true;
+  nodes.next.disabled = true;
+  clearPage();
+  setViewerStatus(`Opening ${citation.title} at page ${citation.page}…`, "loading");
+  nodes.root.hidden = false;
+  nodes.scrim.hidden = false;
+  document.body.classList.add("viewer-open");
+  setBackgroundInert(true);
+  nodes.title.focus();
+  try {
+    const pdf = await documentFor(citation.doc_id);
+    if (opening !== viewer.opening) return;
+    viewer.pages = pdf.numPages;
+    await showPage(citation.page, opening);
+  } catch (error) {
+    if (opening !== viewer.opening) return;
+    const message = error instanceof SignInRequired ? error.message
+      : unreachable(error) ? "the server could not be reached" : error.message;
+    setViewerStatus(`Could not open the document: ${message}`, "failed");
+    announce(`Could not open the document: ${message}`);
+  }
+}
+
+function closeViewer() {
+  const nodes = viewerNodes();
+  if (nodes.root.hidden) return;
+  viewer.opening += 1;
+  cancelRendering();
+  nodes.root.hidden = true;
+  nodes.scrim.hidden = true;
+  document.body.classList.remove("viewer-open");
+  setBackgroundInert(false);
+  const opener = viewer.opener;
+  viewer.opener = null;
+  if (opener && opener.isConnected) opener.focus();
+  else $("question").focus();
+}
+
+async function documentFor(docId) {
+  if (!viewer.documents.has(docId)) {
+    const loading = Promise.all([loadPdfjs(), pdfBytes(docId)])
+      .then(([lib, data]) => lib.getDocument({ data, isEvalSupported: false, enableXfa: false }).promise);
+    loading.catch(() => viewer.documents.delete(docId));
+    viewer.documents.set(docId, loading);
+    for (const [oldest, old] of viewer.documents) {
+      if (viewer.documents.size <= VIEWER_CACHE) break;
+      viewer.documents.delete(oldest);
+      old.then((pdf) => pdf.destroy()).catch(() => {});
+    }
+  }
+  return viewer.documents.get(docId);
+}
+
+async function pdfBytes(docId) {
+  // GET /documents/{id}/file: the PDF itself (local), or JSON with a short-lived presigned S3 URL
+  // (cloud), fetched without the API's Authorization header: its signature is the credential.
+  const response = await api(`documents/${encodeURIComponent(docId)}/file`);
+  if (!response.ok) throw new Error(await errorText(response));
+  const type = response.headers.get("Content-Type") || "";
+  if (!type.includes("application/json")) return new Uint8Array(await response.arrayBuffer());
+  const link = await response.json();
+  const file = await fetch(link.url);
+  if (!file.ok) throw new Error(`the documents bucket answered HTTP ${file.status}`);
+  return new Uint8Array(await file.arrayBuffer());
+}
+
+function turnTo(number) {
+  const opening = viewer.opening;
+  showPage(number, opening).catch((error) => {
+    if (opening === viewer.opening) setViewerStatus(`Could not show page ${number}: ${error.message}`, "failed");
+  });
+}
+
+// --- one page: canvas, text layer, highlight --------------------------------------------------
+
+function cancelRendering() {
+  if (viewer.renderTask) viewer.renderTask.cancel();
+  if (viewer.textLayer) viewer.textLayer.cancel();
+  viewer.renderTask = null;
+  viewer.textLayer = null;
+}
+
+function clearPage() {
+  cancelRendering();
+  const { text, canvas } = viewerNodes();
+  text.replaceChildren();
+  canvas.width = 0;
+  canvas.height = 0;
+  // The last page's size must not hold the panel open wider than the screen it is now on.
+  canvas.style.width = "0";
+  canvas.style.height = "0";
+}
+
+async function showPage(number, opening = viewer.opening) {
+  const nodes = viewerNodes();
+  const citation = viewer.citation;
+  if (!citation || number < 1 || (viewer.pages && number > viewer.pages)) return;
+  viewer.page = number;
+  clearPage();
+  nodes.root.dataset.page = String(number);
+  nodes.where.textContent = `Page ${number} of ${viewer.pages}`;
+  nodes.prev.disabled = number <= 1;
+  nodes.next.disabled = number >= viewer.pages;
+  const [lib, pdf] = await Promise.all([loadPdfjs(), documentFor(citation.doc_id)]);
+  const page = await pdf.getPage(number);
+  if (opening !== viewer.opening) return;
+  const width = Math.max(nodes.scroll.clientWidth - 16, 200);
+  const viewport = page.getViewport({ scale: Math.min(VIEWER_MAX_SCALE, width / page.getViewport({ scale: 1 }).width) });
+  const ratio = window.devicePixelRatio || 1;
+  nodes.canvas.width = Math.floor(viewport.width * ratio);
+  nodes.canvas.height = Math.floor(viewport.height * ratio);
+  nodes.canvas.style.width = `${Math.floor(viewport.width)}px`;
+  nodes.canvas.style.height = `${Math.floor(viewport.height)}px`;
+  nodes.sheet.style.setProperty("--scale-factor", String(viewport.scale));
+  nodes.sheet.style.setProperty("--total-scale-factor", String(viewport.scale));
+  viewer.renderTask = page.render({
+    canvasContext: nodes.canvas.getContext("2d"),
+    viewport,
+    transform: ratio !== 1 ? [ratio, 0, 0, ratio, 0, 0] : null,
+  });
+  viewer.textLayer = new lib.TextLayer({ textContentSource: page.streamTextContent(), container: nodes.text, viewport });
+  const layer = viewer.textLayer;
+  try {
+    await Promise.all([viewer.renderTask.promise, layer.render()]);
+  } catch (error) {
+    if (error && error.name === "RenderingCancelledException") return;
+    if (opening !== viewer.opening || layer !== viewer.textLayer) return;
+    throw error;
+  }
+  if (opening !== viewer.opening || layer !== viewer.textLayer) return;
+  if (number !== citation.page) {
+    setViewerStatus(`Page ${number} of ${viewer.pages}. The quote is on page ${citation.page}.`, "ready");
+    return;
+  }
+  const found = highlightQuote(layer.textDivs, layer.textContentItemsStr, citation.quote);
+  nodes.root.dataset.highlight = found;
+  const said = {
+    full: "the quote is highlighted",
+    partial: "the start of the quote is highlighted",
+    none: "the quote was not found in the page's text",
+  }[found];
+  setViewerStatus(`Page ${number} of ${viewer.pages}: ${said}.`, "ready");
+  const first = nodes.text.querySelector("mark");
+  if (first) first.scrollIntoView({ block: "center", inline: "nearest" });
+}
+
+// The quote against the page's text, ignoring case, white space, punctuation and line-break
+// hyphens (the answer's quote comes from the indexed text, not from pdf.js's). Every letter or
+// digit of the page remembers which text item and offset it came from.
+function searchable(text) {
+  const chars = [];
+  let offset = 0;
+  for (const char of text) {
+    for (const folded of char.normalize("NFKC").toLowerCase()) {
+      if (/[\p{L}\p{N}]/u.test(folded)) chars.push({ folded, offset, length: char.length });
+    }
+    offset += char.length;
+  }
+  return chars;
+}
+
+function highlightQuote(divs, strings, quote) {
+  const page = [];
+  strings.forEach((text, item) => {
+    for (const c of searchable(text)) page.push({ ...c, item });
+  });
+  const haystack = page.map((c) => c.folded).join("");
+  const words = quote.split(/\s+/).filter(Boolean);
+  // The whole quote, or else its longest beginning of at least four words.
+  for (let count = words.length; count >= Math.min(4, words.length); count -= 1) {
+    const needle = searchable(words.slice(0, count).join(" ")).map((c) => c.folded).join("");
+    if (needle.length < 8 && count < words.length) break;
+    // Every page character folds to exactly one string position, so an index is a char index.
+    const at = needle ? haystack.indexOf(needle) : -1;
+    if (at < 0) continue;
+    markRange(divs, strings, page.slice(at, at + needle.length));
+    return count === words.length ? "full" : "partial";
+  }
+  return "none";
+}
+
+function markRange(divs, strings, chars) {
+  const spans = new Map(); // item -> [start, end) in its text
+  for (const c of chars) {
+    const span = spans.get(c.item);
+    if (span) span[1] = c.offset + c.length;
+    else spans.set(c.item, [c.offset, c.offset + c.length]);
+  }
+  for (const [item, [start, end]] of spans) {
+    const div = divs[item];
+    const text = strings[item];
+    if (!div) continue;
+    div.replaceChildren(
+      document.createTextNode(text.slice(0, start)),
+      el("mark", { class: "quote-mark", text: text.slice(start, end) }),
+      document.createTextNode(text.slice(end)));
+  }
+}
+
+// --- Copy and Retry under an answer ---------------------------------------------------------------
+
+function answerText(view) {
+  // The answer with its citation markers, and what each marker points at.
+  const sources = view.citations.map((c) => `[${c.number}] ${c.title}, page ${c.page}: “${c.quote}”`);
+  return sources.length ? `${view.text.trim()}\n\nSources:\n${sources.join("\n")}\n` : `${view.text.trim()}\n`;
+}
+
+async function copyAnswer(view, button) {
+  try {
+    await navigator.clipboard.writeText(answerText(view));
+    button.textContent = "Copied";
+    announce("Answer copied.");
+  } catch (_) {
+    button.textContent = "Copy failed";
+    announce("The answer could not be copied: the browser refused the clipboard.");
+  }
+  setTimeout(() => { button.textContent = "Copy"; }, 2000);
+}
+
+// Called by app.js: the buttons under a finished or stopped answer.
+function answerTools(view, retry) {
+  const tools = el("div", { class: "answer-tools", role: "group", "aria-label": "Answer actions" });
+  if (view.text) {
+    const copy = el("button", { type: "button", class: "button ghost copy", "data-action": "copy",
+      "aria-label": "Copy the answer", text: "Copy" });
+    copy.addEventListener("click", () => copyAnswer(view, copy));
+    tools.append(copy);
+  }
+  tools.append(el("button", { type: "button", class: "button ghost retry", "data-action": "retry",
+    "aria-label": "Ask the same question again", text: "Retry", onclick: retry }));
+  return tools;
+}
+
+document.addEventListener("keydown", (event) => {
+  // Escape closes the viewer wherever focus went (a click on the page can take it to the body).
+  if (event.key === "Escape" && viewer.nodes && !viewer.nodes.root.hidden) closeViewer();
+});

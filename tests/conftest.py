@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import socket
 from collections.abc import Callable, Iterator, Sequence
@@ -17,6 +18,12 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_PDFS = REPO.parent / "shared" / "data" / "pdfs"
 EXAMPLES = REPO / "examples" / "pdfs"
 LOOPBACK = ("::1", "localhost")
+
+# The template's Globals give every function these (template.yaml, Globals.Function.Environment),
+# and Powertools reads them when a handler module is first imported, which in a test session can
+# be while the tests are collected: set them before that, as Lambda does before init.
+os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "docchat")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "docchat")
 
 
 # `slow`: needs a tool outside .venv (sam, Chromium, checkov), the Lambda layout harness, a

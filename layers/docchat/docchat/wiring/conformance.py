@@ -10,16 +10,19 @@ if TYPE_CHECKING:
     from docchat.adapters.anthropic_model import ClaudeModel
     from docchat.adapters.bedrock_embedder import CohereEmbedder, TitanEmbedder
     from docchat.adapters.bedrock_reranker import BedrockReranker
+    from docchat.adapters.dynamodb_conversations import DynamoConversations
     from docchat.adapters.dynamodb_registry import DynamoRegistry
     from docchat.adapters.local_embedder import LocalEmbedder
     from docchat.adapters.opensearch_index import OpenSearchIndex
     from docchat.adapters.s3_objects import S3Objects
     from docchat.adapters.s3_uploads import S3Uploads
+    from docchat.adapters.sqlite_conversations import SqliteConversations
     from docchat.adapters.sqlite_index import SqliteIndex
     from docchat.ports import (
         ChatModel,
         ChunkIndex,
         ChunkReader,
+        ConversationStore,
         DocumentIndex,
         DocumentRegistry,
         Embedder,
@@ -68,3 +71,9 @@ def reranker(bedrock: BedrockReranker) -> Reranker:
 
 def chat_model(claude: ClaudeModel) -> ChatModel:
     return claude
+
+
+def conversations(
+    local: SqliteConversations, cloud: DynamoConversations
+) -> tuple[ConversationStore, ConversationStore]:
+    return local, cloud

@@ -15,6 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
+from moto import mock_aws
 
 from docchat.adapters.sqlite_conversations import SqliteConversations
 from docchat.agent import Agent
@@ -25,7 +27,9 @@ from docchat.identity import cognito_user
 from docchat.library import Library
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
 from docchat.llm import TextDelta, ToolUse, TurnEnd
+from docchat.wiring.cloud import cloud_app
 from tests.chatkit import ScriptedModel, ServedApp, library, tuned_config
+from tests.unit.test_conversation_stores import conversations_table as _conversations_table
 
 __all__ = ["library"]  # the fixture
 
@@ -244,3 +248,36 @@ def test_a_server_without_conversations_says_so_and_still_chats(library: Library
         assert httpx.post(f"{url}/chat", json=body, timeout=30).status_code == 501
     finally:
         served.stop()
+
+
+def test_the_cloud_app_keeps_each_cognito_users_conversations_in_dynamodb(
+    monkeypatch: pytest.MonkeyPatch, chat_function_env: None
+) -> None:
+    # Given the chat function as the stack configures it, its table in moto
+    monkeypatch.setenv("DOCCHAT_API_AUTH", "COGNITO")
+    monkeypatch.setenv("DOCCHAT_AUTH_DOMAIN", "https://docchat-x.auth.eu-west-1.amazoncognito.com")
+    monkeypatch.setenv("DOCCHAT_AUTH_CLIENT_ID", "abc123")
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    with mock_aws():
+        table = _conversations_table("docchat-conversations", region="eu-west-1")
+        table.put_item(
+            Item={
+                "user": "sub-ana",
+                "conversation_id": "c-1",
+                "title": "Bridges",
+                "created": 1,
+                "updated": 2,
+                "messages": "[]",
+            }
+        )
+        client = TestClient(cloud_app())
+
+        # Then each caller reaches the items under their own sub, and no one else's
+        listed = client.get("/conversations", headers=ANA).json()["conversations"]
+        assert [c["id"] for c in listed] == ["c-1"]
+        assert client.get("/conversations", headers=BO).json() == {"conversations": []}
+        assert client.get("/conversations/c-1", headers=BO).status_code == 404
+        assert client.delete("/conversations/c-1", headers=BO).status_code == 404
+        assert client.get("/conversations/c-1", headers=ANA).json()["title"] == "Bridges"
+        # and a request without the gateway's context is refused
+        assert client.get("/conversations").status_code == 401

@@ -6,6 +6,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -29,14 +30,14 @@ EXCHANGE = [
 ]
 
 
-def _conversations_table() -> object:
+def conversations_table(name: str = "conversations", *, region: str = "eu-west-1") -> Any:
     # The template's ConversationsTable: partition key `user` (the Cognito sub), sort key
     # `conversation_id` (a composite primary key:
     # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.CoreComponents.html#HowItWorks.CoreComponents.PrimaryKey,
     # CreateTable: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_CreateTable.html).
-    dynamodb = boto3.resource("dynamodb", region_name="eu-west-1")
+    dynamodb = boto3.resource("dynamodb", region_name=region)
     return dynamodb.create_table(
-        TableName="conversations",
+        TableName=name,
         KeySchema=[
             {"AttributeName": "user", "KeyType": "HASH"},
             {"AttributeName": "conversation_id", "KeyType": "RANGE"},
@@ -58,7 +59,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Conversati
         return
     request.getfixturevalue("dummy_aws")
     with mock_aws():
-        yield DynamoConversations(_conversations_table())
+        yield DynamoConversations(conversations_table())
 
 
 def test_conversation_store_keeps_messages_with_their_citations(store: ConversationStore) -> None:

@@ -14,8 +14,18 @@ from moto import mock_aws
 
 from docchat.adapters.dynamodb_conversations import DynamoConversations
 from docchat.adapters.sqlite_conversations import SqliteConversations
-from docchat.conversations import StoredMessage, title_from
+from docchat.conversations import StoredMessage, remembered, title_from
 from docchat.errors import ConversationFullError, IndexSchemaError
+from docchat.events import (
+    ChatEvent,
+    CitationsEvent,
+    DeltaEvent,
+    DoneEvent,
+    ErrorEvent,
+    StatusEvent,
+    Timings,
+    Usage,
+)
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
 from docchat.models import Citation
 from docchat.ports import ConversationStore
@@ -152,3 +162,43 @@ def test_conversation_title_from_the_question() -> None:
     assert title_from("  When did\nthe bridge open?  ") == "When did the bridge open?"
     long = title_from("word " * 100)
     assert len(long) <= MAX_TITLE_CHARS and long.endswith("…")
+
+
+def _answer_events() -> list[ChatEvent]:
+    return [
+        StatusEvent(stage="started", mode="extractive"),
+        DeltaEvent(text="In 2004 "),
+        DeltaEvent(text="[1]."),
+        CitationsEvent(citations=[CITED]),
+        DoneEvent(
+            mode="extractive",
+            usage=Usage(input_tokens=0, output_tokens=0),
+            timings=Timings(total_ms=1, retrieval_ms=1, first_token_ms=1),
+        ),
+    ]
+
+
+def test_remembered_saves_the_exchange_before_done_is_sent() -> None:
+    saved: list[list[StoredMessage]] = []
+    seen: list[str] = []
+    for event in remembered(iter(_answer_events()), EXCHANGE[0].content, saved.append):
+        seen.append(event.type)
+        if event.type == "done":
+            assert saved == [EXCHANGE]  # already saved when the client hears `done`
+
+    assert seen == ["status", "delta", "delta", "citations", "done"]
+
+
+def test_remembered_saves_nothing_of_a_failed_answer_and_ends_a_full_one_with_an_error() -> None:
+    saved: list[list[StoredMessage]] = []
+    failed = [*_answer_events()[:2], ErrorEvent(code="model_failed", message="down")]
+    assert [e.type for e in remembered(iter(failed), "q", saved.append)][-1] == "error"
+    assert saved == []
+
+    def full(_: list[StoredMessage]) -> None:
+        raise ConversationFullError("the conversation would hold too much: start a new one")
+
+    events = list(remembered(iter(_answer_events()), "q", full))
+    assert [e.type for e in events][-2:] == ["citations", "error"]
+    last = events[-1]
+    assert isinstance(last, ErrorEvent) and last.code == "conversation_full"

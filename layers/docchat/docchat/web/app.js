@@ -1021,8 +1021,8 @@ function init() {
   setRunning(false);
   startAuth().then((ready) => {
     if (!ready) return;
-    loadConfig().then(refreshDocs);
-    chatHooks.ready();
+    // After the first call: a server that needs a token asks for it once.
+    loadConfig().then(() => Promise.all([refreshDocs(), chatHooks.ready()]));
     question.focus();
   });
 }

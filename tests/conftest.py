@@ -146,6 +146,7 @@ def shared_pdfs() -> Iterator[Path]:
 CHAT_FUNCTION_SETTINGS = {
     "DOCCHAT_OPENSEARCH_ENDPOINT": "https://127.0.0.1:9",
     "DOCCHAT_DOCUMENTS_TABLE": "docchat-documents",
+    "DOCCHAT_CONVERSATIONS_TABLE": "docchat-conversations",
 }
 
 

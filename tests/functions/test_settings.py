@@ -109,5 +109,6 @@ def test_settings_the_chat_app_does_not_start_without_its_settings(
 def test_settings_the_chat_app_starts_with_its_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCCHAT_OPENSEARCH_ENDPOINT", "https://127.0.0.1:9")
     monkeypatch.setenv("DOCCHAT_DOCUMENTS_TABLE", "docchat-documents")
+    monkeypatch.setenv("DOCCHAT_CONVERSATIONS_TABLE", "docchat-conversations")
 
     assert cloud_app().title == "docchat"

@@ -103,8 +103,23 @@ def make_stack(
         AttributeDefinitions=[{"AttributeName": "doc_id", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
+    conversations = f"docchat-conversations-{name}"
+    # The template's ConversationsTable: the user's Cognito sub, then the conversation's id.
+    moto_client("dynamodb", moto_endpoint).create_table(
+        TableName=conversations,
+        KeySchema=[
+            {"AttributeName": "user", "KeyType": "HASH"},
+            {"AttributeName": "conversation_id", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "user", "AttributeType": "S"},
+            {"AttributeName": "conversation_id", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
     known = {
         "DocumentsTable": table,
+        "ConversationsTable": conversations,
         "ArtifactsBucket": artifacts,
         "DocumentsBucket": DOCS_BUCKET,
         # The default stack creates a Serverless collection (DOCCHAT_OPENSEARCH_SERVICE aoss);

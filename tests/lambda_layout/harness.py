@@ -615,8 +615,18 @@ class WebAdapter:
         finally:
             connection.close()
 
-    def request(self, method: str, path: str, body: Any = None, *, timeout: float = 60) -> Streamed:
-        """Forward one request; the response's body as the chunks arrived."""
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        timeout: float = 60,
+        claims: Mapping[str, str] | None = None,
+    ) -> Streamed:
+        """Forward one request; the response's body as the chunks arrived. `claims` are the ID
+        token's, as a Cognito user pool authorizer puts them in the context (authorizer.claims:
+        https://awslabs.github.io/aws-lambda-web-adapter/features/request-context.html)."""
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         request_id = str(uuid.uuid4())
         # https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-lambda-proxy-integrations.html
@@ -632,6 +642,8 @@ class WebAdapter:
             "requestTimeEpoch": int(time.time() * 1000),
             "identity": {"sourceIp": "203.0.113.7"},
         }
+        if claims is not None:
+            context["authorizer"] = {"claims": dict(claims)}
         try:
             data = json.dumps(body).encode() if body is not None else None
             headers = {"x-amzn-request-context": json.dumps(context)}

@@ -200,6 +200,34 @@ def test_chat_documents_lists_what_the_handlers_indexed(chat: WebAdapter) -> Non
     assert '"INDEXED"' in listed.body.decode()
 
 
+def test_chat_keeps_each_signed_in_users_conversations_in_the_stacks_table(
+    chat: WebAdapter,
+) -> None:
+    # Given two users as the template's Cognito authorizer passes them (by their `sub`)
+    ana, bo = {"sub": "sub-ana", "token_use": "id"}, {"sub": "sub-bo", "token_use": "id"}
+    body = {"messages": [{"role": "user", "content": QUESTION}], "conversation_id": "c-1"}
+
+    # When Ana asks within a conversation
+    answer = chat.request("POST", "/chat", body, claims=ana)
+    assert answer.status == 200, answer.body
+    assert sse_events(answer.body)[-1][0] == "done"
+
+    # Then it is in the stack's conversations table under her sub, with the cited answer
+    listed = chat.request("GET", "/conversations", claims=ana)
+    assert listed.status == 200, listed.body
+    assert [c["id"] for c in json.loads(listed.body)["conversations"]] == ["c-1"]
+    saved = json.loads(chat.request("GET", "/conversations/c-1", claims=ana).body)
+    assert [m["role"] for m in saved["messages"]] == ["user", "assistant"]
+    assert {c["doc_id"] for c in saved["messages"][1]["citations"]} == {DOC_ID}
+    # and Bo neither lists nor reaches it
+    assert json.loads(chat.request("GET", "/conversations", claims=bo).body) == {
+        "conversations": []
+    }
+    assert chat.request("GET", "/conversations/c-1", claims=bo).status == 404
+    # and without the authorizer's claims nobody is named
+    assert chat.request("GET", "/conversations").status == 401
+
+
 def test_chat_without_opt_python_on_pythonpath_never_gets_ready(
     layout: Layout, stack: Stack, tmp_path: Path
 ) -> None:

@@ -19,6 +19,10 @@ token (https://docs.aws.amazon.com/apigateway/latest/developerguide/supported-ga
 UNAUTHORIZED), 403 {"message": "Missing Authentication Token"} outside the stage; it takes the
 ID token, as a Cognito authorizer with no OAuth scopes on the method does
 (https://docs.aws.amazon.com/apigateway/latest/developerguide/apigateway-invoke-api-integrated-with-cognito-user-pool.html).
+What it lets through carries the request context as the Lambda Web Adapter forwards it, in the
+`x-amzn-request-context` header (whatever the client sent under that name is replaced), with
+the token's claims under `authorizer.claims` on secured routes
+(https://awslabs.github.io/aws-lambda-web-adapter/features/request-context.html).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from tests.conftest import REPO
 from tests.infra.test_statemachine import CloudFormationLoader
 
 CLIENT_ID = "4pagec1ient1d"
+REQUEST_CONTEXT = b"x-amzn-request-context"
 SCOPES = {"openid", "email"}
 
 
@@ -277,6 +282,7 @@ class StageGate:
         else:
             await self._answer(send, method, path, 403, "Missing Authentication Token")
             return
+        context: dict[str, Any] = {"stage": self.stage.strip("/"), "httpMethod": method}
         if not self.is_open(method, inner):
             headers = dict(scope["headers"])
             token = headers.get(b"authorization", b"").decode()
@@ -284,13 +290,30 @@ class StageGate:
                 await self._answer(send, method, inner, 401, "Unauthorized")
                 return
             self.tokens.append(token)
+            context["authorizer"] = {"claims": _claims(token)}
         self.calls.append((method, inner, 0))
-        forwarded = {**scope, "path": inner, "raw_path": inner.encode(), "root_path": ""}
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() != REQUEST_CONTEXT]
+        headers.append((REQUEST_CONTEXT, json.dumps(context).encode()))
+        forwarded = {
+            **scope,
+            "path": inner,
+            "raw_path": inner.encode(),
+            "root_path": "",
+            "headers": headers,
+        }
         await self.app(forwarded, receive, send)
 
     async def _answer(self, send: Any, method: str, path: str, status: int, message: str) -> None:
         self.calls.append((method, path, status))
         await JSONResponse({"message": message}, status)({"type": "http"}, _no_body, send)
+
+
+def _claims(token: str) -> dict[str, Any]:
+    """The payload of one of FakeCognito's JWTs."""
+    payload = token.split(".")[1]
+    padded = payload + "=" * (-len(payload) % 4)
+    claims: dict[str, Any] = json.loads(base64.urlsafe_b64decode(padded))
+    return claims
 
 
 async def _no_body() -> dict[str, Any]:

@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from docchat.adapters.sqlite_conversations import SqliteConversations
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.agent import Agent, ChatEvent
 from docchat.api import SignIn, create_app
 from docchat.backend import ChatBackend
 from docchat.config import Settings
+from docchat.identity import UserOf, local_user
 from docchat.library import Library
 from docchat.llm import Message
 from docchat.uploads import LocalUploads
@@ -41,8 +43,9 @@ class PacedBackend(ChatBackend):
 
 
 class LocalServer:
-    """uvicorn in a thread over a fresh data directory, taking uploads directly; `sign_in` and
-    `gate` (an ASGI wrapper, such as API Gateway's stand-in) put it behind a sign-in."""
+    """uvicorn in a thread over a fresh data directory, taking uploads directly and keeping
+    conversations; `sign_in` and `gate` (an ASGI wrapper, such as API Gateway's stand-in) put it
+    behind a sign-in, and `user_of` names the caller (as the cloud wiring does)."""
 
     def __init__(
         self,
@@ -50,6 +53,7 @@ class LocalServer:
         *,
         sign_in: Callable[[], SignIn] = SignIn,
         gate: Callable[[Any], Any] = lambda app: app,
+        user_of: UserOf = local_user,
     ) -> None:
         settings = Settings(data_dir=data_dir)
         embedder = WordEmbedder()
@@ -59,7 +63,14 @@ class LocalServer:
         library = Library(index=self.index, embedder=embedder, registry=self.index, **SEARCH)
         self.backend = PacedBackend(library=library, model=None, config=tuned_config())
         self.uploads = LocalUploads(index=self.index, embedder=embedder, settings=settings)
-        app = create_app(lambda: self.backend, uploads=lambda _: self.uploads, sign_in=sign_in)
+        self.conversations = SqliteConversations(settings.conversations_path)
+        app = create_app(
+            lambda: self.backend,
+            uploads=lambda _: self.uploads,
+            sign_in=sign_in,
+            conversations=lambda: self.conversations,
+            user_of=user_of,
+        )
         self.served = ServedApp(gate(app))
 
     @property
@@ -73,4 +84,5 @@ class LocalServer:
     def __exit__(self, *exc: object) -> None:
         self.served.stop()
         self.uploads.close()
+        self.conversations.close()
         self.index.close()

@@ -16,6 +16,9 @@ GET  /auth-config          how the page signs in (open in the cloud stack, like 
 POST /documents            a PDF as the raw body (?filename=...), indexed in the background
 POST /documents/upload-url a presigned S3 PUT URL, where uploads go through the bucket
 DELETE /documents/{id}     forget a document (in the cloud: delete its object)
+GET  /conversations        the caller's saved conversations (id, title, updated), newest first
+GET|PATCH|DELETE /conversations/{id}   one conversation: its messages with their citations,
+                           a new title, or gone; another user's conversation is not found (404)
 
 A streamed answer whose client goes away (the page's Stop, a closed tab) is closed on the server:
 the agent's generator and with it the model's stream, so a stopped answer stops generating.
@@ -37,6 +40,7 @@ from typing import Any, Literal
 
 import anyio
 from fastapi import FastAPI, Query, Request
+from fastapi import Path as PathParam
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
@@ -47,7 +51,10 @@ from starlette.exceptions import HTTPException
 from docchat.adapters.local_files import LocalFiles
 from docchat.backend import ChatBackend
 from docchat.config import Settings
+from docchat.conversations import StoredMessage, encoded_messages, remembered, title_from
 from docchat.errors import (
+    ConversationFullError,
+    ConversationNotFoundError,
     DocchatError,
     DocumentFileError,
     DocumentNotFoundError,
@@ -59,12 +66,20 @@ from docchat.errors import (
 )
 from docchat.events import sse
 from docchat.guards import error_response
-from docchat.limits import MAX_DOC_IDS, MAX_MESSAGE_CHARS, MAX_MESSAGES, MAX_TOTAL_CHARS
+from docchat.identity import UserOf, local_user
+from docchat.limits import (
+    CONVERSATION_ID_PATTERN,
+    MAX_DOC_IDS,
+    MAX_MESSAGE_CHARS,
+    MAX_MESSAGES,
+    MAX_TITLE_CHARS,
+    MAX_TOTAL_CHARS,
+)
 from docchat.llm import Message
 from docchat.models import DocumentRecord, FileLink, source_name
 from docchat.observe import RequestIds, logged_answer
 from docchat.openai_api import CompletionRequest, ModelList, completion, completion_chunks
-from docchat.ports import DocumentFiles, Uploads
+from docchat.ports import ConversationStore, DocumentFiles, Uploads
 from docchat.uploads import MAX_UPLOAD_BYTES, S3_UPLOAD_ROUTE
 
 MAX_BODY_BYTES = 512 * 1024
@@ -119,10 +134,12 @@ class ChatMessage(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    """The whole conversation (the API keeps no state) and an optional document filter."""
+    """The conversation as the model should see it, an optional document filter, and an
+    optional saved conversation the question and its answer are added to."""
 
     messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     doc_ids: list[str] | None = Field(None, max_length=MAX_DOC_IDS)
+    conversation_id: str | None = Field(None, pattern=CONVERSATION_ID_PATTERN)
 
     @field_validator("messages")
     @classmethod
@@ -132,6 +149,24 @@ class ChatRequest(BaseModel):
         if sum(len(m.content) for m in messages) > MAX_TOTAL_CHARS:
             raise ValueError(f"the conversation is longer than {MAX_TOTAL_CHARS} characters")
         return messages
+
+
+class RenameRequest(BaseModel):
+    title: str = Field(min_length=1, max_length=MAX_TITLE_CHARS)
+
+    @field_validator("title")
+    @classmethod
+    def _not_blank(cls, title: str) -> str:
+        if not title.strip():
+            raise ValueError("the title is only white space: write something")
+        return " ".join(title.split())
+
+
+ConversationId = PathParam(pattern=CONVERSATION_ID_PATTERN)
+CONVERSATION_STATUS: tuple[tuple[type[DocchatError], int], ...] = (
+    (ConversationNotFoundError, 404),
+    (ConversationFullError, 409),
+)
 
 
 class UploadUrlRequest(BaseModel):
@@ -145,11 +180,14 @@ def create_app(
     uploads: UploadsFactory | None = None,
     files: FilesFactory = lambda _: LocalFiles(),
     sign_in: Callable[[], SignIn] = SignIn,
+    conversations: Callable[[], ConversationStore] | None = None,
+    user_of: UserOf = local_user,
 ) -> FastAPI:
-    """The app; `backend` (and `uploads` and `files`, given the backend) is called on first use
-    so that start-up stays light. Without `uploads` the documents are read-only; `files` says
-    where the viewer reads a PDF (by default the record's own local file); without `sign_in`
-    the page does not sign in."""
+    """The app; `backend` (and `uploads` and `files`, given the backend; `conversations`) is
+    called on first use so that start-up stays light. Without `uploads` the documents are
+    read-only; `files` says where the viewer reads a PDF (by default the record's own local
+    file); without `sign_in` the page does not sign in; without `conversations` none are saved.
+    `user_of` names the caller whose conversations a request reads and changes."""
     app = FastAPI(title="docchat", version="0.1.0", max_body_size=MAX_BODY_BYTES)
     # A request id in the X-Request-Id header and in every log line of the request.
     app.add_middleware(RequestIds)
@@ -179,6 +217,16 @@ def create_app(
                 viewers["files"] = files(get_backend())
             return viewers["files"]
 
+    saved: dict[str, ConversationStore] = {}
+
+    def get_conversations() -> ConversationStore:
+        if conversations is None:
+            raise HTTPException(501, "this server keeps no conversations: send `messages` only")
+        with stores_lock:
+            if "conversations" not in saved:
+                saved["conversations"] = conversations()
+            return saved["conversations"]
+
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
@@ -201,6 +249,12 @@ def create_app(
     async def file_error(_: Request, exc: DocumentFileError) -> JSONResponse:
         logger.info("document file unavailable: %s", exc.code)
         return error_response(exc.http_status, _STORAGE_PATH.sub(r"\1", str(exc)), code=exc.code)
+
+    @app.exception_handler(ConversationNotFoundError)
+    @app.exception_handler(ConversationFullError)
+    async def conversation_error(_: Request, exc: DocchatError) -> JSONResponse:
+        status = next(code for kind, code in CONVERSATION_STATUS if isinstance(exc, kind))
+        return error_response(status, str(exc), code=exc.code)
 
     @app.exception_handler(StorageError)
     async def storage_error(_: Request, exc: StorageError) -> JSONResponse:
@@ -304,13 +358,60 @@ def create_app(
             removal = get_uploads().remove(doc_id)
         return JSONResponse(removal.model_dump(), 200 if removal.status == "deleted" else 202)
 
+    @app.get("/conversations")
+    def conversation_list(http: Request) -> dict[str, Any]:
+        user = user_of(http)
+        listed = get_conversations().conversations(user)
+        return {"conversations": [c.model_dump(mode="json") for c in listed]}
+
+    @app.get("/conversations/{conversation_id}")
+    def conversation(http: Request, conversation_id: str = ConversationId) -> dict[str, Any]:
+        user = user_of(http)
+        found = get_conversations().conversation(user, conversation_id)
+        if found is None:
+            raise _not_found(conversation_id)
+        return found.model_dump(mode="json")
+
+    @app.patch("/conversations/{conversation_id}")
+    def rename(
+        http: Request, body: RenameRequest, conversation_id: str = ConversationId
+    ) -> dict[str, Any]:
+        user = user_of(http)
+        renamed = get_conversations().rename(user, conversation_id, title=body.title)
+        if renamed is None:
+            raise _not_found(conversation_id)
+        return renamed.model_dump(mode="json")
+
+    @app.delete("/conversations/{conversation_id}")
+    def forget(http: Request, conversation_id: str = ConversationId) -> dict[str, Any]:
+        user = user_of(http)
+        if not get_conversations().delete(user, conversation_id):
+            raise _not_found(conversation_id)
+        return {"id": conversation_id, "status": "deleted"}
+
     @app.post("/chat")
     def chat(request: ChatRequest, http: Request) -> StreamingResponse:
+        saving = None
+        if request.conversation_id is not None:
+            saving = (user_of(http), get_conversations(), request.conversation_id)
         live = get_backend()
         _check_doc_ids(live, request.doc_ids)
         messages: list[Message] = [{"role": m.role, "content": m.content} for m in request.messages]
+        question = request.messages[-1].content
+        if saving is not None:
+            user, store, conversation_id = saving
+            started = store.start(user, conversation_id, title=title_from(question))
+            # Refused now (409) rather than after the answer when even the question is too much.
+            encoded_messages([*started.messages, StoredMessage(role="user", content=question)])
+
+            def save(exchange: list[StoredMessage]) -> None:
+                if store.append(user, conversation_id, exchange) is None:
+                    logger.info("conversation %s was deleted during the answer", conversation_id)
+
         answer = live.agent().run(messages, doc_ids=request.doc_ids)
         events = logged_answer(answer, route="/chat")
+        if saving is not None:
+            events = remembered(events, question, save)
         return StreamingResponse(
             _while_connected(http, (sse(e) for e in events), events, answer),
             media_type="text/event-stream",
@@ -370,6 +471,12 @@ def _close_all(generators: tuple[Iterator[Any], ...]) -> None:
         close = getattr(generator, "close", None)
         if callable(close):
             close()
+
+
+def _not_found(conversation_id: str) -> ConversationNotFoundError:
+    return ConversationNotFoundError(
+        f"no conversation with id {conversation_id!r}: GET /conversations lists yours"
+    )
 
 
 def _too_large(request: Request) -> str:

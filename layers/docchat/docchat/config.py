@@ -81,6 +81,9 @@ class Settings(BaseModel):
     # Cloud pipeline
     region: str = Field("", description="AWS region (AWS_REGION in Lambda)")
     documents_table: str = Field("", description="DynamoDB table of document status")
+    conversations_table: str = Field(
+        "", description="DynamoDB table of saved conversations (the chat function's)"
+    )
     documents_bucket: str = Field("", description="bucket the page's uploads go to (presigned PUT)")
     artifacts_bucket: str = Field("", description="bucket for intermediate files")
     artifacts_prefix: str = Field("artifacts/", description="prefix of intermediate files")
@@ -190,3 +193,7 @@ class Settings(BaseModel):
     @property
     def index_path(self) -> Path:
         return self.data_dir / "index.sqlite3"
+
+    @property
+    def conversations_path(self) -> Path:
+        return self.data_dir / "conversations.sqlite3"

@@ -297,3 +297,17 @@ class EvaluationDataError(DocchatError):
     """An evaluation file is missing or not in the expected format."""
 
     code = "bad_eval_data"
+
+
+@registered
+class ConversationNotFoundError(DocchatError):
+    """No conversation of this user has that id (another user's is not found either)."""
+
+    code = "conversation_not_found"
+
+
+@registered
+class ConversationFullError(DocchatError):
+    """A conversation reached the size a stored conversation may have."""
+
+    code = "conversation_full"

@@ -1,7 +1,7 @@
 """The Protocols the domain depends on: what it needs from an index, an embedder, a registry,
-object storage, a chat model, a reranker and the upload side. Adapters (docchat.adapters)
-implement them; the wiring (docchat.wiring) builds the adapters and hands them over typed as
-these ports, so mypy checks each adapter against the port it is used as
+object storage, a chat model, a reranker, the upload side and saved conversations. Adapters
+(docchat.adapters) implement them; the wiring (docchat.wiring) builds the adapters and hands
+them over typed as these ports, so mypy checks each adapter against the port it is used as
 (docchat.wiring.conformance lists every pair)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
+from docchat.conversations import Conversation, ConversationSummary, StoredMessage
 from docchat.embed import Vectors
 from docchat.llm import Message, ModelEvent, ToolSpec
 from docchat.models import Chunk, DocumentRecord, FileLink, Passage, Removal, UploadTicket
@@ -96,6 +97,34 @@ class ChatModel(Protocol):
         tools: Sequence[ToolSpec],
         max_tokens: int,
     ) -> Iterator[ModelEvent]: ...
+
+
+class ConversationStore(Protocol):
+    """Each user's saved conversations. Every call names the user; another user's conversation
+    is not found (None, or False), never read or changed."""
+
+    def conversations(self, user: str) -> list[ConversationSummary]:
+        """The user's conversations, newest first (at most MAX_CONVERSATIONS_LISTED)."""
+        ...
+
+    def conversation(self, user: str, conversation_id: str) -> Conversation | None: ...
+
+    def start(self, user: str, conversation_id: str, *, title: str) -> Conversation:
+        """The conversation, made (empty, with `title`) if the user has none with that id."""
+        ...
+
+    def append(
+        self, user: str, conversation_id: str, messages: Sequence[StoredMessage]
+    ) -> Conversation | None:
+        """Add `messages` at the end; None if the conversation is gone (deleted meanwhile).
+        ConversationFullError if it would grow past MAX_CONVERSATION_BYTES."""
+        ...
+
+    def rename(
+        self, user: str, conversation_id: str, *, title: str
+    ) -> ConversationSummary | None: ...
+
+    def delete(self, user: str, conversation_id: str) -> bool: ...
 
 
 # --- local ingestion and uploads ----------------------------------------------------------------

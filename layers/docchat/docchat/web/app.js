@@ -24,6 +24,15 @@ const state = {
 
 const $ = (id) => document.getElementById(id);
 
+// Where saved conversations (conversations.js) join in: what a chat sends, when an answer is
+// finished, when the page starts a new conversation, and once the page may call the API.
+const chatHooks = {
+  body: (body) => body,
+  answered: () => {},
+  cleared: () => {},
+  ready: () => {},
+};
+
 function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(props)) {
@@ -343,7 +352,7 @@ async function runAnswer() {
     const response = await api("chat", {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify({ messages: recentMessages() }),
+      body: JSON.stringify(chatHooks.body({ messages: recentMessages() })),
       signal: controller.signal,
     });
     if (!response.ok) throw new Error(await errorText(response));
@@ -352,6 +361,7 @@ async function runAnswer() {
     }
     if (!finished) throw new Error("the connection closed before the answer was complete.");
     state.messages.push({ role: "assistant", content: view.text || "(no answer)" });
+    chatHooks.answered();
     announce(`Answer complete${view.citations.length ? `, with ${view.citations.length} sources` : ""}.`);
   } catch (error) {
     if (conversation !== state.conversation) {
@@ -425,11 +435,35 @@ function ask(question) {
   runAnswer();
 }
 
-function newConversation() {
+function clearTranscript() {
   state.conversation += 1;
   if (state.running) state.running.controller.abort();
   state.messages = [];
   for (const message of $("transcript").querySelectorAll(".msg")) message.remove();
+}
+
+function restoreMessages(messages) {
+  // A saved conversation ({role, content, citations}) back in the transcript, as it was answered.
+  clearTranscript();
+  showWelcome(!messages.length);
+  for (const message of messages) {
+    state.messages.push({ role: message.role, content: message.content });
+    if (message.role === "user") {
+      addUserMessage(message.content);
+      continue;
+    }
+    const view = new AnswerView();
+    view.stepsBox.hidden = true;
+    view.delta(message.content);
+    view.finish(message.citations || []);
+  }
+  if (!messages.length) renderSuggestions();
+  scrollToEnd(true);
+}
+
+function newConversation() {
+  clearTranscript();
+  chatHooks.cleared();
   showWelcome(true);
   renderSuggestions();
   const question = $("question");
@@ -1007,7 +1041,8 @@ function init() {
   setRunning(false);
   startAuth().then((ready) => {
     if (!ready) return;
-    loadConfig().then(refreshDocs);
+    // After the first call: a server that needs a token asks for it once.
+    loadConfig().then(() => Promise.all([refreshDocs(), chatHooks.ready()]));
     question.focus();
   });
 }

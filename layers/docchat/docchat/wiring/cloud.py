@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from docchat.adapters.bedrock_embedder import CohereEmbedder, TitanEmbedder
     from docchat.adapters.bedrock_reranker import BedrockReranker
+    from docchat.adapters.dynamodb_conversations import DynamoConversations
     from docchat.adapters.dynamodb_registry import DynamoRegistry
     from docchat.adapters.local_embedder import LocalEmbedder
     from docchat.adapters.opensearch_index import OpenSearchIndex
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 
 #: What the chat function needs set; DOCCHAT_DOCUMENTS_BUCKET is optional (uploads are off
 #: without it).
-CHAT_SETTINGS: tuple[str, ...] = ("opensearch_endpoint", "documents_table")
+CHAT_SETTINGS: tuple[str, ...] = ("opensearch_endpoint", "documents_table", "conversations_table")
 
 
 class CloudServices:
@@ -82,6 +83,17 @@ class CloudServices:
         self.require("documents_table", entry="the document registry")
         dynamodb = boto3.resource("dynamodb", region_name=self.settings.region or None)
         return DynamoRegistry(dynamodb.Table(self.settings.documents_table))
+
+    @cached_property
+    def conversations(self) -> DynamoConversations:
+        """Each signed-in user's saved conversations (the chat function's table)."""
+        import boto3
+
+        from docchat.adapters.dynamodb_conversations import DynamoConversations
+
+        self.require("conversations_table", entry="saved conversations")
+        dynamodb = boto3.resource("dynamodb", region_name=self.settings.region or None)
+        return DynamoConversations(dynamodb.Table(self.settings.conversations_table))
 
     @cached_property
     def embedder(self) -> Embedders:
@@ -197,6 +209,7 @@ def cloud_app() -> FastAPI:
     from starlette.exceptions import HTTPException
 
     from docchat.api import SignIn, create_app
+    from docchat.identity import cloud_user_for
 
     live = services().require(*CHAT_SETTINGS, entry="the chat function")
     settings = live.settings
@@ -224,4 +237,6 @@ def cloud_app() -> FastAPI:
         uploads=uploads,
         files=files,
         sign_in=lambda: SignIn.from_settings(settings),
+        conversations=lambda: live.conversations,
+        user_of=cloud_user_for(settings.api_auth),
     )

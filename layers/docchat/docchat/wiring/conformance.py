@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from docchat.adapters.anthropic_model import ClaudeModel
     from docchat.adapters.bedrock_embedder import CohereEmbedder, TitanEmbedder
     from docchat.adapters.bedrock_reranker import BedrockReranker
+    from docchat.adapters.dynamodb_conversations import DynamoConversations
     from docchat.adapters.dynamodb_registry import DynamoRegistry
     from docchat.adapters.local_embedder import LocalEmbedder
     from docchat.adapters.local_files import LocalFiles
@@ -17,11 +18,13 @@ if TYPE_CHECKING:
     from docchat.adapters.opensearch_index import OpenSearchIndex
     from docchat.adapters.s3_objects import S3Objects
     from docchat.adapters.s3_uploads import S3Files, S3Uploads
+    from docchat.adapters.sqlite_conversations import SqliteConversations
     from docchat.adapters.sqlite_index import SqliteIndex
     from docchat.ports import (
         ChatModel,
         ChunkIndex,
         ChunkReader,
+        ConversationStore,
         DocumentFiles,
         DocumentIndex,
         DocumentRegistry,
@@ -77,3 +80,9 @@ def chat_models(
     claude: ClaudeModel, compatible: OpenAICompatibleModel
 ) -> tuple[ChatModel, ChatModel]:
     return claude, compatible
+
+
+def conversations(
+    local: SqliteConversations, cloud: DynamoConversations
+) -> tuple[ConversationStore, ConversationStore]:
+    return local, cloud

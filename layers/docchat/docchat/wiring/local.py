@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from docchat.adapters.local_embedder import LocalEmbedder
+from docchat.adapters.sqlite_conversations import SqliteConversations
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.backend import ChatBackend
 from docchat.config import Settings
@@ -82,6 +83,11 @@ def _embedded(index: ChunkReader) -> SqliteIndex:
     return index
 
 
+def local_conversations(settings: Settings) -> SqliteConversations:
+    """The data directory's saved conversations (conversations.sqlite3, beside the index)."""
+    return SqliteConversations(settings.conversations_path)
+
+
 def local_app() -> FastAPI:
     """The app over the local data directory (the factory `docchat serve` runs in uvicorn)."""
     settings = Settings.from_env(os.environ)
@@ -98,11 +104,16 @@ def guarded_local_app(
 ) -> FastAPI:
     """The app over the local data directory behind the local server's guards (`LocalGuard`):
     settings' allowed hosts plus `allowed_hosts`, and `token` (default: settings.api_token).
-    Uploads go into the data directory (`uploads` replaces how, for tests)."""
+    Uploads go into the data directory (`uploads` replaces how, for tests), and so do saved
+    conversations, all of the one local user."""
     from docchat.api import create_app
     from docchat.guards import LocalGuard
 
-    app = create_app(backend, uploads=uploads or local_uploads_for(settings))
+    app = create_app(
+        backend,
+        uploads=uploads or local_uploads_for(settings),
+        conversations=lambda: local_conversations(settings),
+    )
     app.add_middleware(
         LocalGuard,
         allowed_hosts=[*settings.allowed_host_names, *allowed_hosts],

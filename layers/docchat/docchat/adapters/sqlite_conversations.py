@@ -1,0 +1,187 @@
+"""Saved conversations in the data directory, in their own SQLite file (conversations.sqlite3).
+
+A sibling of index.sqlite3 rather than a table in it: the index is rebuildable and the advice
+for a damaged, foreign-schema or other-embedder index is to delete it and ingest again, which
+must not take the user's conversations with it; and a read-only, shared index (a team's
+published one) must not stop each reader from keeping conversations. One row per conversation,
+its messages as JSON (the same shape DynamoDB keeps in the cloud).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from docchat.conversations import (
+    Conversation,
+    ConversationSummary,
+    StoredMessage,
+    decoded_messages,
+    encoded_messages,
+    now,
+)
+from docchat.errors import (
+    IndexCorruptError,
+    IndexSchemaError,
+    ReadOnlyStorageError,
+    StorageError,
+    StorageFullError,
+)
+from docchat.limits import MAX_CONVERSATIONS_LISTED
+
+SCHEMA_VERSION = "1"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS conversations (
+    user_id TEXT NOT NULL, id TEXT NOT NULL, title TEXT NOT NULL,
+    created REAL NOT NULL, updated REAL NOT NULL, messages TEXT NOT NULL,
+    PRIMARY KEY (user_id, id)
+);
+CREATE INDEX IF NOT EXISTS conversations_newest ON conversations (user_id, updated DESC);
+"""
+
+
+class SqliteConversations:
+    """Conversations of the data directory's users (locally: one, `local`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        with self._storage():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA busy_timeout = 10000")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.executescript(_SCHEMA)
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            (schema,) = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if schema != SCHEMA_VERSION:
+            self.close()
+            raise IndexSchemaError(
+                f"the conversations file {path} was written by another docchat version "
+                f"(schema {schema}, this one reads {SCHEMA_VERSION}): use that version, or move "
+                "the file aside to start with no saved conversations"
+            )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def conversations(self, user: str) -> list[ConversationSummary]:
+        rows = self._rows(
+            "SELECT id, title, updated FROM conversations WHERE user_id = ? "
+            "ORDER BY updated DESC, id LIMIT ?",
+            (user, MAX_CONVERSATIONS_LISTED),
+        )
+        return [ConversationSummary(**dict(row)) for row in rows]
+
+    def conversation(self, user: str, conversation_id: str) -> Conversation | None:
+        rows = self._rows(
+            "SELECT * FROM conversations WHERE user_id = ? AND id = ?", (user, conversation_id)
+        )
+        return _conversation(rows[0]) if rows else None
+
+    def start(self, user: str, conversation_id: str, *, title: str) -> Conversation:
+        stamp = now()
+        with self._transaction():
+            self._db.execute(
+                "INSERT OR IGNORE INTO conversations VALUES (?, ?, ?, ?, ?, '[]')",
+                (user, conversation_id, title, stamp, stamp),
+            )
+        found = self.conversation(user, conversation_id)
+        assert found is not None  # made above, or there already
+        return found
+
+    def append(
+        self, user: str, conversation_id: str, messages: Sequence[StoredMessage]
+    ) -> Conversation | None:
+        with self._transaction():
+            row = self._db.execute(
+                "SELECT messages FROM conversations WHERE user_id = ? AND id = ?",
+                (user, conversation_id),
+            ).fetchone()
+            if row is None:
+                return None
+            text = encoded_messages([*decoded_messages(row["messages"]), *messages])
+            self._db.execute(
+                "UPDATE conversations SET messages = ?, updated = ? WHERE user_id = ? AND id = ?",
+                (text, now(), user, conversation_id),
+            )
+        return self.conversation(user, conversation_id)
+
+    def rename(self, user: str, conversation_id: str, *, title: str) -> ConversationSummary | None:
+        with self._transaction():
+            changed = self._db.execute(
+                "UPDATE conversations SET title = ?, updated = ? WHERE user_id = ? AND id = ?",
+                (title, now(), user, conversation_id),
+            ).rowcount
+        found = self.conversation(user, conversation_id) if changed else None
+        return found.summary() if found else None
+
+    def delete(self, user: str, conversation_id: str) -> bool:
+        with self._transaction():
+            deleted = self._db.execute(
+                "DELETE FROM conversations WHERE user_id = ? AND id = ?", (user, conversation_id)
+            ).rowcount
+        return bool(deleted)
+
+    def _rows(self, sql: str, params: Sequence[object]) -> list[sqlite3.Row]:
+        with self._lock, self._storage():
+            return self._db.execute(sql, params).fetchall()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        with self._lock, self._storage():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def _storage(self) -> Iterator[None]:
+        """SQLite's and the file system's errors as errors that say what to do."""
+        try:
+            yield
+        except sqlite3.IntegrityError:
+            raise
+        except (sqlite3.Error, OSError) as exc:
+            raise _storage_error(exc, self.path) from exc
+
+
+def _conversation(row: sqlite3.Row) -> Conversation:
+    return Conversation(
+        id=row["id"],
+        title=row["title"],
+        created=row["created"],
+        updated=row["updated"],
+        messages=decoded_messages(row["messages"]),
+    )
+
+
+def _storage_error(exc: sqlite3.Error | OSError, path: Path) -> StorageError:
+    kind = str(getattr(exc, "sqlite_errorname", ""))
+    if kind.startswith("SQLITE_FULL") or "disk is full" in str(exc):
+        return StorageFullError(
+            f"the disk holding {path.parent} is full ({exc}): free some space and try again"
+        )
+    if kind.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or type(exc) is sqlite3.DatabaseError:
+        return IndexCorruptError(
+            f"the conversations file {path} is damaged ({exc}): move it aside to start with no "
+            "saved conversations"
+        )
+    if kind.startswith("SQLITE_READONLY") or isinstance(exc, PermissionError):
+        return ReadOnlyStorageError(
+            f"the conversations file {path} is read-only ({exc}): conversations are saved only "
+            "in a writable --data-dir"
+        )
+    return StorageError(
+        f"the conversations file {path} cannot be used ({exc}): check the disk and the "
+        "file's permissions"
+    )

@@ -1,0 +1,108 @@
+"""Saved conversations: what one holds, and how a chat's answer is added to one.
+
+A conversation belongs to one user (locally the single user `local`; in the cloud the signed-in
+user's Cognito `sub`), and every read and write names that user: another user's conversation
+is simply not found. The stores (docchat.ports.ConversationStore) keep each conversation whole,
+as one row or item, and refuse one that would grow past MAX_CONVERSATION_BYTES.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from docchat.errors import ConversationFullError
+from docchat.events import ChatEvent, CitationsEvent, DeltaEvent, DoneEvent, ErrorEvent
+from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
+from docchat.models import Citation
+
+#: The one user of a local data directory.
+LOCAL_USER = "local"
+
+
+class StoredMessage(BaseModel):
+    """A question, or an answer with the passages it cites."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["user", "assistant"]
+    content: str
+    citations: list[Citation] = Field(default_factory=list)
+
+
+class ConversationSummary(BaseModel):
+    """What the list shows: id, title and when it last changed (epoch seconds)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    title: str
+    updated: float
+
+
+class Conversation(ConversationSummary):
+    created: float
+    messages: list[StoredMessage] = Field(default_factory=list)
+
+    def summary(self) -> ConversationSummary:
+        return ConversationSummary(id=self.id, title=self.title, updated=self.updated)
+
+
+def title_from(question: str) -> str:
+    """A conversation's first title: the question's first line, shortened at a word."""
+    line = " ".join(question.split())
+    if len(line) <= MAX_TITLE_CHARS:
+        return line or "Conversation"
+    cut = line[: MAX_TITLE_CHARS - 1].rsplit(" ", 1)[0]
+    return f"{cut}…"
+
+
+def encoded_messages(messages: Sequence[StoredMessage]) -> str:
+    """The messages as the stores keep them (JSON), checked against the size limit."""
+    text = json.dumps([m.model_dump(mode="json") for m in messages], ensure_ascii=False)
+    size = len(text.encode())
+    if size > MAX_CONVERSATION_BYTES:
+        raise ConversationFullError(
+            f"the conversation would hold {size} bytes, more than the {MAX_CONVERSATION_BYTES} "
+            "a saved conversation may: start a new conversation"
+        )
+    return text
+
+
+def decoded_messages(text: str) -> list[StoredMessage]:
+    return [StoredMessage.model_validate(m) for m in json.loads(text)]
+
+
+def now() -> float:
+    return round(time.time(), 3)
+
+
+def remembered(
+    events: Iterator[ChatEvent], question: str, save: Callable[[list[StoredMessage]], None]
+) -> Iterator[ChatEvent]:
+    """`events`, passed on; when the answer is done, `save` gets the question and the answer
+    (text and citations) before `done` is sent, so a client that reloads on `done` finds it.
+    A failed or abandoned answer saves nothing; an answer too large to keep ends with an
+    `error` event instead of `done`."""
+    text: list[str] = []
+    citations: list[Citation] = []
+    for event in events:
+        if isinstance(event, DeltaEvent):
+            text.append(event.text)
+        elif isinstance(event, CitationsEvent):
+            citations = list(event.citations)
+        elif isinstance(event, DoneEvent):
+            exchange = [
+                StoredMessage(role="user", content=question),
+                StoredMessage(role="assistant", content="".join(text), citations=citations),
+            ]
+            try:
+                save(exchange)
+            except ConversationFullError as exc:
+                yield ErrorEvent(code=exc.code, message=str(exc))
+                return
+        yield event

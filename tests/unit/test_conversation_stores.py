@@ -1,0 +1,204 @@
+"""Both conversation stores keep the same contract: SQLite (local) and DynamoDB (moto)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from docchat.adapters.dynamodb_conversations import DynamoConversations
+from docchat.adapters.sqlite_conversations import SqliteConversations
+from docchat.conversations import StoredMessage, remembered, title_from
+from docchat.errors import ConversationFullError, IndexSchemaError
+from docchat.events import (
+    ChatEvent,
+    CitationsEvent,
+    DeltaEvent,
+    DoneEvent,
+    ErrorEvent,
+    StatusEvent,
+    Timings,
+    Usage,
+)
+from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
+from docchat.models import Citation
+from docchat.ports import ConversationStore
+
+ANA, BO = "sub-ana", "sub-bo"
+CITED = Citation(
+    number=1, doc_id="bridges", title="Bridges", source="bridges.pdf", page=2, quote="It opened."
+)
+EXCHANGE = [
+    StoredMessage(role="user", content="When did the bridge open?"),
+    StoredMessage(role="assistant", content="In 2004 [1].", citations=[CITED]),
+]
+
+
+def conversations_table(name: str = "conversations", *, region: str = "eu-west-1") -> Any:
+    # The template's ConversationsTable: partition key `user` (the Cognito sub), sort key
+    # `conversation_id` (a composite primary key:
+    # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.CoreComponents.html#HowItWorks.CoreComponents.PrimaryKey,
+    # CreateTable: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_CreateTable.html).
+    dynamodb = boto3.resource("dynamodb", region_name=region)
+    return dynamodb.create_table(
+        TableName=name,
+        KeySchema=[
+            {"AttributeName": "user", "KeyType": "HASH"},
+            {"AttributeName": "conversation_id", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "user", "AttributeType": "S"},
+            {"AttributeName": "conversation_id", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ConversationStore]:
+    if request.param == "sqlite":
+        local = SqliteConversations(tmp_path / "conversations.sqlite3")
+        yield local
+        local.close()
+        return
+    request.getfixturevalue("dummy_aws")
+    with mock_aws():
+        yield DynamoConversations(conversations_table())
+
+
+def test_conversation_store_keeps_messages_with_their_citations(store: ConversationStore) -> None:
+    started = store.start(ANA, "c1", title="Bridges")
+    assert (started.id, started.title, started.messages) == ("c1", "Bridges", [])
+
+    store.append(ANA, "c1", EXCHANGE)
+
+    found = store.conversation(ANA, "c1")
+    assert found is not None
+    assert found.messages == EXCHANGE
+    assert found.messages[1].citations[0].page == 2
+    assert found.updated >= found.created
+
+
+def test_conversation_store_start_keeps_an_existing_conversation(store: ConversationStore) -> None:
+    store.start(ANA, "c1", title="First title")
+    store.append(ANA, "c1", EXCHANGE)
+
+    again = store.start(ANA, "c1", title="Another title")
+
+    assert again.title == "First title"
+    assert again.messages == EXCHANGE
+
+
+def test_conversation_store_lists_newest_first(store: ConversationStore) -> None:
+    for name in ("older", "middle", "newer"):
+        store.start(ANA, name, title=name.title())
+        time.sleep(0.01)  # `updated` has millisecond steps
+    store.append(ANA, "older", EXCHANGE)  # now the newest
+
+    listed = store.conversations(ANA)
+
+    assert [c.id for c in listed] == ["older", "newer", "middle"]
+    assert [c.title for c in listed] == ["Older", "Newer", "Middle"]
+
+
+def test_conversation_store_one_user_never_reaches_anothers(store: ConversationStore) -> None:
+    store.start(ANA, "shared-id", title="Ana's")
+    store.append(ANA, "shared-id", EXCHANGE)
+
+    assert store.conversations(BO) == []
+    assert store.conversation(BO, "shared-id") is None
+    assert store.rename(BO, "shared-id", title="Bo's now") is None
+    assert store.append(BO, "shared-id", EXCHANGE) is None
+    assert store.delete(BO, "shared-id") is False
+    # Bo's own conversation with the same id is a different one
+    assert store.start(BO, "shared-id", title="Bo's").messages == []
+
+    kept = store.conversation(ANA, "shared-id")
+    assert kept is not None
+    assert (kept.title, kept.messages) == ("Ana's", EXCHANGE)
+
+
+def test_conversation_store_renames_and_deletes(store: ConversationStore) -> None:
+    store.start(ANA, "c1", title="Old")
+
+    renamed = store.rename(ANA, "c1", title="New")
+    assert renamed is not None and renamed.title == "New"
+    assert store.delete(ANA, "c1") is True
+    assert store.conversation(ANA, "c1") is None
+    assert store.delete(ANA, "c1") is False
+    assert store.rename(ANA, "c1", title="Gone") is None
+    assert store.append(ANA, "c1", EXCHANGE) is None
+
+
+def test_conversation_store_refuses_to_grow_past_its_limit(store: ConversationStore) -> None:
+    store.start(ANA, "c1", title="Long")
+    big = StoredMessage(role="user", content="x" * (MAX_CONVERSATION_BYTES // 2))
+    store.append(ANA, "c1", [big])
+
+    with pytest.raises(ConversationFullError, match="start a new conversation"):
+        store.append(ANA, "c1", [big, big])
+
+    found = store.conversation(ANA, "c1")
+    assert found is not None and found.messages == [big]
+
+
+def test_sqlite_conversations_refuse_a_file_of_another_schema(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.sqlite3"
+    SqliteConversations(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value = '9' WHERE key = 'schema'")
+
+    with pytest.raises(IndexSchemaError, match="schema 9"):
+        SqliteConversations(path)
+
+
+def test_conversation_title_from_the_question() -> None:
+    assert title_from("  When did\nthe bridge open?  ") == "When did the bridge open?"
+    long = title_from("word " * 100)
+    assert len(long) <= MAX_TITLE_CHARS and long.endswith("…")
+
+
+def _answer_events() -> list[ChatEvent]:
+    return [
+        StatusEvent(stage="started", mode="extractive"),
+        DeltaEvent(text="In 2004 "),
+        DeltaEvent(text="[1]."),
+        CitationsEvent(citations=[CITED]),
+        DoneEvent(
+            mode="extractive",
+            usage=Usage(input_tokens=0, output_tokens=0),
+            timings=Timings(total_ms=1, retrieval_ms=1, first_token_ms=1),
+        ),
+    ]
+
+
+def test_remembered_saves_the_exchange_before_done_is_sent() -> None:
+    saved: list[list[StoredMessage]] = []
+    seen: list[str] = []
+    for event in remembered(iter(_answer_events()), EXCHANGE[0].content, saved.append):
+        seen.append(event.type)
+        if event.type == "done":
+            assert saved == [EXCHANGE]  # already saved when the client hears `done`
+
+    assert seen == ["status", "delta", "delta", "citations", "done"]
+
+
+def test_remembered_saves_nothing_of_a_failed_answer_and_ends_a_full_one_with_an_error() -> None:
+    saved: list[list[StoredMessage]] = []
+    failed = [*_answer_events()[:2], ErrorEvent(code="model_failed", message="down")]
+    assert [e.type for e in remembered(iter(failed), "q", saved.append)][-1] == "error"
+    assert saved == []
+
+    def full(_: list[StoredMessage]) -> None:
+        raise ConversationFullError("the conversation would hold too much: start a new one")
+
+    events = list(remembered(iter(_answer_events()), "q", full))
+    assert [e.type for e in events][-2:] == ["citations", "error"]
+    last = events[-1]
+    assert isinstance(last, ErrorEvent) and last.code == "conversation_full"

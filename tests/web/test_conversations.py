@@ -155,6 +155,9 @@ def test_a_conversation_survives_a_reload_and_a_server_restart(browser: Any, ser
     assert _transcript(page) == asked
     page.locator(".msg.assistant .chip").click()
     expect(page.locator(".msg.assistant .quote")).to_contain_text("north pier")
+    # A restored citation opens its document like a new one (tests/web/test_viewer.py)
+    expect(page.locator("#viewer")).to_be_visible()
+    page.keyboard.press("Escape")
 
     # And a follow-up joins the same saved conversation
     _ask(page, "How often does it leave?")

@@ -38,6 +38,8 @@ _MAX_OUTLINE_ITEMS = 10_000
 _MAX_LEVEL = 3
 _MAX_HEADING = 120  # characters
 _COLUMN_PROBE = 12  # wide lines looked at for columns run together
+_COLUMN_MISSES = 8  # wide lines without a column gap that settle it
+_COLUMN_PROBE_PAGES = 10  # pages without columns run together after which none are expected
 _JUNK_TITLE = re.compile(r"^(untitled|microsoft word - .*|.*\.(docx?|pdf|tex|dvi|indd))$", re.I)
 
 
@@ -140,6 +142,7 @@ def _convert(
             "(DOCCHAT_MAX_PAGES): split the document or raise the limit"
         )
     deadline = time.monotonic() + limits.timeout_s
+    probe = _ColumnProbe()
     raw_pages: list[_RawPage] = []
     for index in range(count):
         if time.monotonic() > deadline:
@@ -147,7 +150,7 @@ def _convert(
                 f"conversion stopped after {limits.timeout_s:g} s at page {index + 1} of {count} "
                 "(DOCCHAT_CONVERT_TIMEOUT_S): split the document or raise the limit"
             )
-        raw_pages.append(_read_page(document, index))
+        raw_pages.append(_read_page(document, index, probe))
         if on_page:
             on_page(index + 1, count)
 
@@ -189,7 +192,9 @@ def _check_has_text(raw_pages: list[_RawPage], textless: int) -> None:
 # --- reading a page -------------------------------------------------------------------------
 
 
-def _read_page(document: pdfium.PdfDocument, index: int) -> _RawPage:
+def _read_page(
+    document: pdfium.PdfDocument, index: int, probe: _ColumnProbe | None = None
+) -> _RawPage:
     try:
         page = document[index]
     except pdfium.PdfiumError:
@@ -198,7 +203,7 @@ def _read_page(document: pdfium.PdfDocument, index: int) -> _RawPage:
         textpage = page.get_textpage()
         try:
             lines = _without_margin_notes(
-                _on_page(_lines(textpage, page.get_width()), page.get_cropbox())
+                _on_page(_lines(textpage, page.get_width(), probe), page.get_cropbox())
             )
         finally:
             textpage.close()
@@ -222,7 +227,25 @@ def _on_page(lines: list[_Line], box: tuple[float, float, float, float]) -> list
     ]
 
 
-def _lines(textpage: pdfium.PdfTextPage, width: float) -> list[_Line]:
+@dataclass
+class _ColumnProbe:
+    """Whether to look for columns run into single lines: a document that has them shows them
+    within its first pages; one that does not is not searched on every page."""
+
+    pages: int = 0
+    found: bool = False
+
+    def wanted(self) -> bool:
+        return self.found or self.pages < _COLUMN_PROBE_PAGES
+
+    def record(self, *, found: bool) -> None:
+        self.pages += 1
+        self.found = self.found or found
+
+
+def _lines(
+    textpage: pdfium.PdfTextPage, width: float, probe: _ColumnProbe | None = None
+) -> list[_Line]:
     """Lines of a page in reading order, each with its first glyph's size and place."""
     count = textpage.count_chars()
     if count <= 0:
@@ -237,9 +260,10 @@ def _lines(textpage: pdfium.PdfTextPage, width: float) -> list[_Line]:
     glyphs = _Glyphs(textpage)
     spans = [m.span() for m in _LINE.finditer(text)]
     lines = [glyphs.line(text, start, end) for start, end in spans]
-    columns = _looks_multi_column(lines, width) or _runs_columns_together(
-        glyphs, text, spans, lines, width
-    )
+    columns = _looks_multi_column(lines, width)
+    if not columns and probe and probe.wanted():
+        columns = _runs_columns_together(glyphs, text, spans, lines, width)
+        probe.record(found=columns)
     if columns:
         # PDFium runs side-by-side columns that share a baseline into one line: split them at
         # gaps, then read each column top to bottom. A wide space in justified text is no
@@ -309,6 +333,10 @@ class _Glyphs:
     def note_cuts(self, text: str, start: int, end: int) -> list[_Gap]:
         """Where a margin note set in another size or weight runs into the line's text, at its
         start or its end, apart from it by more than a word space: the space between them."""
+        # Most lines neither start nor end with capitals or an icon: no glyph is asked about.
+        head, tail = text[start : start + 3], text[max(start, end - 3) : end]
+        if not (head.isupper() or tail.isupper() or _ICON.match(head) or _ICON.match(tail[-1])):
+            return []
         line = text[start:end]
         if not (
             _looks_like_note(line.partition(" ")[0]) or _looks_like_note(line.rpartition(" ")[2])
@@ -391,14 +419,16 @@ def _runs_columns_together(
 ) -> bool:
     """Whether PDFium ran side-by-side columns into single lines all down the page (every line
     then starts at the left margin): several wide lines hold a gap of two type sizes or more.
-    Only the first wide lines are looked at, so that a long page costs no more."""
+    Only the first wide lines are looked at, so that a page costs little."""
     wide = [
         (span, line)
         for span, line in zip(spans, lines, strict=True)
         if line.right - line.x > width / 2
     ]
     found = 0
-    for span, line in wide[:_COLUMN_PROBE]:
+    for probed, (span, line) in enumerate(wide[:_COLUMN_PROBE]):
+        if probed - found >= _COLUMN_MISSES:
+            return False
         gaps = [gap for gap in glyphs.gaps(text, *span) if gap.width >= 0]
         # Pieces of prose on both sides of a wide gap; a table's cells are narrower.
         starts = [line.x] + [gap.next_x for gap in gaps]
@@ -511,11 +541,12 @@ def _join_lines(lines: list[str]) -> str:
 
 
 # A margin note's label: one word in capitals ("CAUTION", "TIP") or an icon ("!").
-_NOTE = re.compile(r"[A-Z]{3,15}|[!?*\u2020\u2021\u2022\u25a0-\u27bf]{1,3}")
+_ICON = re.compile(r"[!?*\u2020\u2021\u2022\u25a0-\u27bf]")
+_NOTE = re.compile(rf"[A-Z]{{3,15}}|{_ICON.pattern}{{1,3}}")
 
 
 def _looks_like_note(text: str) -> bool:
-    return bool(_NOTE.fullmatch(text.strip()))
+    return len(text) <= 20 and bool(_NOTE.fullmatch(text.strip()))
 
 
 def _without_margin_notes(lines: list[_Line]) -> list[_Line]:
@@ -604,7 +635,8 @@ def page_furniture(data: bytes) -> list[tuple[int, str]]:
     conversion leaves out of a PDF's pages."""
     document = _open(data)
     try:
-        raw_pages = [_read_page(document, index) for index in range(len(document))]
+        probe = _ColumnProbe()
+        raw_pages = [_read_page(document, index, probe) for index in range(len(document))]
     finally:
         document.close()
     return [

@@ -113,7 +113,7 @@ def local_parts(settings: Settings) -> LocalParts:
     embedder = WordEmbedder()
     index = SqliteIndex(settings.index_path, embedding_model=embedder.model_id, dimension=64)
     uploads = LocalUploads(index=index, embedder=embedder, settings=settings)
-    library = Library(index=index, embedder=embedder, registry=index)
+    library = Library(index=index, embedder=embedder, registry=index, page_store=index)
     backend = ChatBackend(library=library, model=None, config=AgentConfig())
     return LocalParts(index, uploads, backend)
 

@@ -11,7 +11,13 @@ from docchat.pipeline import remove
 def _run(event: dict[str, Any]) -> StepResult:
     s = services()
     task = StepEvent.model_validate(event)
-    return remove(task, objects=s.objects, index=s.index, registry=s.registry)
+    return remove(
+        task,
+        objects=s.objects,
+        index=s.index,
+        registry=s.registry,
+        artifacts_bucket=s.settings.artifacts_bucket,
+    )
 
 
 handler = step_handler("remove", _run)

@@ -22,7 +22,7 @@ from docchat.citations import best_quote, citation, citations_for_answer, terms
 from docchat.errors import DocchatError
 from docchat.library import Catalog, Library
 from docchat.llm import ChatModel, Message, TextDelta, ToolSpec, ToolUse, TurnEnd
-from docchat.models import Chunk, Citation, source_name
+from docchat.models import Chunk, Citation, file_name, source_name
 
 DEFAULT_SYSTEM_PROMPT = """\
 You answer questions about the user's documents, using only what the tools return.
@@ -303,7 +303,7 @@ class Agent:
 
     def _list(self, catalog: Catalog, doc_ids: Sequence[str] | None) -> str:
         rows = [
-            f"- {d.doc_id}: {d.title} ({d.pages} pages)"
+            f"- {d.doc_id}: {d.title} (file {file_name(d.source)}, {d.pages} pages)"
             for d in catalog.records.values()
             if doc_ids is None or d.doc_id in doc_ids
         ]

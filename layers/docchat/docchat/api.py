@@ -5,6 +5,7 @@ POST /chat                 Server-Sent Events: status, tool_call, sources, delta
 POST /v1/chat/completions  OpenAI-compatible, streamed or not; citations in an extra field
 GET  /v1/models             the OpenAI model list (one model, "docchat")
 GET  /documents, /documents/{id}
+GET  /documents/{id}/pages/{n}   a page's text as conversion extracted it: {page, text, ocr}
 GET  /ready                the Web Adapter's readiness check (touches no backend)
 GET  /health               each dependency's state (registry, index, model); 503 if one fails
 GET  /                     the chat page (docchat/web), its files under /static/
@@ -44,9 +45,14 @@ from starlette.exceptions import HTTPException
 from docchat.agent import ChatEvent
 from docchat.backend import ChatBackend
 from docchat.config import Settings
-from docchat.errors import DocchatError, DocumentNotFoundError, StorageError
+from docchat.errors import (
+    DocchatError,
+    DocumentNotFoundError,
+    PageTextMissingError,
+    StorageError,
+)
 from docchat.guards import LocalGuard, error_response
-from docchat.models import DocumentRecord, source_name
+from docchat.models import DocumentRecord, file_name, source_name
 from docchat.uploads import (
     MAX_UPLOAD_BYTES,
     S3_UPLOAD_ROUTE,
@@ -255,6 +261,15 @@ def create_app(
             raise HTTPException(404, f"no document with id {doc_id!r}: GET /documents lists them")
         return _shown(record)
 
+    @app.get("/documents/{doc_id}/pages/{number}", response_model=None)
+    def page_text(doc_id: str, number: int) -> dict[str, Any] | JSONResponse:
+        """What conversion extracted from one page: its text and whether OCR read it."""
+        try:
+            [page] = get_backend().library.extracted_pages(doc_id, first=number, last=number)
+        except (DocumentNotFoundError, PageTextMissingError) as exc:
+            return error_response(404, str(exc), code=exc.code)
+        return {"page": page.number, "text": page.markdown, "ocr": page.ocr}
+
     @app.post("/documents", status_code=202, max_body_size=MAX_UPLOAD_BYTES)
     async def upload(
         request: Request, filename: str = Query(min_length=1, max_length=255)
@@ -342,7 +357,11 @@ def _too_large(request: Request) -> str:
 
 def _shown(record: DocumentRecord) -> dict[str, Any]:
     """A document as the API shows it: named, never by its path on the server."""
-    return {**record.model_dump(mode="json"), "source": source_name(record.source)}
+    return {
+        **record.model_dump(mode="json"),
+        "source": source_name(record.source),
+        "file_name": file_name(record.source),
+    }
 
 
 UPLOAD_STATUS: tuple[tuple[type[DocchatError], int], ...] = (

@@ -86,6 +86,16 @@ class CloudServices:
         )
 
     @cached_property
+    def page_store(self) -> Any:
+        """The pages the Convert step kept in the artifacts bucket; without one, those the
+        embedded index keeps, if that is the index."""
+        if self.settings.artifacts_bucket:
+            from docchat.pagetext import S3PageStore
+
+            return S3PageStore(self.objects, self.settings.artifacts_bucket)
+        return None if self.settings.opensearch_endpoint else self.index
+
+    @cached_property
     def backend(self) -> Any:
         """The chat side: OpenSearch, Bedrock embeddings, the registry, rerank and Claude."""
         from docchat.backend import ChatBackend, agent_config, chat_model
@@ -107,6 +117,7 @@ class CloudServices:
             candidates=settings.candidates,
             fusion=settings.fusion,
             vector_weight=settings.vector_weight,
+            page_store=self.page_store,
         )
         return ChatBackend(
             library=library, model=chat_model(settings), config=agent_config(settings)

@@ -61,6 +61,18 @@ class DocumentNotFoundError(DocchatError):
     code = "not_found"
 
 
+class PageNotFoundError(DocumentNotFoundError):
+    """A page number outside the document."""
+
+    code = "page_not_found"
+
+
+class PageTextMissingError(DocchatError):
+    """The document is known but the text of its pages was not kept."""
+
+    code = "page_text_missing"
+
+
 class ConfigError(DocchatError):
     code = "config"
 

@@ -17,7 +17,7 @@ from docchat.convert import ConvertLimits, ProgressFn
 from docchat.embed import Embedder, Vectors
 from docchat.errors import ConversionError
 from docchat.isolate import pages_from_pdf_isolated
-from docchat.models import Chunk, ConvertedDocument, DocStatus, DocumentRecord
+from docchat.models import Chunk, ConvertedDocument, DocStatus, DocumentRecord, Page
 
 Progress = Callable[[str, int, int], None]
 
@@ -33,7 +33,12 @@ class DocumentIndex(Protocol):
     def clear_chunks(self, doc_id: str) -> None: ...
 
     def replace_document(
-        self, record: DocumentRecord, chunks: Sequence[Chunk], vectors: Vectors
+        self,
+        record: DocumentRecord,
+        chunks: Sequence[Chunk],
+        vectors: Vectors,
+        *,
+        pages: Sequence[Page] = (),
     ) -> None: ...
 
     def indexed_version(self, version: str) -> DocumentRecord | None: ...
@@ -155,7 +160,7 @@ def ingest_bytes(
     )
     chunks = [c.model_copy(update={"embedding_model": embedder.model_id}) for c in chunks]
     vectors = embed_chunks(chunks, embedder=embedder, on_progress=on_progress)
-    index.replace_document(record, chunks, vectors)
+    index.replace_document(record, chunks, vectors, pages=converted.pages)
     indexed = index.document(doc_id) or record
     return IngestResult(indexed, "indexed", time.monotonic() - started, source)
 

@@ -8,7 +8,8 @@ from typing import Protocol
 
 from docchat.embed import Embedder
 from docchat.errors import DocchatError
-from docchat.models import Chunk, DocStatus, DocumentRecord, Passage
+from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
+from docchat.pagetext import PageStore, extracted_pages
 from docchat.retrieve import VECTOR_WEIGHT, Fusion, SearchIndex, hybrid_search
 
 
@@ -68,8 +69,10 @@ class Library:
         candidates: int = 50,
         fusion: Fusion = "rank",
         vector_weight: float = VECTOR_WEIGHT,
+        page_store: PageStore | None = None,
     ) -> None:
         self.index = index
+        self.page_store = page_store
         self.embedder = embedder
         self.registry = registry
         self.reranker = reranker
@@ -120,6 +123,13 @@ class Library:
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         return self.registry.document(doc_id)
+
+    def extracted_pages(
+        self, doc_id: str, *, first: int | None = None, last: int | None = None
+    ) -> list[Page]:
+        """Pages first..last of the document's current version as conversion extracted them."""
+        record = self.registry.document(doc_id)
+        return extracted_pages(record, self.page_store, doc_ref=doc_id, first=first, last=last)
 
     def pages(
         self, doc_id: str, first: int, last: int, *, catalog: Catalog | None = None

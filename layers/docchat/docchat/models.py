@@ -39,6 +39,11 @@ def source_name(source: str) -> str:
     return key if slash and key else bucket
 
 
+def file_name(source: str) -> str:
+    """The name of a document's file, without folders: what is shown beside its title."""
+    return PurePosixPath(source_name(source).replace("\\", "/")).name
+
+
 class Chunk(BaseModel):
     """A retrievable piece of a document with its exact page span."""
 

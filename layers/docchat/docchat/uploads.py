@@ -31,7 +31,7 @@ from docchat.errors import (
     StorageFullError,
 )
 from docchat.library import DocumentRegistry
-from docchat.models import DocStatus, DocumentRecord
+from docchat.models import DocStatus, DocumentRecord, Page
 
 if TYPE_CHECKING:
     from docchat.embed import Vectors
@@ -117,7 +117,12 @@ class LocalIndex(Protocol):
     def clear_chunks(self, doc_id: str) -> None: ...
 
     def replace_document(
-        self, record: DocumentRecord, chunks: Sequence[Chunk], vectors: Vectors
+        self,
+        record: DocumentRecord,
+        chunks: Sequence[Chunk],
+        vectors: Vectors,
+        *,
+        pages: Sequence[Page] = (),
     ) -> None: ...
 
     def delete_document(self, doc_id: str) -> None: ...

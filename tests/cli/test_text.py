@@ -141,7 +141,8 @@ def test_text_of_document_indexed_before_pages_were_kept_says_to_ingest_again(
     status = json.loads(_run(capsys, "status", "--json", "--data-dir", data)[1])
 
     assert code == 2
-    assert "was not kept" in err and "ingest the file again" in " ".join(err.split())
+    assert "was not kept" in err
+    assert "remove the document and add its file again" in " ".join(err.split())
     assert len(status["documents"]) == 3  # the upgrade kept the documents
 
 

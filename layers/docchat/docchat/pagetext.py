@@ -75,8 +75,10 @@ def extracted_pages(
     pages = store.stored_pages(record.doc_id, record.version) if store else None
     if pages is None:
         raise PageTextMissingError(
-            f"the page text of {record.doc_id} was not kept ({record.status.value}): ingest "
-            "the file again to keep it (documents indexed before docchat kept page text have none)"
+            f"the page text of {record.doc_id} was not kept (status {record.status.value}; "
+            "documents indexed before docchat kept page text have none): remove the document "
+            "and add its file again (`docchat rm`, then `docchat ingest`; in the cloud, delete "
+            "the object and upload it again)"
         )
     count = len(pages)
     first = 1 if first is None else first

@@ -61,9 +61,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.agent import AgentConfig
 from docchat.api import create_app
-from docchat.backend import ChatBackend
+from docchat.backend import ChatBackend, agent_config
 from docchat.config import Settings
 from docchat.embed import Vectors
 from docchat.library import Library
@@ -396,8 +395,8 @@ def small_backend(folder: Path, pieces: Sequence[tuple[str, str]]) -> ChatBacken
     record, chunks = next(_documents(pieces))
     index.replace_document(record, chunks, unit_vectors(np.random.default_rng(SEED), PER_DOC))
     embedder = FixedEmbedder({})
-    library = Library(index=index, embedder=embedder, registry=index)
-    return ChatBackend(library=library, model=InstantModel(), config=AgentConfig())
+    library = Library(index=index, embedder=embedder, registry=index, **SEARCH)
+    return ChatBackend(library=library, model=InstantModel(), config=agent_config(DEFAULTS))
 
 
 def first_bytes(client: httpx.Client, url: str, question: str) -> tuple[float, float]:

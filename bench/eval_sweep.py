@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from docchat.adapters.local_embedder import LocalEmbedder
+from docchat.config import Settings
 from docchat.evaluate import (
     DEPTH,
     Chunking,
@@ -126,7 +127,7 @@ def sweep_chunks(path: Path, *, chunkings: Sequence[tuple[int, int]]) -> None:
             data,
             embedder=embedder,
             chunking=chunking,
-            retrieval=Retrieval(),
+            retrieval=Retrieval.of(Settings()),
             cache_dir=CACHE,
             on_progress=_dots,
         )

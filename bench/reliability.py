@@ -178,9 +178,8 @@ class _Server:
         import uvicorn
 
         from docchat.adapters.sqlite_index import SqliteIndex
-        from docchat.agent import AgentConfig
         from docchat.api import create_app
-        from docchat.backend import ChatBackend
+        from docchat.backend import ChatBackend, agent_config
         from docchat.config import Settings
         from docchat.library import Library
         from docchat.uploads import LocalUploads
@@ -189,8 +188,15 @@ class _Server:
         settings = Settings(data_dir=data_dir)
         self.index = SqliteIndex(settings.index_path, embedding_model="bench-words", dimension=64)
         self.uploads = LocalUploads(index=self.index, embedder=embedder, settings=settings)
-        library = Library(index=self.index, embedder=embedder, registry=self.index)
-        backend = ChatBackend(library=library, model=None, config=AgentConfig())
+        library = Library(
+            index=self.index,
+            embedder=embedder,
+            registry=self.index,
+            candidates=settings.candidates,
+            fusion=settings.fusion,
+            vector_weight=settings.vector_weight,
+        )
+        backend = ChatBackend(library=library, model=None, config=agent_config(settings))
         app = create_app(lambda: backend, uploads=lambda _: self.uploads)
         self.port = _free_port()
         self.server = uvicorn.Server(

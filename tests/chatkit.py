@@ -6,7 +6,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +15,28 @@ import uvicorn
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.agent import AgentConfig
-from docchat.backend import ChatBackend
+from docchat.backend import ChatBackend, agent_config
 from docchat.config import Settings
+from docchat.events import SourcePassage
 from docchat.library import Library
 from docchat.llm import Message, ModelEvent, ModelUnavailableError, ToolSpec
 from docchat.models import Chunk, DocStatus, DocumentRecord
 from docchat.uploads import LocalUploads
 from tests.conftest import WordEmbedder
+
+# The product's tuned settings (docchat.config.Settings), for tests that do not vary them.
+DEFAULTS = Settings()
+SEARCH: dict[str, Any] = {
+    "candidates": DEFAULTS.candidates,
+    "fusion": DEFAULTS.fusion,
+    "vector_weight": DEFAULTS.vector_weight,
+}
+
+
+def tuned_config(**changes: Any) -> AgentConfig:
+    """The agent settings the product runs with, with `changes`."""
+    return replace(agent_config(DEFAULTS), **changes)
+
 
 PAGES = {
     "bridges": [
@@ -30,6 +45,18 @@ PAGES = {
     ],
     "ferries": ["The ferry to the island leaves every hour from the north pier."],
 }
+# A passage as a `sources` event carries it.
+PASSAGE = SourcePassage(
+    number=1,
+    chunk_id="bridges:0",
+    doc_id="bridges",
+    title="Bridges",
+    source="bridges.pdf",
+    page_start=1,
+    page_end=2,
+    headings=["History"],
+    text=PAGES["bridges"][1],
+)
 
 
 class ScriptedModel:
@@ -92,7 +119,7 @@ def library_of(path: Path, documents: dict[str, list[str]]) -> Library:
             status=DocStatus.INDEXED,
         )
         index.replace_document(record, [chunk], embedder.embed_documents([text]))
-    return Library(index=index, embedder=embedder, registry=index)
+    return Library(index=index, embedder=embedder, registry=index, **SEARCH)
 
 
 @pytest.fixture
@@ -113,8 +140,8 @@ def local_parts(settings: Settings) -> LocalParts:
     embedder = WordEmbedder()
     index = SqliteIndex(settings.index_path, embedding_model=embedder.model_id, dimension=64)
     uploads = LocalUploads(index=index, embedder=embedder, settings=settings)
-    library = Library(index=index, embedder=embedder, registry=index, page_store=index)
-    backend = ChatBackend(library=library, model=None, config=AgentConfig())
+    library = Library(index=index, embedder=embedder, registry=index, page_store=index, **SEARCH)
+    backend = ChatBackend(library=library, model=None, config=tuned_config())
     return LocalParts(index, uploads, backend)
 
 

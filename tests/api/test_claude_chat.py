@@ -14,11 +14,13 @@ import pytest
 
 from docchat.adapters.anthropic_model import ClaudeModel
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.agent import Agent, AgentConfig
+from docchat.agent import Agent
 from docchat.backend import ChatBackend
+from docchat.events import event_data
 from docchat.library import Library
 from docchat.models import Chunk, DocStatus, DocumentRecord
 from tests.api.test_server import Server
+from tests.chatkit import SEARCH, tuned_config
 from tests.conftest import REPO, WordEmbedder
 
 FIXTURES = REPO / "tests" / "fixtures" / "anthropic"
@@ -77,23 +79,23 @@ def manual(tmp_path: Path) -> Library:
             status=DocStatus.INDEXED,
         )
         index.replace_document(record, [chunk], embedder.embed_documents([text]))
-    return Library(index=index, embedder=embedder, registry=index)
+    return Library(index=index, embedder=embedder, registry=index, **SEARCH)
 
 
 def test_claude_tool_turn_then_cited_answer(manual: Library) -> None:
     transport = Recorded("tool_use_turn.sse", "text_turn.sse")
-    agent = Agent(manual, _claude(transport), AgentConfig(top_k=2))
+    agent = Agent(manual, _claude(transport), tuned_config(top_k=2))
 
     events = list(agent.run([{"role": "user", "content": "How tight are the head bolts?"}]))
 
     kinds = [e.type for e in events]
     assert kinds[0] == "status" and kinds[-2:] == ["citations", "done"]
     call = next(e for e in events if e.type == "tool_call")
-    assert call.data["input"] == {"query": "torque for the M8 cylinder head bolts"}
-    text = "".join(e.data["text"] for e in events if e.type == "delta")
+    assert event_data(call)["input"] == {"query": "torque for the M8 cylinder head bolts"}
+    text = "".join(event_data(e)["text"] for e in events if e.type == "delta")
     assert "to 25 N·m in three passes [1]." in text
-    citations = next(e for e in events if e.type == "citations").data["citations"]
-    sources = next(e for e in events if e.type == "sources").data["passages"]
+    citations = event_data(next(e for e in events if e.type == "citations"))["citations"]
+    sources = event_data(next(e for e in events if e.type == "sources"))["passages"]
     by_number = {s["number"]: s for s in sources}
     assert {c["number"] for c in citations} == {1, 2}
     for citation in citations:  # each quote is text of the passage it cites, on its page
@@ -106,12 +108,12 @@ def test_claude_tool_turn_then_cited_answer(manual: Library) -> None:
     assert isinstance(messages, list)
     result = messages[-1]["content"][0]
     assert result["type"] == "tool_result" and "[1] Engine manual, p. 41" in result["content"]
-    assert events[-1].data["usage"]["output_tokens"] > 0
+    assert event_data(events[-1])["usage"]["output_tokens"] > 0
 
 
 def test_model_error_mid_stream_ends_the_sse_stream_cleanly(manual: Library) -> None:
     backend = ChatBackend(
-        library=manual, model=_claude(Recorded("overloaded_mid_stream.sse")), config=AgentConfig()
+        library=manual, model=_claude(Recorded("overloaded_mid_stream.sse")), config=tuned_config()
     )
     with (
         Server(backend) as server,

@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from docchat.agent import AgentConfig
 from docchat.api import cloud_app, create_app
 from docchat.backend import ChatBackend
 from docchat.cloud import services
 from docchat.library import Library
-from tests.chatkit import library
+from tests.chatkit import library, tuned_config
 
 __all__ = ["library"]  # the fixture
 
@@ -57,7 +56,7 @@ def test_ready_answers_the_cloud_app_with_every_aws_endpoint_unreachable(
 def test_health_reports_a_failing_registry_as_json_503(library: Library) -> None:
     # Given a backend whose registry raises
     library.registry = BrokenRegistry()
-    backend = ChatBackend(library=library, model=None, config=AgentConfig())
+    backend = ChatBackend(library=library, model=None, config=tuned_config())
 
     # When /health is asked
     response = TestClient(create_app(lambda: backend)).get("/health")

@@ -10,12 +10,11 @@ import httpx
 import openai
 import pytest
 
-from docchat.agent import AgentConfig
 from docchat.api import MAX_BODY_BYTES, create_app
 from docchat.backend import ChatBackend
 from docchat.library import Library
 from docchat.llm import TextDelta, ToolUse, TurnEnd
-from tests.chatkit import ScriptedModel, ServedApp, library
+from tests.chatkit import ScriptedModel, ServedApp, library, tuned_config
 
 __all__ = ["library"]  # the fixture
 
@@ -54,7 +53,7 @@ def _model(pause: float = 0.0) -> ScriptedModel:
 
 @pytest.fixture
 def served(library: Library) -> Iterator[Server]:
-    backend = ChatBackend(library=library, model=_model(pause=0.25), config=AgentConfig())
+    backend = ChatBackend(library=library, model=_model(pause=0.25), config=tuned_config())
     with Server(backend) as server:
         yield server
 
@@ -113,7 +112,7 @@ def test_openai_client_gets_a_streamed_completion(served: Server) -> None:
 
 
 def test_openai_client_gets_a_whole_completion(library: Library) -> None:
-    backend = ChatBackend(library=library, model=_model(), config=AgentConfig())
+    backend = ChatBackend(library=library, model=_model(), config=tuned_config())
     with Server(backend) as server:
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="not-needed", max_retries=0)
         completion = client.chat.completions.create(

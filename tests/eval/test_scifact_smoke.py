@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from docchat.evaluate import beir_slice, evaluate_beir, load_beir
+from docchat.config import Settings
+from docchat.evaluate import Retrieval, beir_slice, evaluate_beir, load_beir
 
 SCIFACT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "beir-scifact"
 QUERIES = 40
@@ -26,7 +27,7 @@ def scores() -> dict[str, dict[str, float]]:
     from docchat.adapters.local_embedder import LocalEmbedder
 
     data = beir_slice(load_beir(SCIFACT, split="test"), queries=QUERIES, distractors=DISTRACTORS)
-    return evaluate_beir(data, embedder=LocalEmbedder())
+    return evaluate_beir(data, embedder=LocalEmbedder(), retrieval=Retrieval.of(Settings()))
 
 
 def test_scifact_slice_hybrid_ndcg_holds(scores: dict[str, dict[str, float]]) -> None:

@@ -8,12 +8,12 @@ from urllib.parse import quote
 
 from fastapi.testclient import TestClient
 
-from docchat.agent import AgentConfig
 from docchat.api import create_app
 from docchat.backend import ChatBackend
 from docchat.ingest import doc_id_for, version_of
 from docchat.library import Library
 from docchat.pagetext import S3PageStore, pages_key
+from tests.chatkit import SEARCH, tuned_config
 from tests.functions.conftest import ARTIFACTS_BUCKET, DOCS_BUCKET, Pipeline
 from tests.pdfgen import make_pdf
 
@@ -30,9 +30,13 @@ def _client(pipeline: Pipeline) -> TestClient:
     """The chat app over the cloud services the handlers use (extractive: no model)."""
     live = pipeline.services
     library = Library(
-        index=live.index, embedder=live.embedder, registry=live.registry, page_store=live.page_store
+        index=live.index,
+        embedder=live.embedder,
+        registry=live.registry,
+        page_store=live.page_store,
+        **SEARCH,
     )
-    backend = ChatBackend(library=library, model=None, config=AgentConfig())
+    backend = ChatBackend(library=library, model=None, config=tuned_config())
     return TestClient(create_app(lambda: backend))
 
 

@@ -331,8 +331,15 @@ def test_chunk_version_reads_the_version_chunk_py_writes() -> None:
     version = version_of(b"%PDF- one version")
     pages = [Page(number=1, markdown="# Title\n\nSome words on a page.", chars=24)]
 
-    [chunk] = chunks_from_pages(pages, doc_id="doc-1a2b3c4d", version=version, source="b/k.pdf",
-                                title="k")
+    [chunk] = chunks_from_pages(
+        pages,
+        doc_id="doc-1a2b3c4d",
+        version=version,
+        source="b/k.pdf",
+        title="k",
+        chunk_size=1500,
+        chunk_overlap=200,
+    )
 
     assert version.startswith(chunk_version(chunk.chunk_id))
     assert stale_passages([chunk.model_dump()], version) == []

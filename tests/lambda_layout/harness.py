@@ -38,6 +38,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -529,6 +530,7 @@ class Streamed:
     status: int
     headers: dict[str, str]
     chunks: list[bytes]  # as they arrived, unmerged
+    request_id: str = ""  # API Gateway's, as the adapter forwarded it
 
     @property
     def body(self) -> bytes:
@@ -543,10 +545,13 @@ class WebAdapter:
       $AWS_LWA_READINESS_CHECK_PATH every 10 ms; a status from 100 up to
       AWS_LWA_READINESS_CHECK_MIN_UNHEALTHY_STATUS (default 500) means ready;
     - with AWS_LWA_INVOKE_MODE=response_stream each invocation is forwarded to the app and its
-      body streamed back as it is produced.
+      body streamed back as it is produced;
+    - each request carries API Gateway's request context as JSON in `x-amzn-request-context`
+      (https://awslabs.github.io/aws-lambda-web-adapter/features/request-context.html), here
+      the fields of a REST API's context the app may read, with a new requestId each time.
     https://github.com/awslabs/aws-lambda-web-adapter#configurations and #readiness-check
-    Not emulated: the API Gateway event <-> HTTP request translation; requests go straight to
-    the app as HTTP."""
+    Not emulated otherwise: the API Gateway event <-> HTTP request translation; requests go
+    straight to the app as HTTP."""
 
     POLL_S = 0.01
 
@@ -613,15 +618,31 @@ class WebAdapter:
     def request(self, method: str, path: str, body: Any = None, *, timeout: float = 60) -> Streamed:
         """Forward one request; the response's body as the chunks arrived."""
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        request_id = str(uuid.uuid4())
+        # https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-lambda-proxy-integrations.html
+        # (the requestContext of a REST API proxy event)
+        context = {
+            "accountId": ACCOUNT,
+            "apiId": "docchatapi",
+            "httpMethod": method,
+            "path": f"/Prod{path}",
+            "resourcePath": path,
+            "stage": "Prod",
+            "requestId": request_id,
+            "requestTimeEpoch": int(time.time() * 1000),
+            "identity": {"sourceIp": "203.0.113.7"},
+        }
         try:
             data = json.dumps(body).encode() if body is not None else None
-            headers = {"Content-Type": "application/json"} if data else {}
+            headers = {"x-amzn-request-context": json.dumps(context)}
+            if data:
+                headers["Content-Type"] = "application/json"
             connection.request(method, path, body=data, headers=headers)
             response = connection.getresponse()
             chunks = []
             while chunk := response.read1(65536):
                 chunks.append(chunk)
-            return Streamed(response.status, dict(response.getheaders()), chunks)
+            return Streamed(response.status, dict(response.getheaders()), chunks, request_id)
         finally:
             connection.close()
 

@@ -9,6 +9,7 @@ tool-use turn and a recorded answer (tests/lambda_layout/bedrock_stub.py).
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import time
@@ -121,6 +122,13 @@ def test_chat_streams_a_cited_answer_through_the_adapter(
     # Then the Server-Sent Events stream through as Claude's turns arrive, cited, ending in done
     assert answer.status == 200, answer.body
     assert answer.headers["content-type"].startswith("text/event-stream")
+    # with API Gateway's request id, as the adapter forwarded it, in the response and the log
+    assert answer.headers["x-request-id"] == answer.request_id
+    log = chat.log.read_text()
+    logged = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    answers = [line for line in logged if line.get("message") == "chat answer"]
+    assert [a["correlation_id"] for a in answers[-1:]] == [answer.request_id], logged[-5:]
+    assert QUESTION not in log
     assert "content-length" not in {k.lower() for k in answer.headers}, "buffered, not streamed"
     assert len(answer.chunks) > 3, f"arrived in {len(answer.chunks)} pieces: buffered?"
     events = sse_events(answer.body)

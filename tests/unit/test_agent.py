@@ -6,12 +6,13 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from docchat.agent import WAKING, Agent, AgentConfig, ChatEvent
+from docchat.agent import WAKING, Agent
 from docchat.errors import SearchIndexUnavailableError
+from docchat.events import ChatEvent, event_data
 from docchat.library import Library, SearchResult
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.models import Passage
-from tests.chatkit import ScriptedModel, library
+from tests.chatkit import ScriptedModel, library, tuned_config
 
 __all__ = ["library"]  # the fixture
 
@@ -36,7 +37,11 @@ def test_agent_searches_then_streams_a_cited_answer(library: Library) -> None:
         ]
     )
 
-    events = list(Agent(library, model).run([{"role": "user", "content": "When did it open?"}]))
+    events = list(
+        Agent(library, model, tuned_config()).run(
+            [{"role": "user", "content": "When did it open?"}]
+        )
+    )
 
     assert _types(events) == [
         "status",
@@ -48,14 +53,14 @@ def test_agent_searches_then_streams_a_cited_answer(library: Library) -> None:
         "citations",
         "done",
     ]
-    sources = events[3].data["passages"]
+    sources = event_data(events[3])["passages"]
     assert sources[0]["number"] == 1 and sources[0]["doc_id"] == "bridges"
-    [citation] = events[6].data["citations"]
+    [citation] = event_data(events[6])["citations"]
     assert citation["page"] == 2  # the quoted sentence is on page 2 of the chunk
     assert (
         citation["quote"] == "A new bridge opened in 2004; it carries four lanes and a cycle path."
     )
-    assert events[-1].data["usage"] == {"input_tokens": 40, "output_tokens": 13}
+    assert event_data(events[-1])["usage"] == {"input_tokens": 40, "output_tokens": 13}
     tool_result = model.calls[1]["messages"][-1]["content"][0]
     assert tool_result["type"] == "tool_result" and "[1] Bridges, pp. 1-2" in tool_result["content"]
 
@@ -68,9 +73,11 @@ def test_agent_drops_citations_to_passages_never_retrieved(library: Library) -> 
         ]
     )
 
-    events = list(Agent(library, model).run([{"role": "user", "content": "How often?"}]))
+    events = list(
+        Agent(library, model, tuned_config()).run([{"role": "user", "content": "How often?"}])
+    )
 
-    citations = next(e for e in events if e.type == "citations").data["citations"]
+    citations = event_data(next(e for e in events if e.type == "citations"))["citations"]
     assert [(c["number"], c["doc_id"]) for c in citations] == [(1, "ferries")]
 
 
@@ -83,7 +90,9 @@ def test_agent_refuses_a_repeated_identical_call(library: Library) -> None:
         ]
     )
 
-    events = list(Agent(library, model).run([{"role": "user", "content": "bridge?"}]))
+    events = list(
+        Agent(library, model, tuned_config()).run([{"role": "user", "content": "bridge?"}])
+    )
 
     assert _types(events).count("sources") == 1
     repeated = model.calls[2]["messages"][-1]["content"][0]
@@ -95,7 +104,7 @@ def test_agent_stops_after_max_rounds_and_forces_an_answer(library: Library) -> 
     model = ScriptedModel([*looping, [TextDelta("Best I can say [1]."), TurnEnd("end_turn")]])
 
     events = list(
-        Agent(library, model, AgentConfig(max_rounds=3)).run(
+        Agent(library, model, tuned_config(max_rounds=3)).run(
             [{"role": "user", "content": "bridge?"}]
         )
     )
@@ -110,10 +119,12 @@ def test_agent_model_error_mid_stream_ends_with_error_event(library: Library) ->
         [[TextDelta("Partial "), TextDelta("answer"), TurnEnd("end_turn")]], fail_after=1
     )
 
-    events = list(Agent(library, model).run([{"role": "user", "content": "bridge?"}]))
+    events = list(
+        Agent(library, model, tuned_config()).run([{"role": "user", "content": "bridge?"}])
+    )
 
     assert _types(events) == ["status", "delta", "error"]
-    assert events[-1].data == {
+    assert event_data(events[-1]) == {
         "code": "model_unavailable",
         "message": "the model is overloaded: try again shortly",
     }
@@ -128,10 +139,12 @@ def test_agent_keeps_search_inside_the_chat_document_filter(library: Library) ->
     )
 
     events = list(
-        Agent(library, model).run([{"role": "user", "content": "bridge?"}], doc_ids=["ferries"])
+        Agent(library, model, tuned_config()).run(
+            [{"role": "user", "content": "bridge?"}], doc_ids=["ferries"]
+        )
     )
 
-    docs = {p["doc_id"] for e in events if e.type == "sources" for p in e.data["passages"]}
+    docs = {p["doc_id"] for e in events if e.type == "sources" for p in event_data(e)["passages"]}
     assert docs == {"ferries"}
 
 
@@ -147,25 +160,29 @@ def test_agent_reads_pages_and_lists_documents(library: Library) -> None:
         ]
     )
 
-    events = list(Agent(library, model).run([{"role": "user", "content": "lanes?"}]))
+    events = list(
+        Agent(library, model, tuned_config()).run([{"role": "user", "content": "lanes?"}])
+    )
 
     results = model.calls[1]["messages"][-1]["content"]
     assert "- bridges: Bridges (file bridges.pdf, 2 pages)" in results[0]["content"]
     assert "[1] Bridges, pp. 1-2" in results[1]["content"]
-    assert next(e for e in events if e.type == "citations").data["citations"][0]["page"] == 2
+    assert event_data(next(e for e in events if e.type == "citations"))["citations"][0]["page"] == 2
 
 
 def test_agent_without_model_answers_extractively_with_pages(library: Library) -> None:
     events = list(
-        Agent(library, None).run([{"role": "user", "content": "When did the new bridge open?"}])
+        Agent(library, None, tuned_config()).run(
+            [{"role": "user", "content": "When did the new bridge open?"}]
+        )
     )
 
     assert _types(events)[:3] == ["status", "tool_call", "sources"]
-    text = "".join(e.data["text"] for e in events if e.type == "delta")
+    text = "".join(event_data(e)["text"] for e in events if e.type == "delta")
     assert text.startswith("No language model is configured")
-    citations = next(e for e in events if e.type == "citations").data["citations"]
+    citations = event_data(next(e for e in events if e.type == "citations"))["citations"]
     assert citations[0]["page"] == 2 and "2004" in citations[0]["quote"]
-    assert events[-1].data["mode"] == "extractive"
+    assert event_data(events[-1])["mode"] == "extractive"
 
 
 class FailingReranker:
@@ -223,7 +240,7 @@ def test_agent_says_the_index_is_waking_while_the_first_search_waits(library: Li
     # Given an index that holds its first search 0.5 s, and a notice after 0.05 s
     slow = SlowIndex(library.index, delay_s=0.5)
     library.index = slow
-    agent = Agent(library, _two_searches(), AgentConfig(wake_notice_s=0.05))
+    agent = Agent(library, _two_searches(), tuned_config(wake_notice_s=0.05))
 
     # When the chat runs
     timed = _timed(agent.run([{"role": "user", "content": "When did it open?"}]))
@@ -232,15 +249,19 @@ def test_agent_says_the_index_is_waking_while_the_first_search_waits(library: Li
     events = [event for _, event in timed]
     assert _types(events)[:4] == ["status", "tool_call", "status", "sources"]
     waking_at, waking = timed[2]
-    assert waking.data == {"stage": "waking_index", "message": WAKING}
+    assert event_data(waking) == {"stage": "waking_index", "message": WAKING}
     assert "waking the search index" in WAKING
     assert slow.answered_at is not None and waking_at < slow.answered_at
     assert _types(events).count("status") == 2  # the second search is not announced
     assert _types(events)[-2:] == ["citations", "done"]
 
     # And the next chat, with the index awake, announces nothing
-    again = Agent(library, _two_searches()).run([{"role": "user", "content": "When?"}])
-    assert [e.data for e in again if e.type == "status"] == [{"stage": "started", "mode": "model"}]
+    again = Agent(library, _two_searches(), tuned_config()).run(
+        [{"role": "user", "content": "When?"}]
+    )
+    assert [event_data(e) for e in again if e.type == "status"] == [
+        {"stage": "started", "mode": "model"}
+    ]
 
 
 def test_agent_reports_a_failing_first_search_as_a_tool_error(library: Library) -> None:
@@ -253,7 +274,7 @@ def test_agent_reports_a_failing_first_search_as_a_tool_error(library: Library) 
     model = _two_searches()
 
     events = list(
-        Agent(library, model, AgentConfig(wake_notice_s=0.05)).run(
+        Agent(library, model, tuned_config(wake_notice_s=0.05)).run(
             [{"role": "user", "content": "When did it open?"}]
         )
     )

@@ -5,11 +5,14 @@ from __future__ import annotations
 import pytest
 
 from docchat.chunk import chunks_from_pages
+from docchat.config import Settings
 from docchat.convert import pages_from_pdf
 from docchat.errors import ConfigError
 from docchat.models import Page
 from tests.pdfgen import make_pdf
 
+TUNED = Settings()
+SIZES = {"chunk_size": TUNED.chunk_size, "chunk_overlap": TUNED.chunk_overlap}
 SENTENCE = "Lorem ipsum dolor sit amet, consectetur adipiscing elit sed do. "
 
 
@@ -18,8 +21,9 @@ def _page(number: int, markdown: str) -> Page:
 
 
 def _chunks(pages: list[Page], **kwargs: int) -> list:
+    sizes = {"chunk_size": TUNED.chunk_size, "chunk_overlap": TUNED.chunk_overlap, **kwargs}
     return chunks_from_pages(
-        pages, doc_id="doc", version="0123456789abcdef", source="/x/doc.pdf", title="Doc", **kwargs
+        pages, doc_id="doc", version="0123456789abcdef", source="/x/doc.pdf", title="Doc", **sizes
     )
 
 
@@ -118,12 +122,16 @@ def test_a_heading_with_no_text_under_it_is_still_indexed() -> None:
         Page(number=3, markdown="## Annex", chars=5),
     ]
 
-    chunks = chunks_from_pages(pages, doc_id="d", version="v" * 12, source="s", title="abc")
+    chunks = chunks_from_pages(
+        pages, doc_id="d", version="v" * 12, source="s", title="abc", **SIZES
+    )
 
     # "abc" lives on in the headings of the text below it; "Annex" has none below it
     assert [(c.page_start, c.headings, c.text) for c in chunks] == [
         (2, ["abc", "Scope"], "The rules apply to ferries."),
         (3, [], "Annex"),
     ]
-    only = chunks_from_pages(pages[:1], doc_id="d", version="v" * 12, source="s", title="abc")
+    only = chunks_from_pages(
+        pages[:1], doc_id="d", version="v" * 12, source="s", title="abc", **SIZES
+    )
     assert [(c.page_start, c.text) for c in only] == [(1, "abc")]

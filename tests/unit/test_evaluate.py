@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from docchat import eval_cli
+from docchat.config import Settings
 from docchat.errors import ConfigError
 from docchat.evaluate import (
     Chunking,
@@ -34,6 +36,7 @@ from tests.conftest import WordEmbedder
 
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "beir-tiny"
 LOG3 = math.log2(3)
+TUNED = Retrieval.of(Settings())  # the chat's hybrid search
 
 
 # --- metrics ---------------------------------------------------------------------------------
@@ -107,7 +110,7 @@ def test_evaluate_beir_on_the_tiny_fixture(tmp_path: Path) -> None:
     data = load_beir(TINY)
 
     # When every method runs
-    scores = evaluate_beir(data, embedder=WordEmbedder(), cache_dir=tmp_path)
+    scores = evaluate_beir(data, embedder=WordEmbedder(), retrieval=TUNED, cache_dir=tmp_path)
 
     # Then BM25's numbers are the hand-computed ones, and every method ranks all five documents
     assert list(scores) == ["bm25", "vector", "hybrid"]
@@ -133,7 +136,9 @@ class ReversingReranker:
 def test_evaluate_beir_reranks_the_fused_list_when_a_reranker_is_given(tmp_path: Path) -> None:
     reranker = ReversingReranker()
 
-    scores = evaluate_beir(load_beir(TINY), embedder=WordEmbedder(), reranker=reranker)
+    scores = evaluate_beir(
+        load_beir(TINY), embedder=WordEmbedder(), retrieval=TUNED, reranker=reranker
+    )
 
     # Every method ranks all five documents; reversing q2's perfect list puts d3 last
     assert list(scores) == ["bm25", "vector", "hybrid", "hybrid+rerank"]
@@ -157,9 +162,11 @@ def test_evaluate_beir_reuses_cached_corpus_embeddings(tmp_path: Path) -> None:
     embedder = CountingEmbedder()
     data = load_beir(TINY)
 
-    first = evaluate_beir(data, embedder=embedder, cache_dir=tmp_path)
-    second = evaluate_beir(data, embedder=embedder, cache_dir=tmp_path)
-    split = evaluate_beir(data, embedder=embedder, cache_dir=tmp_path, chunking=Chunking(100, 0))
+    first = evaluate_beir(data, embedder=embedder, retrieval=TUNED, cache_dir=tmp_path)
+    second = evaluate_beir(data, embedder=embedder, retrieval=TUNED, cache_dir=tmp_path)
+    split = evaluate_beir(
+        data, embedder=embedder, retrieval=TUNED, cache_dir=tmp_path, chunking=Chunking(100, 0)
+    )
 
     assert first == second
     assert split["bm25"] == first["bm25"]  # each document fits one chunk of 100
@@ -286,7 +293,11 @@ def test_evaluate_qa_finds_answers_through_chunked_contexts(tmp_path: Path) -> N
     data = load_squad(_squad(tmp_path))
 
     scores = evaluate_qa(
-        data, embedder=WordEmbedder(), chunking=Chunking(100, 20), cache_dir=tmp_path
+        data,
+        embedder=WordEmbedder(),
+        chunking=Chunking(100, 20),
+        retrieval=TUNED,
+        cache_dir=tmp_path,
     )
 
     assert list(scores) == ["bm25", "vector", "hybrid"]
@@ -296,7 +307,12 @@ def test_evaluate_qa_finds_answers_through_chunked_contexts(tmp_path: Path) -> N
 
 def test_evaluate_qa_needs_a_chunk_size(tmp_path: Path) -> None:
     with pytest.raises(EvaluationDataError, match="chunk size"):
-        evaluate_qa(load_squad(_squad(tmp_path)), embedder=WordEmbedder(), chunking=Chunking())
+        evaluate_qa(
+            load_squad(_squad(tmp_path)),
+            embedder=WordEmbedder(),
+            chunking=Chunking(),
+            retrieval=TUNED,
+        )
 
 
 # --- the tuned fusion ------------------------------------------------------------------------
@@ -376,15 +392,32 @@ def test_hybrid_search_score_fusion_weighs_cosine_against_bm25() -> None:
     )
 
     # When fused by score (rank fusion would put "v" and "k" level)
-    passages = hybrid_search(index, WordEmbedder(), "q", top_k=3, fusion="score", vector_weight=0.5)
+    passages = hybrid_search(
+        index, WordEmbedder(), "q", top_k=3, candidates=100, fusion="score", vector_weight=0.5
+    )
 
     # Then the BM25 margin decides
     assert [p.chunk.chunk_id for p in passages] == ["k", "v", "x"]
     assert [(p.vector_rank, p.keyword_rank) for p in passages] == [(2, 1), (1, 2), (3, 3)]
     assert passages[0].score == pytest.approx(0.5 * (0.38 / 0.40) + 0.5, abs=1e-12)
     with pytest.raises(ConfigError, match="between 0 and 1"):
-        hybrid_search(index, WordEmbedder(), "q", fusion="score", vector_weight=1.5)
+        hybrid_search(
+            index, WordEmbedder(), "q", top_k=3, candidates=100, fusion="score", vector_weight=1.5
+        )
 
 
-def test_retrieval_defaults_are_the_tuned_ones() -> None:
-    assert Retrieval() == Retrieval(candidates=100, fusion="score", vector_weight=0.45)
+def test_retrieval_of_settings_is_the_chat_search() -> None:
+    settings = Settings(candidates=7, fusion="rank", vector_weight=0.3)
+
+    assert Retrieval.of(settings) == Retrieval(candidates=7, fusion="rank", vector_weight=0.3)
+
+
+def test_eval_search_options_default_to_the_settings() -> None:
+    # Given settings that differ from the tuned ones, and only --fusion on the command line
+    settings = Settings(candidates=7, vector_weight=0.3)
+    args = argparse.Namespace(candidates=None, fusion="rank", vector_weight=None)
+
+    # Then the option wins and the rest are the settings'
+    assert eval_cli._retrieval(args, settings) == Retrieval(
+        candidates=7, fusion="rank", vector_weight=0.3
+    )

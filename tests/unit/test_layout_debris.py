@@ -21,6 +21,7 @@ from docchat.chunk import chunks_from_pages
 from docchat.citations import best_quote, terms
 from docchat.convert import page_furniture, pages_from_pdf, running_key
 from docchat.models import Chunk
+from tests.chatkit import DEFAULTS
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "pdfs"
 DMCA = "dmca.pdf"
@@ -53,7 +54,13 @@ def _chunks(name: str) -> tuple[Chunk, ...]:
     document = pages_from_pdf(_data(name))
     return tuple(
         chunks_from_pages(
-            document.pages, doc_id=name, version="v", source=name, title=document.title
+            document.pages,
+            doc_id=name,
+            version="v",
+            source=name,
+            title=document.title,
+            chunk_size=DEFAULTS.chunk_size,  # as the demo chunks them
+            chunk_overlap=DEFAULTS.chunk_overlap,
         )
     )
 

@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.agent import Agent, ChatEvent
+from docchat.agent import Agent
 from docchat.embed import Vectors
+from docchat.events import ChatEvent, event_data
 from docchat.library import Catalog, Library
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.models import Chunk, DocStatus, DocumentRecord
-from tests.chatkit import ScriptedModel
+from tests.chatkit import SEARCH, ScriptedModel, tuned_config
 from tests.conftest import WordEmbedder
 
 OLD, NEW = "a" * 64, "b" * 64
@@ -79,7 +80,7 @@ def _record(doc_id: str, version: str, status: DocStatus) -> DocumentRecord:
 
 
 def _library(index: Any, registry: SqliteIndex, **options: Any) -> Library:
-    return Library(index=index, embedder=WordEmbedder(), registry=registry, **options)
+    return Library(index=index, embedder=WordEmbedder(), registry=registry, **{**SEARCH, **options})
 
 
 def test_library_search_returns_only_the_indexed_version(index: SqliteIndex) -> None:
@@ -162,7 +163,11 @@ def test_library_catalog_lists_indexed_documents_at_their_version(index: SqliteI
 
 
 def _events(library: Library, model: ScriptedModel) -> list[ChatEvent]:
-    return list(Agent(library, model).run([{"role": "user", "content": "What is the toll?"}]))
+    return list(
+        Agent(library, model, tuned_config()).run(
+            [{"role": "user", "content": "What is the toll?"}]
+        )
+    )
 
 
 def test_chat_shows_and_cites_only_the_indexed_version(index: SqliteIndex) -> None:
@@ -187,7 +192,9 @@ def test_chat_shows_and_cites_only_the_indexed_version(index: SqliteIndex) -> No
     events = _events(_library(index, index), model)
 
     # Then sources, tool results and citations come from the indexed version only
-    shown = {p["chunk_id"] for e in events if e.type == "sources" for p in e.data["passages"]}
+    shown = {
+        p["chunk_id"] for e in events if e.type == "sources" for p in event_data(e)["passages"]
+    }
     assert shown == NEW_IDS
     results = [r["content"] for r in model.calls[1]["messages"][-1]["content"]]
     assert results[0] == "- report: Report (file report.pdf, 2 pages)"
@@ -197,7 +204,7 @@ def test_chat_shows_and_cites_only_the_indexed_version(index: SqliteIndex) -> No
         "Document removed has no text on pages 1-2.",
         "Document failed has no text on pages 1-2.",
     ]
-    citations = next(e for e in events if e.type == "citations").data["citations"]
+    citations = event_data(next(e for e in events if e.type == "citations"))["citations"]
     assert {c["doc_id"] for c in citations} == {"report"}
     assert all(c["quote"] in " ".join(TEXTS["report", NEW]) for c in citations)
 
@@ -215,7 +222,7 @@ def test_chat_reads_the_registry_once_per_answer(index: SqliteIndex) -> None:
             return index.document(doc_id)
 
     registry = CountingRegistry()
-    library = Library(index=index, embedder=WordEmbedder(), registry=registry)
+    library = Library(index=index, embedder=WordEmbedder(), registry=registry, **SEARCH)
     model = ScriptedModel(
         [
             [ToolUse("s", "search_documents", {"query": "toll"}), TurnEnd("tool_use")],

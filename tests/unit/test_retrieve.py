@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.models import Chunk, DocumentRecord
 from docchat.retrieve import fuse_by_rank, hybrid_search
 from tests.conftest import WordEmbedder
+
+# Reciprocal-rank fusion, what these tests were written for (the tuned fusion is score fusion:
+# test_evaluate.py); the vector weight only counts in score fusion.
+RANK: dict[str, Any] = {"candidates": 50, "fusion": "rank", "vector_weight": 0.45}
 
 
 def test_fuse_by_rank_sums_reciprocal_ranks() -> None:
@@ -67,8 +72,8 @@ def test_hybrid_search_order_on_small_corpus(tmp_path: Path) -> None:
     assert vector == ["wind", "battery", "solar", "roof", "bees"]
     assert keyword == ["roof", "wind", "battery", "solar"]
 
-    # When both lists are fused
-    passages = hybrid_search(index, embedder, query, top_k=4)
+    # When both lists are fused by rank
+    passages = hybrid_search(index, embedder, query, top_k=4, **RANK)
 
     # Then the keyword-only hit climbs to second place: 1/64+1/61 beats 1/62+1/63
     assert [p.chunk.doc_id for p in passages] == ["wind", "roof", "battery", "solar"]
@@ -78,7 +83,7 @@ def test_hybrid_search_order_on_small_corpus(tmp_path: Path) -> None:
 
 def test_hybrid_search_limited_to_documents(tmp_path: Path) -> None:
     passages = hybrid_search(
-        _index(tmp_path), WordEmbedder(), "electricity", top_k=5, doc_ids=["wind", "bees"]
+        _index(tmp_path), WordEmbedder(), "electricity", top_k=5, doc_ids=["wind", "bees"], **RANK
     )
 
     assert [p.chunk.doc_id for p in passages] == ["wind", "bees"]
@@ -86,4 +91,4 @@ def test_hybrid_search_limited_to_documents(tmp_path: Path) -> None:
 
 
 def test_hybrid_search_empty_query_returns_nothing(tmp_path: Path) -> None:
-    assert hybrid_search(_index(tmp_path), WordEmbedder(), "   ", top_k=5) == []
+    assert hybrid_search(_index(tmp_path), WordEmbedder(), "   ", top_k=5, **RANK) == []

@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.agent import Agent, AgentConfig, ChatEvent
+from docchat.agent import Agent, ChatEvent
 from docchat.api import SignIn, create_app
 from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.library import Library
 from docchat.llm import Message
 from docchat.uploads import LocalUploads
-from tests.chatkit import ServedApp
+from tests.chatkit import SEARCH, ServedApp, tuned_config
 from tests.conftest import WordEmbedder
 
 
@@ -56,8 +56,8 @@ class LocalServer:
         self.index = SqliteIndex(
             settings.index_path, embedding_model=embedder.model_id, dimension=embedder.dimension
         )
-        library = Library(index=self.index, embedder=embedder, registry=self.index)
-        self.backend = PacedBackend(library=library, model=None, config=AgentConfig())
+        library = Library(index=self.index, embedder=embedder, registry=self.index, **SEARCH)
+        self.backend = PacedBackend(library=library, model=None, config=tuned_config())
         self.uploads = LocalUploads(index=self.index, embedder=embedder, settings=settings)
         app = create_app(lambda: self.backend, uploads=lambda _: self.uploads, sign_in=sign_in)
         self.served = ServedApp(gate(app))

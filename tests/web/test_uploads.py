@@ -14,7 +14,6 @@ from fastapi.testclient import TestClient
 from moto import mock_aws
 
 from docchat import api
-from docchat.agent import AgentConfig
 from docchat.api import create_app
 from docchat.backend import ChatBackend
 from docchat.config import Settings
@@ -31,7 +30,7 @@ from docchat.uploads import (
     display_name,
     upload_path,
 )
-from tests.chatkit import local_parts
+from tests.chatkit import SEARCH, local_parts, tuned_config
 from tests.conftest import EXAMPLES, WordEmbedder
 from tests.pdfgen import make_pdf
 
@@ -284,9 +283,9 @@ def test_page_and_its_files_are_served(local: Local) -> None:
 
 def test_without_uploads_the_documents_are_read_only(local: Local) -> None:
     backend = ChatBackend(
-        library=Library(index=local.index, embedder=WordEmbedder(), registry=local.index),
+        library=Library(index=local.index, embedder=WordEmbedder(), registry=local.index, **SEARCH),
         model=None,
-        config=AgentConfig(),
+        config=tuned_config(),
     )
     client = TestClient(create_app(lambda: backend))
 
@@ -329,8 +328,8 @@ def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
 
 
 def _cloud_client(uploads: S3Uploads) -> TestClient:
-    library = Library(index=None, embedder=WordEmbedder(), registry=uploads.registry)  # type: ignore[arg-type]
-    backend = ChatBackend(library=library, model=None, config=AgentConfig())
+    library = Library(index=None, embedder=WordEmbedder(), registry=uploads.registry, **SEARCH)  # type: ignore[arg-type]
+    backend = ChatBackend(library=library, model=None, config=tuned_config())
     return TestClient(create_app(lambda: backend, uploads=lambda _: uploads))
 
 

@@ -23,12 +23,9 @@ Documents are shown by name (`source_name`): server paths stay on the server.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
-import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,7 +39,6 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException
 
-from docchat.agent import ChatEvent
 from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.errors import (
@@ -51,8 +47,12 @@ from docchat.errors import (
     PageTextMissingError,
     StorageError,
 )
+from docchat.events import sse
 from docchat.guards import LocalGuard, error_response
+from docchat.limits import MAX_DOC_IDS, MAX_MESSAGE_CHARS, MAX_MESSAGES, MAX_TOTAL_CHARS
 from docchat.models import DocumentRecord, file_name, source_name
+from docchat.observe import RequestIds, logged_answer
+from docchat.openai_api import CompletionRequest, ModelList, completion, completion_chunks
 from docchat.uploads import (
     MAX_UPLOAD_BYTES,
     S3_UPLOAD_ROUTE,
@@ -63,19 +63,13 @@ from docchat.uploads import (
     UploadTooLargeError,
 )
 
-MAX_MESSAGES = 50
-MAX_MESSAGE_CHARS = 20_000
-MAX_TOTAL_CHARS = 100_000
 MAX_BODY_BYTES = 512 * 1024
-MAX_DOC_IDS = 100
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 WEB = Path(__file__).parent / "web"
 # application/octet-stream is what generic clients send for a file; like application/pdf, and
 # unlike the types a page may send to another site without asking first (text/plain, forms,
 # none at all), it cannot come from another site's page.
 PDF_TYPES = {"application/pdf", "application/x-pdf", "application/octet-stream"}
-MODEL_NAME = "docchat"
-MODEL_CREATED = 1_767_225_600  # 2026-01-01T00:00:00Z; the model list needs a creation time
 UploadsFactory = Callable[[ChatBackend], Uploads]
 # An absolute path in a storage error's message: only its last part is sent to the client.
 _STORAGE_PATH = re.compile(r"(?<![\w.])/(?:[^\s/'\"():,;]+/)*([^\s/'\"():,;]*)")
@@ -135,28 +129,9 @@ class ChatRequest(BaseModel):
         return messages
 
 
-class OpenAIMessage(BaseModel):
-    role: Literal["system", "user", "assistant", "developer", "tool"]
-    content: str | list[dict[str, Any]] | None = None
-
-    def text(self) -> str:
-        if isinstance(self.content, str):
-            return self.content
-        return " ".join(
-            str(p.get("text", "")) for p in self.content or [] if p.get("type") == "text"
-        )
-
-
 class UploadUrlRequest(BaseModel):
     filename: str = Field(min_length=1, max_length=255)
     size: int = Field(gt=0, description="the file's exact size in bytes; S3 holds the PUT to it")
-
-
-class CompletionRequest(BaseModel):
-    model: str = MODEL_NAME
-    messages: list[OpenAIMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
-    stream: bool = False
-    doc_ids: list[str] | None = Field(None, max_length=MAX_DOC_IDS)
 
 
 def create_app(
@@ -169,6 +144,8 @@ def create_app(
     start-up stays light. Without `uploads` the documents are read-only; without `sign_in`
     the page does not sign in."""
     app = FastAPI(title="docchat", version="0.1.0", max_body_size=MAX_BODY_BYTES)
+    # A request id in the X-Request-Id header and in every log line of the request.
+    app.add_middleware(RequestIds)
     cache: dict[str, ChatBackend] = {}
     stores: dict[str, Uploads] = {}
     stores_lock = threading.Lock()
@@ -306,41 +283,29 @@ def create_app(
         _check_doc_ids(live, request.doc_ids)
         messages = [m.model_dump() for m in request.messages]
         events = live.agent().run(messages, doc_ids=request.doc_ids)
-        return StreamingResponse(_sse(events), media_type="text/event-stream", headers=SSE_HEADERS)
+        events = logged_answer(events, route="/chat")
+        return StreamingResponse(
+            map(sse, events), media_type="text/event-stream", headers=SSE_HEADERS
+        )
 
     @app.get("/v1/models")
     def models() -> dict[str, Any]:
-        # The shape of https://platform.openai.com/docs/api-reference/models/list
-        return {
-            "object": "list",
-            "data": [
-                {
-                    "id": MODEL_NAME,
-                    "object": "model",
-                    "created": MODEL_CREATED,
-                    "owned_by": "docchat",
-                }
-            ],
-        }
+        return ModelList().model_dump(mode="json")
 
     @app.post("/v1/chat/completions", response_model=None)
     def completions(request: CompletionRequest) -> StreamingResponse | dict[str, Any]:
         live = get_backend()
         _check_doc_ids(live, request.doc_ids)
-        said = [m for m in request.messages if m.role in ("user", "assistant")]
-        if said and said[-1].role == "user" and not said[-1].text().strip():
-            raise HTTPException(422, "invalid request: the question is only white space")
-        messages = [{"role": m.role, "content": m.text()} for m in said if m.text().strip()]
-        if not messages or messages[-1]["role"] != "user":
-            raise HTTPException(422, "invalid request: the last message must be the user's")
+        messages = request.conversation()
         events = live.agent().run(messages, doc_ids=request.doc_ids)
+        events = logged_answer(events, route="/v1/chat/completions")
         if request.stream:
             return StreamingResponse(
-                _openai_stream(events, request.model),
+                completion_chunks(events, request.model),
                 media_type="text/event-stream",
                 headers=SSE_HEADERS,
             )
-        return _openai_completion(events, request.model)
+        return completion(events, request.model).model_dump(mode="json")
 
     return app
 
@@ -423,75 +388,6 @@ def _dependency_checks(
     probe("index", lambda: {"chunks": count() if callable(count) else None})
     checks["model"] = {"status": "ok" if live.model else "none", "mode": live.mode}
     return checks, problems
-
-
-def _sse(events: Iterator[ChatEvent]) -> Iterator[str]:
-    for event in events:
-        yield f"event: {event.type}\ndata: {json.dumps(event.data, ensure_ascii=False)}\n\n"
-
-
-def _openai_stream(events: Iterator[ChatEvent], model: str) -> Iterator[str]:
-    completion_id = f"chatcmpl-{uuid.uuid4().hex}"
-    created = int(time.time())
-
-    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
-        body = {
-            "id": completion_id,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-            **extra,
-        }
-        return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
-
-    yield chunk({"role": "assistant", "content": ""})
-    citations: list[Any] = []
-    for event in events:
-        if event.type == "delta":
-            yield chunk({"content": event.data["text"]})
-        elif event.type == "citations":
-            citations = event.data["citations"]
-        elif event.type == "error":
-            yield f"data: {json.dumps({'error': event.data})}\n\n"
-            return
-    yield chunk({}, "stop", citations=citations)
-    yield "data: [DONE]\n\n"
-
-
-def _openai_completion(events: Iterator[ChatEvent], model: str) -> dict[str, Any]:
-    text: list[str] = []
-    citations: list[Any] = []
-    usage: dict[str, Any] = {}
-    for event in events:
-        if event.type == "delta":
-            text.append(event.data["text"])
-        elif event.type == "citations":
-            citations = event.data["citations"]
-        elif event.type == "done":
-            usage = event.data["usage"]
-        elif event.type == "error":
-            raise HTTPException(502, f"the model failed: {event.data['message']}")
-    prompt, completion = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
-    return {
-        "id": f"chatcmpl-{uuid.uuid4().hex}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": "".join(text)},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
-        "citations": citations,
-    }
 
 
 def local_app() -> FastAPI:

@@ -25,10 +25,11 @@ def chunks_from_pages(
     version: str,
     source: str,
     title: str,
-    chunk_size: int = 1000,
-    chunk_overlap: int = 150,
+    chunk_size: int,
+    chunk_overlap: int,
 ) -> list[Chunk]:
-    """Split markdown pages into chunks whose page_start/page_end are exact."""
+    """Split markdown pages into chunks whose page_start/page_end are exact; the tuned
+    `chunk_size` and `chunk_overlap` are the settings'."""
     if chunk_size < 100:
         raise ConfigError(f"chunk size ({chunk_size}) must be at least 100 characters")
     if not 0 <= chunk_overlap < chunk_size:

@@ -27,6 +27,7 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.config import Settings
 from docchat.errors import DocchatError, IndexMissingError, StorageError, StorageFullError
 from docchat.eval_cli import add_eval_commands
+from docchat.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCallEvent
 from docchat.ingest import IngestResult, ingest_file, pdf_paths, source_of
 from docchat.local import local_embedder, open_index
 from docchat.models import (
@@ -336,17 +337,18 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
     text: list[str] = []
     citations: list[Citation] = []
     for event in events:
-        if event.type == "delta":
-            text.append(event.data["text"])
-            if not args.json:
-                sys.stdout.write(event.data["text"])
-                sys.stdout.flush()
-        elif event.type == "tool_call" and not args.json:
-            err.print(f"[dim]{event.data['name']} {json.dumps(event.data['input'])}[/dim]")
-        elif event.type == "citations":
-            citations = [Citation.model_validate(c) for c in event.data["citations"]]
-        elif event.type == "error":
-            raise DocchatError(event.data["message"])
+        match event:
+            case DeltaEvent():
+                text.append(event.text)
+                if not args.json:
+                    sys.stdout.write(event.text)
+                    sys.stdout.flush()
+            case ToolCallEvent() if not args.json:
+                err.print(f"[dim]{event.name} {json.dumps(event.input)}[/dim]")
+            case CitationsEvent():
+                citations = event.citations
+            case ErrorEvent():
+                raise DocchatError(event.message)
     answer = Answer(text="".join(text), citations=citations, mode=backend.mode)
     if not args.json and not answer.text.endswith("\n"):
         sys.stdout.write("\n")  # the shell's prompt starts on a line of its own

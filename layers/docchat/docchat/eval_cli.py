@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -34,7 +35,6 @@ from docchat.evaluate import (
 )
 from docchat.library import Reranker
 from docchat.local import local_embedder
-from docchat.retrieve import TUNED_CANDIDATES, TUNED_FUSION, VECTOR_WEIGHT
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
@@ -56,23 +56,24 @@ def add_eval_commands(
         help=f"where corpus embeddings are kept between runs (default: {DEFAULT_CACHE}/)",
     )
     search.add_argument("--json", type=Path, metavar="PATH", help="also write the scores here")
+    # Unset, each is the chat's own setting: DOCCHAT_<NAME>, else the tuned default.
     search.add_argument(
         "--fusion",
         choices=["rank", "score"],
-        default=TUNED_FUSION,
-        help=f"hybrid fusion: reciprocal rank or min-max score (default {TUNED_FUSION})",
+        default=None,
+        help=f"hybrid fusion: reciprocal rank or min-max score (default {_tuned('fusion')})",
     )
     search.add_argument(
         "--vector-weight",
         type=float,
-        default=VECTOR_WEIGHT,
-        help=f"cosine share in score fusion (default {VECTOR_WEIGHT})",
+        default=None,
+        help=f"cosine share in score fusion (default {_tuned('vector_weight')})",
     )
     search.add_argument(
         "--candidates",
         type=int,
-        default=TUNED_CANDIDATES,
-        help=f"k-NN and BM25 candidates before fusion (default {TUNED_CANDIDATES})",
+        default=None,
+        help=f"k-NN and BM25 candidates before fusion (default {_tuned('candidates')})",
     )
 
     beir = kinds.add_parser(
@@ -119,7 +120,7 @@ def run_beir(args: argparse.Namespace, settings: Settings) -> int:
             data,
             embedder=local_embedder(settings),
             chunking=Chunking(args.chunk_size, args.chunk_overlap),
-            retrieval=_retrieval(args),
+            retrieval=_retrieval(args, settings),
             cache_dir=args.cache,
             reranker=_reranker(settings),
             on_progress=report,
@@ -143,7 +144,7 @@ def run_qa(args: argparse.Namespace, settings: Settings) -> int:
             data,
             embedder=local_embedder(settings),
             chunking=Chunking(size, overlap),
-            retrieval=_retrieval(args),
+            retrieval=_retrieval(args, settings),
             cache_dir=args.cache,
             reranker=_reranker(settings),
             on_progress=report,
@@ -156,10 +157,19 @@ def run_qa(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _retrieval(args: argparse.Namespace) -> Retrieval:
-    return Retrieval(
-        candidates=args.candidates, fusion=args.fusion, vector_weight=args.vector_weight
-    )
+def _tuned(name: str) -> str:
+    """How --help names a search option's default: its variable, else the tuned value."""
+    return f"${'DOCCHAT_' + name.upper()}, else {Settings.model_fields[name].default}"
+
+
+def _retrieval(args: argparse.Namespace, settings: Settings) -> Retrieval:
+    """The settings' hybrid search, with the options given on the command line instead."""
+    chosen = {
+        name: getattr(args, name)
+        for name in ("candidates", "fusion", "vector_weight")
+        if getattr(args, name) is not None
+    }
+    return replace(Retrieval.of(settings), **chosen)
 
 
 def _reranker(settings: Settings) -> Reranker | None:

@@ -17,25 +17,18 @@ import numpy as np
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.chunk import chunks_from_pages
+from docchat.config import Settings
 from docchat.embed import Embedder, Vectors
 from docchat.errors import DocchatError
 from docchat.ingest import Progress, embed_chunks
-from docchat.library import Reranker
+from docchat.library import RERANK_POOL, Reranker
 from docchat.models import Chunk, DocumentRecord, Page
-from docchat.retrieve import (
-    TUNED_CANDIDATES,
-    TUNED_FUSION,
-    VECTOR_WEIGHT,
-    Fusion,
-    check_weight,
-    fused_passages,
-)
+from docchat.retrieve import Fusion, check_weight, fused_passages
 
 Ranking = list[str]
 DEPTH = 100  # documents ranked per BEIR query: enough for recall@100
 RERANKED = "hybrid+rerank"
 QA_CUTOFFS = (1, 5, 10)
-RERANK_POOL = 4  # passages reranked per passage wanted, as the chat library does
 
 
 class EvaluationDataError(DocchatError):
@@ -44,13 +37,22 @@ class EvaluationDataError(DocchatError):
     code = "bad_eval_data"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Retrieval:
-    """The hybrid-search settings under evaluation (the tuned defaults unless told otherwise)."""
+    """The hybrid-search settings under evaluation."""
 
-    candidates: int = TUNED_CANDIDATES
-    fusion: Fusion = TUNED_FUSION
-    vector_weight: float = VECTOR_WEIGHT
+    candidates: int
+    fusion: Fusion
+    vector_weight: float
+
+    @classmethod
+    def of(cls, settings: Settings) -> Retrieval:
+        """The hybrid search the chat runs with `settings` (the tuned one by default)."""
+        return cls(
+            candidates=settings.candidates,
+            fusion=settings.fusion,
+            vector_weight=settings.vector_weight,
+        )
 
 
 # --- metrics ---------------------------------------------------------------------------------
@@ -401,8 +403,8 @@ def evaluate_beir(
     data: BeirData,
     *,
     embedder: Embedder,
+    retrieval: Retrieval,
     chunking: Chunking | None = None,
-    retrieval: Retrieval | None = None,
     cache_dir: Path | None = None,
     reranker: Reranker | None = None,
     on_progress: Progress | None = None,
@@ -419,7 +421,7 @@ def evaluate_beir(
             embedder,
             data,
             doc_of={c.chunk_id: c.doc_id for c in chunks},
-            retrieval=retrieval or Retrieval(),
+            retrieval=retrieval,
             reranker=reranker,
             on_progress=on_progress,
         )
@@ -527,7 +529,7 @@ def evaluate_qa(
     *,
     embedder: Embedder,
     chunking: Chunking,
-    retrieval: Retrieval | None = None,
+    retrieval: Retrieval,
     cache_dir: Path | None = None,
     reranker: Reranker | None = None,
     on_progress: Progress | None = None,
@@ -548,7 +550,7 @@ def evaluate_qa(
                 embedder,
                 q.question,
                 depth=max(QA_CUTOFFS),
-                retrieval=retrieval or Retrieval(),
+                retrieval=retrieval,
                 reranker=reranker,
                 rerank_depth=RERANK_POOL * max(QA_CUTOFFS),
             )

@@ -10,9 +10,16 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-logger = Logger(service="docchat")
-tracer = Tracer(service="docchat")
-metrics = Metrics(namespace="docchat", service="docchat")
+# No service or namespace here: Powertools takes them from POWERTOOLS_SERVICE_NAME and
+# POWERTOOLS_METRICS_NAMESPACE, which template.yaml sets for every function (Globals), and an
+# argument would override those. Logger, Tracer and Metrics each resolve "argument, else the
+# variable" when made (resolve_env_var_choice in logging/logger.py, tracing/tracer.py,
+# metrics/base.py of aws-lambda-powertools 3.x); the variables:
+# https://docs.aws.amazon.com/powertools/typescript/latest/environment-variables (shared by the
+# Python library) and https://docs.aws.amazon.com/powertools/python/1.30.0/api/logging/index.html
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
 
 Step = Callable[[dict[str, Any]], BaseModel]
 

@@ -10,7 +10,10 @@ from docchat.embed import Embedder
 from docchat.errors import DocchatError
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
 from docchat.pagetext import PageStore, extracted_pages
-from docchat.retrieve import VECTOR_WEIGHT, Fusion, SearchIndex, hybrid_search
+from docchat.retrieve import Fusion, SearchIndex, hybrid_search
+
+# Passages the reranker sees per passage wanted (the evaluation reranks as many).
+RERANK_POOL = 4
 
 
 class Reranker(Protocol):
@@ -57,7 +60,8 @@ class SearchResult:
 
 
 class Library:
-    """The indexed documents as the agent and the API see them."""
+    """The indexed documents as the agent and the API see them; `candidates`, `fusion` and
+    `vector_weight` are `hybrid_search`'s (callers pass the settings' values)."""
 
     def __init__(
         self,
@@ -66,9 +70,9 @@ class Library:
         embedder: Embedder,
         registry: DocumentRegistry,
         reranker: Reranker | None = None,
-        candidates: int = 50,
-        fusion: Fusion = "rank",
-        vector_weight: float = VECTOR_WEIGHT,
+        candidates: int,
+        fusion: Fusion,
+        vector_weight: float,
         page_store: PageStore | None = None,
     ) -> None:
         self.index = index
@@ -95,7 +99,7 @@ class Library:
         """Hybrid candidates of indexed versions only, reranked when a reranker is set; the
         fused order if reranking fails. Without `catalog`, the registry is read first."""
         versions = self._catalog(catalog).versions(doc_ids)
-        pool = top_k * 4 if self.reranker else top_k
+        pool = top_k * RERANK_POOL if self.reranker else top_k
         fused = hybrid_search(
             self.index,
             self.embedder,

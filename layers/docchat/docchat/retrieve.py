@@ -10,14 +10,10 @@ from docchat.errors import ConfigError
 from docchat.models import Chunk, Passage
 
 K = TypeVar("K", bound=Hashable)
+# The published method's constant (Cormack et al., 2009), not a tuned number: the tuned ones
+# (fusion, candidates, vector weight) live in `docchat.config.Settings` only.
 RRF_K = 60
 Fusion = Literal["rank", "score"]
-# Tuned on the 809 BEIR SciFact train queries (bench/eval_sweep.py): min-max score fusion
-# with this cosine weight over 100 candidates a side beat reciprocal-rank fusion by 2.8 nDCG@10
-# points there. The README's evaluation report has the numbers.
-TUNED_FUSION: Fusion = "score"
-VECTOR_WEIGHT = 0.45
-TUNED_CANDIDATES = 100
 
 
 class SearchIndex(Protocol):
@@ -85,18 +81,19 @@ def hybrid_search(
     embedder: Embedder,
     query: str,
     *,
-    top_k: int = 5,
-    candidates: int = 50,
+    top_k: int,
+    candidates: int,
+    fusion: Fusion,
+    vector_weight: float,
     doc_ids: Sequence[str] | None = None,
     versions: Mapping[str, str] | None = None,
-    fusion: Fusion = "rank",
-    vector_weight: float = VECTOR_WEIGHT,
 ) -> list[Passage]:
     """The `top_k` passages for `query`, optionally only from `doc_ids` and only of `versions`
     (doc_id -> version; see `SearchIndex`).
 
-    `fusion="rank"` is reciprocal-rank fusion; `"score"` weighs the normalised cosine by
-    `vector_weight` and the normalised BM25 score by 1 - `vector_weight`.
+    `candidates` come from each of k-NN and BM25. `fusion="rank"` is reciprocal-rank fusion;
+    `"score"` weighs the normalised cosine by `vector_weight` and the normalised BM25 score by
+    1 - `vector_weight`. The tuned values are `Settings.candidates`, `.fusion`, `.vector_weight`.
     """
     if not query.strip() or top_k <= 0:
         return []

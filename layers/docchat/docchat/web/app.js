@@ -355,29 +355,41 @@ async function runAnswer() {
   }
 }
 
-function handleEvent(view, event) {
-  const { type, data } = event;
-  if (type === "status" && data.stage === "waking_index") {
-    view.step(data.message);
-  } else if (type === "status") {
-    view.step(data.mode === "extractive" ? "Looking for passages (no language model: answers quote the documents)" : "Thinking…");
-  } else if (type === "tool_call") {
+// One handler per chat event of docchat/events.py, given the event's data; `done` returns true.
+// tests/unit/test_events.py fails when an event type has no handler here, and
+// tests/web/test_page_events.py when a field read here is not in what the server sends.
+const EVENT_HANDLERS = {
+  status(view, data) {
+    if (data.stage === "waking_index") view.step(data.message);
+    else view.step(data.mode === "extractive" ? "Looking for passages (no language model: answers quote the documents)" : "Thinking…");
+  },
+  tool_call(view, data) {
     if (data.name === "search_documents") view.searches += 1;
     view.setTyping(true);
     view.step(describeTool(data));
-  } else if (type === "sources") {
+  },
+  sources(view, data) {
     view.step(describeSources(data), "found");
-  } else if (type === "delta") {
+  },
+  delta(view, data) {
     view.delta(data.text);
-  } else if (type === "citations") {
+  },
+  citations(view, data) {
     view.pendingCitations = data.citations || [];
-  } else if (type === "error") {
+  },
+  error(view, data) {
     throw new Error(data.message || "the answer failed.");
-  } else if (type === "done") {
+  },
+  done(view) {
     view.finish(view.pendingCitations || []);
     return true;
-  }
-  return false;
+  },
+};
+
+function handleEvent(view, event) {
+  // An event type this page does not know is skipped: a newer server must not break it.
+  const handler = Object.hasOwn(EVENT_HANDLERS, event.type) ? EVENT_HANDLERS[event.type] : null;
+  return handler ? handler(view, event.data) === true : false;
 }
 
 function ask(question) {

@@ -62,13 +62,14 @@ from pydantic import BaseModel
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.api import create_app
-from docchat.backend import ChatBackend, agent_config
+from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.embed import Vectors
 from docchat.library import Library
 from docchat.llm import Message, ModelEvent, TextDelta, ToolSpec, TurnEnd
 from docchat.models import Chunk, DocumentRecord
 from docchat.retrieve import hybrid_search
+from docchat.wiring import agent_config
 
 # What the product does by default (docchat/config.py), so the table measures that.
 DEFAULTS = Settings.from_env({})
@@ -95,7 +96,13 @@ PROFILED = 20  # queries profiled when hybrid search is over budget
 COLD_CODE = {
     "pass": "pass",
     "fastapi": "import fastapi; fastapi.FastAPI()",
-    "docchat": "from docchat.api import cloud_app; cloud_app()",
+    "docchat": "from docchat.wiring.cloud import cloud_app; cloud_app()",
+}
+# The settings the chat function requires to start (docchat.wiring.cloud.CHAT_SETTINGS);
+# building the app makes no request to either.
+CHAT_FUNCTION_ENV = {
+    "DOCCHAT_OPENSEARCH_ENDPOINT": "https://127.0.0.1:9",
+    "DOCCHAT_DOCUMENTS_TABLE": "docchat-documents",
 }
 
 
@@ -508,7 +515,7 @@ def _clean_env() -> dict[str, str]:
 
 def cold_starts(python: Path, runs: int) -> dict[str, list[float]]:
     """Wall seconds of fresh processes running each snippet, the snippets taking turns."""
-    env = _clean_env()
+    env = {**_clean_env(), **CHAT_FUNCTION_ENV}
     times: dict[str, list[float]] = {name: [] for name in COLD_CODE}
     for code in COLD_CODE.values():  # writes the .pyc files, as a deployed package has them
         subprocess.run([str(python), "-c", code], check=True, env=env, cwd=DATA)
@@ -556,7 +563,7 @@ def top_imports(python: Path, code: str, count: int = 15) -> str:
         [str(python), "-X", "importtime", "-c", code],
         capture_output=True,
         text=True,
-        env=_clean_env(),
+        env={**_clean_env(), **CHAT_FUNCTION_ENV},
         cwd=DATA,
         check=True,
     )

@@ -1,19 +1,36 @@
-"""Print the README's configuration table from the settings model (one source of truth).
+"""The README's configuration table, made from the settings model (one source of truth).
 
-.venv/bin/python bench/readme_tables.py > /tmp/settings.md
+.venv/bin/python bench/readme_tables.py     rewrites the table between the README's
+                                            settings-table markers
 """
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from docchat.config import Settings
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+_BLOCK = re.compile(r"(<!-- settings-table:start -->\n).*?(<!-- settings-table:end -->)", re.S)
+
+
+def settings_table() -> str:
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for name, field in Settings.model_fields.items():
+        default = "(empty)" if field.default == "" else field.default
+        rows.append(f"| `DOCCHAT_{name.upper()}` | `{default}` | {field.description} |")
+    return "\n".join(rows) + "\n"
+
+
+def with_settings_table(readme: str) -> str:
+    """`readme` with its settings table replaced by the current one."""
+    return _BLOCK.sub(lambda m: m[1] + settings_table() + m[2], readme, count=1)
 
 
 def main() -> None:
-    print("| variable | default | meaning |")
-    print("|---|---|---|")
-    for name, field in Settings.model_fields.items():
-        default = "(empty)" if field.default == "" else field.default
-        print(f"| `DOCCHAT_{name.upper()}` | `{default}` | {field.description} |")
+    text = README.read_text()
+    README.write_text(with_settings_table(text))
 
 
 if __name__ == "__main__":

@@ -179,10 +179,11 @@ class _Server:
 
         from docchat.adapters.sqlite_index import SqliteIndex
         from docchat.api import create_app
-        from docchat.backend import ChatBackend, agent_config
+        from docchat.backend import ChatBackend
         from docchat.config import Settings
         from docchat.library import Library
         from docchat.uploads import LocalUploads
+        from docchat.wiring import agent_config
 
         embedder = HashEmbedder()
         settings = Settings(data_dir=data_dir)
@@ -382,9 +383,9 @@ def case_storage(tmp: Path) -> list[Case]:
             damaged.handled += _typed(result) and "is damaged" in " ".join(result.stderr.split())
         damaged.lost += not (data / "uploads" / "kept.pdf").is_file()
     # ... and the API over one
-    from docchat.api import create_app, local_uploads_for
-    from docchat.backend import local_backend
+    from docchat.api import create_app
     from docchat.config import Settings
+    from docchat.wiring.local import local_backend, local_uploads_for
 
     settings = Settings(data_dir=tmp / "garbage")
     served = _serve_app(

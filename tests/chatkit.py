@@ -15,13 +15,15 @@ import uvicorn
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.agent import AgentConfig
-from docchat.backend import ChatBackend, agent_config
+from docchat.backend import ChatBackend
 from docchat.config import Settings
+from docchat.errors import ModelUnavailableError
 from docchat.events import SourcePassage
 from docchat.library import Library
-from docchat.llm import Message, ModelEvent, ModelUnavailableError, ToolSpec
+from docchat.llm import Message, ModelEvent, ToolSpec
 from docchat.models import Chunk, DocStatus, DocumentRecord
 from docchat.uploads import LocalUploads
+from docchat.wiring import agent_config
 from tests.conftest import WordEmbedder
 
 # The product's tuned settings (docchat.config.Settings), for tests that do not vary them.

@@ -133,3 +133,24 @@ def shared_pdfs() -> Iterator[Path]:
     if not SHARED_PDFS.is_dir():
         pytest.skip(f"real PDFs not available: {SHARED_PDFS} is absent")
     yield SHARED_PDFS
+
+
+#: Values for the settings the chat function requires (docchat.wiring.cloud.CHAT_SETTINGS);
+#: nothing listens at the endpoint, and building the app makes no request.
+CHAT_FUNCTION_SETTINGS = {
+    "DOCCHAT_OPENSEARCH_ENDPOINT": "https://127.0.0.1:9",
+    "DOCCHAT_DOCUMENTS_TABLE": "docchat-documents",
+}
+
+
+@pytest.fixture
+def chat_function_env(dummy_aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The environment the chat function requires, and this container's services built
+    afresh from it (docchat.wiring.cloud.services)."""
+    from docchat.wiring.cloud import services
+
+    for name, value in CHAT_FUNCTION_SETTINGS.items():
+        monkeypatch.setenv(name, value)
+    services.cache_clear()
+    yield
+    services.cache_clear()

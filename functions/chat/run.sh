@@ -6,4 +6,4 @@
 # adapter's zip examples do. The task root (this folder: fastapi, uvicorn, anthropic) is on the
 # path through `python -m`, which puts the working directory first.
 PATH=/var/lang/bin:$PATH
-PYTHONPATH=$PYTHONPATH:/opt/python:$LAMBDA_RUNTIME_DIR exec python -m uvicorn --factory docchat.api:cloud_app --host 127.0.0.1 --port "${AWS_LWA_PORT:-8080}" --no-access-log
+PYTHONPATH=$PYTHONPATH:/opt/python:$LAMBDA_RUNTIME_DIR exec python -m uvicorn --factory docchat.wiring.cloud:cloud_app --host 127.0.0.1 --port "${AWS_LWA_PORT:-8080}" --no-access-log

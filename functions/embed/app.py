@@ -2,14 +2,17 @@
 
 from typing import Any
 
-from docchat.cloud import services
 from docchat.lambda_handler import step_handler
 from docchat.models import BatchResult, BatchTask
 from docchat.pipeline import embed_batch
+from docchat.wiring.cloud import services
+
+#: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
+REQUIRED = ("artifacts_bucket",)
 
 
 def _run(event: dict[str, Any]) -> BatchResult:
-    s = services()
+    s = services().require(*REQUIRED, entry="the embed function")
     task = BatchTask.model_validate(event)
     return embed_batch(task, objects=s.objects, embedder=s.embedder, settings=s.settings)
 

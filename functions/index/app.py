@@ -2,14 +2,17 @@
 
 from typing import Any
 
-from docchat.cloud import services
 from docchat.lambda_handler import step_handler
 from docchat.models import BatchResult, BatchTask
 from docchat.pipeline import index_batch
+from docchat.wiring.cloud import services
+
+#: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
+REQUIRED = ("artifacts_bucket", "opensearch_endpoint")
 
 
 def _run(event: dict[str, Any]) -> BatchResult:
-    s = services()
+    s = services().require(*REQUIRED, entry="the index function")
     task = BatchTask.model_validate(event)
     return index_batch(
         task,

@@ -2,14 +2,17 @@
 
 from typing import Any
 
-from docchat.cloud import services
 from docchat.lambda_handler import step_handler
 from docchat.models import RegisterResult, StepEvent
 from docchat.pipeline import register
+from docchat.wiring.cloud import services
+
+#: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
+REQUIRED = ("documents_table",)
 
 
 def _run(event: dict[str, Any]) -> RegisterResult:
-    s = services()
+    s = services().require(*REQUIRED, entry="the register function")
     task = StepEvent.model_validate(event)
     return register(task, objects=s.objects, registry=s.registry, settings=s.settings)
 

@@ -2,14 +2,17 @@
 
 from typing import Any
 
-from docchat.cloud import services
 from docchat.lambda_handler import step_handler
 from docchat.models import StepEvent, StepResult
 from docchat.pipeline import remove
+from docchat.wiring.cloud import services
+
+#: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
+REQUIRED = ("documents_table", "opensearch_endpoint")
 
 
 def _run(event: dict[str, Any]) -> StepResult:
-    s = services()
+    s = services().require(*REQUIRED, entry="the remove function")
     task = StepEvent.model_validate(event)
     return remove(
         task,

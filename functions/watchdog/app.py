@@ -2,14 +2,17 @@
 
 from typing import Any
 
-from docchat.cloud import services
 from docchat.lambda_handler import step_handler
 from docchat.models import ExecutionStatusEvent, StepResult
 from docchat.pipeline import mark_failed
+from docchat.wiring.cloud import services
+
+#: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
+REQUIRED = ("documents_table", "opensearch_endpoint")
 
 
 def _run(event: dict[str, Any]) -> StepResult:
-    s = services()
+    s = services().require(*REQUIRED, entry="the watchdog function")
     task = ExecutionStatusEvent.model_validate(event).failure_task()
     return mark_failed(task, index=s.index, registry=s.registry)
 

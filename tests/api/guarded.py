@@ -6,9 +6,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from docchat.api import guarded_local_app
 from docchat.config import Settings
 from docchat.models import DocStatus, DocumentRecord
+from docchat.wiring.local import guarded_local_app
 from tests.chatkit import ServedApp, local_parts
 from tests.pdfgen import make_pdf
 

@@ -1,6 +1,6 @@
 """Body limits hold while a body streams in, not only when it declares a Content-Length.
 
-The server runs as its own process (`uvicorn --factory docchat.api:local_app`), so its peak
+The server runs as its own process (`uvicorn --factory docchat.wiring.local:local_app`), so its peak
 memory (VmHWM) can be read from /proc while a client sends a chunked body over a real socket.
 """
 
@@ -49,7 +49,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         port = int(probe.getsockname()[1])
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCCHAT_")}
     env["DOCCHAT_DATA_DIR"] = str(tmp_path_factory.mktemp("limits"))
-    command = [sys.executable, "-m", "uvicorn", "--factory", "docchat.api:local_app"]
+    command = [sys.executable, "-m", "uvicorn", "--factory", "docchat.wiring.local:local_app"]
     process = subprocess.Popen(
         [*command, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"], env=env
     )

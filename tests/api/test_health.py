@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from docchat.api import cloud_app, create_app
+from docchat.api import create_app
 from docchat.backend import ChatBackend
-from docchat.cloud import services
 from docchat.library import Library
+from docchat.wiring.cloud import cloud_app
 from tests.chatkit import library, tuned_config
 
 __all__ = ["library"]  # the fixture
@@ -33,7 +33,7 @@ def test_ready_answers_without_building_the_backend() -> None:
     assert (response.status_code, response.json()) == (200, {"status": "ready"})
 
 
-@pytest.mark.usefixtures("dummy_aws")
+@pytest.mark.usefixtures("chat_function_env")
 def test_ready_answers_the_cloud_app_with_every_aws_endpoint_unreachable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -42,12 +42,9 @@ def test_ready_answers_the_cloud_app_with_every_aws_endpoint_unreachable(
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     monkeypatch.setenv("DOCCHAT_DOCUMENTS_TABLE", "docchat-documents")
     monkeypatch.setenv("DOCCHAT_OPENSEARCH_ENDPOINT", "https://127.0.0.1:9")
-    services.cache_clear()
-    try:
-        # When the adapter polls the readiness path
-        response = TestClient(cloud_app()).get("/ready")
-    finally:
-        services.cache_clear()
+
+    # When the adapter polls the readiness path
+    response = TestClient(cloud_app()).get("/ready")
 
     # Then it answers at once
     assert (response.status_code, response.json()) == (200, {"status": "ready"})

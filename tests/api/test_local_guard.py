@@ -12,8 +12,8 @@ import openai
 import pytest
 from fastapi.testclient import TestClient
 
-from docchat.api import cloud_app
 from docchat.guards import LocalGuard, host_name, is_loopback
+from docchat.wiring.cloud import cloud_app
 from tests.api.guarded import PDF, GuardedServer
 from tests.pdfgen import make_pdf
 
@@ -149,7 +149,7 @@ def test_with_a_token_every_api_call_needs_it(tmp_path: Path) -> None:
 
 
 def test_without_a_token_only_this_machine_is_answered(tmp_path: Path) -> None:
-    # uvicorn --factory docchat.api:local_app --host 0.0.0.0 cannot be stopped from binding
+    # uvicorn --factory docchat.wiring.local:local_app --host 0.0.0.0 cannot be stopped from binding
     # there: the app itself refuses peers that are not this machine
     with GuardedServer(tmp_path / "d") as server:
         app = server.served.server.config.app
@@ -175,7 +175,7 @@ def test_host_names_and_loopback() -> None:
     assert not any(map(is_loopback, ("0.0.0.0", "::", "192.168.1.4", "example.com", "")))
 
 
-def test_the_cloud_app_answers_its_gateways_host_and_peers(dummy_aws: None) -> None:
+def test_the_cloud_app_answers_its_gateways_host_and_peers(chat_function_env: None) -> None:
     # Behind API Gateway the Host is the execute-api domain and the Lambda Web Adapter's
     # forwarded peer is the caller's address: Cognito/IAM guard it there, not LocalGuard
     app = cloud_app()

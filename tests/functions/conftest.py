@@ -224,7 +224,8 @@ def pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pipeli
         "DOCCHAT_EMBED_DIMENSION": "256",
         "DOCCHAT_EMBED_CONCURRENCY": "2",
         "DOCCHAT_CHUNKS_PER_BATCH": "2",
-        "DOCCHAT_DATA_DIR": str(tmp_path / "index"),
+        # Required by the index-writing handlers; the index itself is replaced below.
+        "DOCCHAT_OPENSEARCH_ENDPOINT": "https://127.0.0.1:9",
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -232,7 +233,8 @@ def pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pipeli
         moto_jsonata, "_eval_jsonata", lambda expression: jsonata.Jsonata(expression).evaluate(None)
     )
     from docchat.adapters.bedrock_embedder import TitanEmbedder
-    from docchat.cloud import services
+    from docchat.adapters.sqlite_index import SqliteIndex
+    from docchat.wiring.cloud import services
 
     handlers = {name: _load_handler(name) for name in FUNCTIONS}
     calls: Counter[str] = Counter()
@@ -288,6 +290,14 @@ def pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pipeli
         live = services()
         fake = FakeBedrock(dimension=256)
         live.embedder = TitanEmbedder(client=fake, dimension=256, concurrency=2)
+        # The embedded index stands in for OpenSearch: it keeps the same chunks and answers
+        # the same pipeline port (docchat.ports.ChunkIndex); tests/unit/test_opensearch_index.py
+        # and tests/lambda_layout cover the OpenSearch adapter itself.
+        live.index = SqliteIndex(
+            tmp_path / "index" / "index.sqlite3",
+            embedding_model=live.embedder.model_id,
+            dimension=live.embedder.dimension,
+        )
         live.bedrock = fake
         pipeline = Pipeline(sfn, s3, arn, live, calls)
         pipeline.kills = kills

@@ -21,11 +21,11 @@ import hashlib
 import json
 import math
 import re
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import unquote
 
+from tests.lambda_layout.loopback import LoopbackServer
 from tests.unit.test_anthropic_model import bedrock_chunk, sse_events
 
 TITAN_V2 = "amazon.titan-embed-text-v2:0"
@@ -94,23 +94,8 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class BedrockStub(ThreadingHTTPServer):
-    daemon_threads = True
-
+class BedrockStub(LoopbackServer):
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.calls = 0
         self.claude_requests: list[tuple[str, dict[str, object]]] = []
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def __enter__(self) -> BedrockStub:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.shutdown()
-        self.server_close()

@@ -1,5 +1,6 @@
-"""One `sam build` (x86_64) and one Lambda layout per session; moto and the Bedrock stub on
-loopback. Each test module makes its own stack (table, artifacts bucket, index directory)."""
+"""One `sam build` (x86_64) and one Lambda layout per session; moto, the Bedrock stub and the
+OpenSearch stand-in on loopback. Each test module makes its own stack (table, artifacts bucket,
+OpenSearch stand-in)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tests.lambda_layout.harness import (
     sam_build,
     why_not_runnable,
 )
+from tests.lambda_layout.opensearch_stub import OpenSearchStub
 
 DOCS_BUCKET = "docchat-documents-example"  # the bucket the sample events name
 PDF_KEY = "reports/dmca.pdf"
@@ -63,6 +65,13 @@ def moto_endpoint() -> Iterator[str]:
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def opensearch() -> Iterator[OpenSearchStub]:
+    """The collection's stand-in, one per module like moto: a stack's chunks stay in it."""
+    with OpenSearchStub() as stub:
+        yield stub
+
+
 @pytest.fixture(scope="session")
 def bedrock() -> Iterator[BedrockStub]:
     with BedrockStub() as stub:
@@ -75,7 +84,7 @@ class Stack:
 
     table: str
     artifacts: str
-    data_dir: Path
+    data_dir: Path  # where an embedded index would go, which the cloud wiring never makes
     known: dict[str, str]
     extra: dict[str, str]
 
@@ -83,7 +92,9 @@ class Stack:
         return Emulator(layout, self.known, self.extra, logs)
 
 
-def make_stack(name: str, tmp: Path, *, moto_endpoint: str, bedrock_endpoint: str) -> Stack:
+def make_stack(
+    name: str, tmp: Path, *, moto_endpoint: str, bedrock_endpoint: str, opensearch_endpoint: str
+) -> Stack:
     table, artifacts = f"docchat-documents-{name}", f"docchat-artifacts-{name}"
     moto_client("s3", moto_endpoint).create_bucket(Bucket=artifacts)
     moto_client("dynamodb", moto_endpoint).create_table(
@@ -96,9 +107,9 @@ def make_stack(name: str, tmp: Path, *, moto_endpoint: str, bedrock_endpoint: st
         "DocumentsTable": table,
         "ArtifactsBucket": artifacts,
         "DocumentsBucket": DOCS_BUCKET,
-        # The default stack creates a collection; with its endpoint empty the code falls back
-        # to its SQLite index under DOCCHAT_DATA_DIR (no OpenSearch stand-in yet).
-        "VectorCollection.CollectionEndpoint": "",
+        # The default stack creates a Serverless collection (DOCCHAT_OPENSEARCH_SERVICE aoss);
+        # its stand-in speaks plain http on loopback (tests/lambda_layout/opensearch_stub.py).
+        "VectorCollection.CollectionEndpoint": opensearch_endpoint,
         "ChatUserPoolClient": "harness-page-client",
     }
     extra = {

@@ -30,6 +30,7 @@ from tests.lambda_layout.harness import (
     sse_events,
     template_environment,
 )
+from tests.lambda_layout.opensearch_stub import OpenSearchStub
 from tests.lambda_layout.test_rie import DOC_ID, _event
 
 INDEXING = ("register", "convert", "chunk", "embed", "index", "finalize")
@@ -52,10 +53,19 @@ def chat_environment(layout: Layout, stack: Stack, **overrides: str) -> dict[str
 
 @pytest.fixture(scope="module")
 def stack(
-    moto_endpoint: str, bedrock: BedrockStub, tmp_path_factory: pytest.TempPathFactory
+    moto_endpoint: str,
+    bedrock: BedrockStub,
+    opensearch: OpenSearchStub,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Stack:
     tmp = tmp_path_factory.mktemp("chat")
-    return make_stack("chat", tmp, moto_endpoint=moto_endpoint, bedrock_endpoint=bedrock.endpoint)
+    return make_stack(
+        "chat",
+        tmp,
+        moto_endpoint=moto_endpoint,
+        bedrock_endpoint=bedrock.endpoint,
+        opensearch_endpoint=opensearch.endpoint,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -145,6 +155,41 @@ def test_chat_streams_a_cited_answer_through_the_adapter(
     model_id = chat.env["DOCCHAT_MODEL_ID"]
     assert [model for model, _ in turns] == [model_id, model_id]
     assert turns[0][1]["anthropic_version"] == "bedrock-2023-05-31"
+
+
+def test_chat_searches_the_opensearch_the_handlers_wrote(
+    chat: WebAdapter, opensearch: OpenSearchStub, indexed: Stack
+) -> None:
+    # Given the handlers' chunks in the collection's stand-in, When a question is asked
+    asked = len(opensearch.requests)
+    answer = chat.request("POST", "/chat", {"messages": [{"role": "user", "content": QUESTION}]})
+
+    # Then the chat function searched it (k-NN, BM25, then the chunks), and no function made
+    # an embedded index where DOCCHAT_DATA_DIR points
+    assert answer.status == 200, answer.body
+    searches = [path for method, path in opensearch.requests[asked:] if method == "POST"]
+    assert searches and all(path.endswith("/_search") for path in searches), searches
+    assert len(searches) >= 3, searches
+    assert not indexed.data_dir.exists()
+
+
+def test_chat_with_an_empty_opensearch_endpoint_never_gets_ready(
+    layout: Layout, stack: Stack, tmp_path: Path
+) -> None:
+    # Given the chat function with DOCCHAT_OPENSEARCH_ENDPOINT empty (it used to fall back to
+    # an embedded SQLite index inside the Lambda)
+    env = chat_environment(layout, stack, DOCCHAT_OPENSEARCH_ENDPOINT="")
+    adapter = WebAdapter(layout, env, tmp_path / "chat.log")
+
+    # When the adapter starts it, Then uvicorn's factory fails, naming the variable, and the
+    # function never becomes ready
+    adapter.start()
+    try:
+        with pytest.raises(NotReady, match="the chat function needs DOCCHAT_OPENSEARCH_ENDPOINT"):
+            adapter.wait_ready(READY_WITHIN_S)
+    finally:
+        adapter.stop()
+    assert not stack.data_dir.exists()
 
 
 def test_chat_documents_lists_what_the_handlers_indexed(chat: WebAdapter) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from tests.conftest import EXAMPLES, REPO
 from tests.lambda_layout.bedrock_stub import BedrockStub
 from tests.lambda_layout.conftest import DOCS_BUCKET, PDF_KEY, Stack, make_stack
 from tests.lambda_layout.harness import Emulator, Invocation, Layout, moto_client
+from tests.lambda_layout.opensearch_stub import OpenSearchStub
 
 DOC_ID = "dmca-75433a68"
 VERSION = "931f4374c255bcf28690c0567ba7be8e53513bce682e3db8086a831b92fcdfb6"
@@ -47,10 +49,19 @@ def _event(name: str) -> Any:
 
 @pytest.fixture(scope="module")
 def stack(
-    moto_endpoint: str, bedrock: BedrockStub, tmp_path_factory: pytest.TempPathFactory
+    moto_endpoint: str,
+    bedrock: BedrockStub,
+    opensearch: OpenSearchStub,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Stack:
     tmp = tmp_path_factory.mktemp("rie")
-    return make_stack("rie", tmp, moto_endpoint=moto_endpoint, bedrock_endpoint=bedrock.endpoint)
+    return make_stack(
+        "rie",
+        tmp,
+        moto_endpoint=moto_endpoint,
+        bedrock_endpoint=bedrock.endpoint,
+        opensearch_endpoint=opensearch.endpoint,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -145,6 +156,34 @@ def test_rie_embed_and_index_handle_the_batch(steps: dict[str, Step]) -> None:
     expected = {"doc": _doc(), "batch_key": BATCH_KEY, "chunks": steps["chunk"].ok()["chunks"]}
     assert steps["embed"].ok() == expected
     assert steps["index"].ok() == expected
+
+
+def test_rie_index_and_remove_write_and_delete_chunks_in_opensearch(
+    steps: dict[str, Step], opensearch: OpenSearchStub, stack: Stack
+) -> None:
+    # Index wrote the batch's chunks through the Bulk API (server-made ids, as on Serverless);
+    # Remove deleted every one of them; no embedded index appeared beside them
+    bulk = [path for method, path in opensearch.requests if path.endswith("/_bulk")]
+    assert len(bulk) >= 2, opensearch.requests
+    [index] = opensearch.indexes.values()
+    assert index.docs == {}
+    assert not stack.data_dir.exists()
+
+
+def test_rie_index_function_without_an_opensearch_endpoint_names_the_variable(
+    layout: Layout, stack: Stack, tmp_path: Path
+) -> None:
+    # Given the stack with the collection's endpoint unresolved (empty)
+    known = {**stack.known, "VectorCollection.CollectionEndpoint": ""}
+    emulator = Emulator(layout, known, stack.extra, tmp_path)
+
+    # When Index runs its sample event, Then it fails with ConfigError naming the variable
+    # (it used to write to an embedded SQLite index inside the Lambda)
+    invocation = emulator.invoke("index", _event("index"))
+
+    assert isinstance(invocation.body, dict), invocation.body
+    assert invocation.body["errorType"] == "ConfigError"
+    assert "the index function needs DOCCHAT_OPENSEARCH_ENDPOINT" in invocation.body["errorMessage"]
 
 
 def test_rie_finalize_marks_the_document_indexed(steps: dict[str, Step]) -> None:

@@ -27,18 +27,15 @@ from docchat.adapters.anthropic_model import (
     ClaudeModel,
     claude_model,
 )
-from docchat.errors import ConfigError
+from docchat.errors import ConfigError, ModelAccessError, ModelError, ModelUnavailableError
 from docchat.llm import (
-    ChatModel,
-    ModelAccessError,
-    ModelError,
     ModelEvent,
-    ModelUnavailableError,
     TextDelta,
     ToolSpec,
     ToolUse,
     TurnEnd,
 )
+from docchat.ports import ChatModel
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "anthropic"
 MODEL = "claude-sonnet-4-6"

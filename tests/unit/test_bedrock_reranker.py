@@ -15,11 +15,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
 from botocore.stub import Stubber
 
-from docchat.adapters.bedrock_reranker import (
-    BedrockReranker,
-    RerankError,
-)
-from docchat.errors import DocchatError
+from docchat.adapters.bedrock_reranker import BedrockReranker
+from docchat.errors import DocchatError, RerankError
 from docchat.models import Chunk, Passage
 
 MODEL = "cohere.rerank-v3-5:0"

@@ -1,13 +1,20 @@
-"""The chat Lambda's wiring makes no OpenSearch request while it starts."""
+"""The Lambdas' wiring: no OpenSearch request while the chat Lambda starts, and no index
+without an OpenSearch endpoint."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
-from docchat.cloud import CloudServices
+import pytest
+
 from docchat.config import Settings
+from docchat.errors import ConfigError
+from docchat.wiring.cloud import CloudServices
 
 
 def test_cloud_index_is_built_without_a_request_to_opensearch() -> None:
@@ -45,3 +52,30 @@ def test_cloud_index_is_built_without_a_request_to_opensearch() -> None:
         connection.close()
     assert index.index_name.startswith("docchat-chunks")
     assert connections == []
+
+
+def test_cloud_index_without_an_endpoint_is_a_config_error_not_sqlite(tmp_path: Path) -> None:
+    # Given a Lambda's settings with DOCCHAT_OPENSEARCH_ENDPOINT empty
+    settings = Settings.from_env(
+        {"DOCCHAT_OPENSEARCH_ENDPOINT": "", "DOCCHAT_DATA_DIR": str(tmp_path)}
+    )
+
+    # When the index is built, Then it fails naming the variable, and no SQLite file appears
+    with pytest.raises(ConfigError, match="the search index needs DOCCHAT_OPENSEARCH_ENDPOINT"):
+        _ = CloudServices(settings).index
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cloud_wiring_leaves_the_web_app_to_the_chat_function() -> None:
+    # The ingestion Lambdas' packages have no FastAPI: their handlers import this wiring, so it
+    # imports the web app (and the agent) only in cloud_app.
+    code = (
+        "import sys, docchat.wiring.cloud, docchat.pipeline; "
+        "print(sorted(m for m in ('fastapi', 'starlette', 'docchat.api', 'docchat.agent') "
+        "if m in sys.modules))"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+
+    assert shown.strip() == "[]"

@@ -13,10 +13,9 @@ import pytest
 
 from docchat import eval_cli
 from docchat.config import Settings
-from docchat.errors import ConfigError
+from docchat.errors import ConfigError, EvaluationDataError
 from docchat.evaluate import (
     Chunking,
-    EvaluationDataError,
     Retrieval,
     beir_scores,
     beir_slice,

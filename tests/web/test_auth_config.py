@@ -3,30 +3,22 @@ building the backend (it is open in the cloud: it must not reach AWS)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Literal
 
 import pytest
 from fastapi.testclient import TestClient
 
-from docchat.api import SignIn, cloud_app, create_app
+from docchat.api import SignIn, create_app
 from docchat.backend import ChatBackend
-from docchat.cloud import services
 from docchat.config import Settings
 from docchat.errors import ConfigError
+from docchat.wiring.cloud import cloud_app
 
 DOMAIN = "https://docchat-1b2c.auth.eu-west-1.amazoncognito.com"
 
 
 def _no_backend() -> ChatBackend:
     raise AssertionError("the sign-in settings must not build the backend")
-
-
-@pytest.fixture
-def fresh_services() -> Iterator[None]:
-    services.cache_clear()
-    yield
-    services.cache_clear()
 
 
 def test_sign_in_from_cognito_settings() -> None:
@@ -89,7 +81,7 @@ def test_auth_config_route_answers_without_the_backend() -> None:
 
 
 def test_cloud_app_reads_the_sign_in_from_the_stack_environment(
-    monkeypatch: pytest.MonkeyPatch, fresh_services: None
+    monkeypatch: pytest.MonkeyPatch, chat_function_env: None
 ) -> None:
     monkeypatch.setenv("DOCCHAT_API_AUTH", "COGNITO")
     monkeypatch.setenv("DOCCHAT_AUTH_DOMAIN", DOMAIN)

@@ -14,18 +14,16 @@ from fastapi.testclient import TestClient
 from moto import mock_aws
 
 from docchat import api
+from docchat.adapters.s3_uploads import S3Uploads
 from docchat.api import create_app
 from docchat.backend import ChatBackend
 from docchat.config import Settings
-from docchat.errors import DocumentNotFoundError
+from docchat.errors import DocumentNotFoundError, NotPdfError, UploadTooLargeError
 from docchat.ingest import doc_id_for
 from docchat.library import Library
 from docchat.models import DocStatus, DocumentRecord
 from docchat.uploads import (
     LocalUploads,
-    NotPdfError,
-    S3Uploads,
-    UploadTooLargeError,
     check_pdf,
     display_name,
     upload_path,
@@ -334,7 +332,7 @@ def _cloud_client(uploads: S3Uploads) -> TestClient:
 
 
 def test_upload_url_signs_a_put_of_exactly_that_pdf(s3: object) -> None:
-    from docchat.uploads import s3_uploads
+    from docchat.wiring.cloud import s3_uploads
 
     uploads = s3_uploads(bucket=BUCKET, region="eu-west-1", registry=Registry())
     client = _cloud_client(uploads)

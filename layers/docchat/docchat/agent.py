@@ -16,7 +16,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import ValidationError
 
@@ -38,8 +38,9 @@ from docchat.events import (
     Usage,
 )
 from docchat.library import Catalog, Library
-from docchat.llm import ChatModel, Message, TextDelta, ToolUse, TurnEnd
+from docchat.llm import Block, Message, TextDelta, ToolResultBlock, ToolUse, TurnEnd
 from docchat.models import Chunk, Citation, file_name, source_name
+from docchat.ports import ChatModel
 from docchat.tools import (
     INPUTS,
     MAX_READ_PAGES,
@@ -154,7 +155,7 @@ class Agent:
         messages: Sequence[Message],
         doc_ids: Sequence[str] | None,
     ) -> Generator[ChatEvent, None, str]:
-        conversation = [dict(m) for m in messages]
+        conversation: list[Message] = list(messages)
         answer: list[str] = []
         guard = _LeakGuard(self.config.system_prompt)
         for round_number in range(1, self.config.max_rounds + 1):
@@ -184,7 +185,7 @@ class Agent:
             if not uses:
                 return "".join(answer)
             conversation.append({"role": "assistant", "content": _assistant_blocks(text, uses)})
-            results: list[dict[str, Any]] = []
+            results: list[Block] = []
             for use in uses:
                 result = yield from self._tool(run, use, doc_ids)
                 results.append(result)
@@ -195,7 +196,7 @@ class Agent:
 
     def _tool(
         self, run: _Run, use: ToolUse, doc_ids: Sequence[str] | None
-    ) -> Generator[ChatEvent, None, dict[str, Any]]:
+    ) -> Generator[ChatEvent, None, ToolResultBlock]:
         yield ToolCallEvent(id=use.id, name=use.name, input=use.input)
         key = f"{use.name}:{json.dumps(use.input, sort_keys=True)}"
         if key in run.calls:
@@ -392,24 +393,23 @@ def _passage_text(number: int, chunk: Chunk) -> str:
     return f"{header}{f' - {path}' if path else ''}\n{chunk.text}"
 
 
-def _assistant_blocks(text: list[str], uses: list[ToolUse]) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
+def _assistant_blocks(text: list[str], uses: list[ToolUse]) -> list[Block]:
+    blocks: list[Block] = []
     if "".join(text).strip():
         blocks.append({"type": "text", "text": "".join(text)})
     blocks.extend({"type": "tool_use", "id": u.id, "name": u.name, "input": u.input} for u in uses)
     return blocks
 
 
-def _result(use: ToolUse, content: str, *, error: bool = False) -> dict[str, Any]:
+def _result(use: ToolUse, content: str, *, error: bool = False) -> ToolResultBlock:
     return {"type": "tool_result", "tool_use_id": use.id, "content": content, "is_error": error}
 
 
 def _last_user_text(messages: Sequence[Message]) -> str:
     for message in reversed(messages):
-        if message.get("role") == "user":
-            content = message.get("content")
+        if message["role"] == "user":
+            content = message["content"]
             if isinstance(content, str):
                 return content
-            if isinstance(content, list):
-                return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+            return " ".join(b["text"] for b in content if b["type"] == "text")
     return ""

@@ -16,7 +16,7 @@ POST /documents/upload-url a presigned S3 PUT URL, where uploads go through the 
 DELETE /documents/{id}     forget a document (in the cloud: delete its object)
 
 Bodies are counted as they arrive (FastAPI's max_body_size), so a chunked body is refused at
-its limit too. `local_app` adds `guards.LocalGuard`:
+its limit too. The local server (docchat.wiring.local) adds `guards.LocalGuard`:
 loopback Host names only, no writes from other sites, a bearer token when one is configured.
 Documents are shown by name (`source_name`): server paths stay on the server.
 """
@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -44,24 +44,22 @@ from docchat.config import Settings
 from docchat.errors import (
     DocchatError,
     DocumentNotFoundError,
+    NotPdfError,
     PageTextMissingError,
     StorageError,
+    UploadError,
+    UploadRouteError,
+    UploadTooLargeError,
 )
 from docchat.events import sse
-from docchat.guards import LocalGuard, error_response
+from docchat.guards import error_response
 from docchat.limits import MAX_DOC_IDS, MAX_MESSAGE_CHARS, MAX_MESSAGES, MAX_TOTAL_CHARS
+from docchat.llm import Message
 from docchat.models import DocumentRecord, file_name, source_name
 from docchat.observe import RequestIds, logged_answer
 from docchat.openai_api import CompletionRequest, ModelList, completion, completion_chunks
-from docchat.uploads import (
-    MAX_UPLOAD_BYTES,
-    S3_UPLOAD_ROUTE,
-    NotPdfError,
-    UploadError,
-    UploadRouteError,
-    Uploads,
-    UploadTooLargeError,
-)
+from docchat.ports import Uploads
+from docchat.uploads import MAX_UPLOAD_BYTES, S3_UPLOAD_ROUTE
 
 MAX_BODY_BYTES = 512 * 1024
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -281,7 +279,7 @@ def create_app(
     def chat(request: ChatRequest) -> StreamingResponse:
         live = get_backend()
         _check_doc_ids(live, request.doc_ids)
-        messages = [m.model_dump() for m in request.messages]
+        messages: list[Message] = [{"role": m.role, "content": m.content} for m in request.messages]
         events = live.agent().run(messages, doc_ids=request.doc_ids)
         events = logged_answer(events, route="/chat")
         return StreamingResponse(
@@ -388,62 +386,3 @@ def _dependency_checks(
     probe("index", lambda: {"chunks": count() if callable(count) else None})
     checks["model"] = {"status": "ok" if live.model else "none", "mode": live.mode}
     return checks, problems
-
-
-def local_app() -> FastAPI:
-    """The app over the local data directory (`uvicorn --factory docchat.api:local_app`)."""
-    import os
-
-    from docchat.backend import local_backend
-
-    settings = Settings.from_env(os.environ)
-    return guarded_local_app(settings, lambda: local_backend(settings))
-
-
-def guarded_local_app(
-    settings: Settings,
-    backend: Callable[[], ChatBackend],
-    *,
-    allowed_hosts: Sequence[str] = (),
-    token: str | None = None,
-    uploads: UploadsFactory | None = None,
-) -> FastAPI:
-    """The app over the local data directory behind the local server's guards (`LocalGuard`):
-    settings' allowed hosts plus `allowed_hosts`, and `token` (default: settings.api_token).
-    Uploads go into the data directory (`uploads` replaces how, for tests)."""
-    app = create_app(backend, uploads=uploads or local_uploads_for(settings))
-    app.add_middleware(
-        LocalGuard,
-        allowed_hosts=[*settings.allowed_host_names, *allowed_hosts],
-        token=settings.api_token if token is None else token,
-    )
-    return app
-
-
-def local_uploads_for(settings: Settings) -> UploadsFactory:
-    """Direct uploads into `settings.data_dir`, over the local backend's own index."""
-    from docchat.uploads import local_uploads
-
-    return lambda live: local_uploads(settings, live.library.index, live.library.embedder)
-
-
-def cloud_app() -> FastAPI:
-    """The app the chat Lambda runs (uvicorn --factory docchat.api:cloud_app)."""
-    from docchat.cloud import services
-    from docchat.uploads import s3_uploads
-
-    def uploads(live: ChatBackend) -> Uploads:
-        settings = services().settings
-        if not settings.documents_bucket:
-            raise HTTPException(
-                501, "uploads are off: set DOCCHAT_DOCUMENTS_BUCKET to the documents bucket"
-            )
-        return s3_uploads(
-            bucket=settings.documents_bucket, region=settings.region, registry=live.library.registry
-        )
-
-    return create_app(
-        lambda: services().backend,
-        uploads=uploads,
-        sign_in=lambda: SignIn.from_settings(services().settings),
-    )

@@ -29,7 +29,6 @@ from docchat.errors import DocchatError, IndexMissingError, StorageError, Storag
 from docchat.eval_cli import add_eval_commands
 from docchat.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCallEvent
 from docchat.ingest import IngestResult, ingest_file, pdf_paths, source_of
-from docchat.local import local_embedder, open_index
 from docchat.models import (
     Answer,
     Citation,
@@ -40,6 +39,7 @@ from docchat.models import (
     source_name,
 )
 from docchat.pagetext import extracted_pages
+from docchat.wiring.local import local_embedder, open_index
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
@@ -313,7 +313,7 @@ def _question(text: str, *, what: str) -> str:
 
 
 def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[Passage]:
-    from docchat.backend import local_library
+    from docchat.wiring.local import local_library
 
     _require_index(settings)
     library = local_library(settings)
@@ -324,7 +324,7 @@ def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[
 
 def _ask(args: argparse.Namespace, settings: Settings) -> int:
     """Stream the agent's answer: steps to stderr, text to stdout as it is written."""
-    from docchat.backend import local_backend
+    from docchat.wiring.local import local_backend
 
     question = _question(args.question, what="question")
     _require_index(settings)
@@ -370,9 +370,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     """Run the chat API (the same app the Lambda runs) on this machine."""
     import uvicorn
 
-    from docchat.api import guarded_local_app, local_uploads_for
-    from docchat.backend import local_backend
     from docchat.guards import is_loopback
+    from docchat.wiring.local import guarded_local_app, local_backend, local_uploads_for
 
     token = settings.api_token if args.token is None else args.token
     local = is_loopback(args.host)

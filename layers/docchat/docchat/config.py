@@ -72,7 +72,9 @@ class Settings(BaseModel):
     documents_bucket: str = Field("", description="bucket the page's uploads go to (presigned PUT)")
     artifacts_bucket: str = Field("", description="bucket for intermediate files")
     artifacts_prefix: str = Field("artifacts/", description="prefix of intermediate files")
-    opensearch_endpoint: str = Field("", description="OpenSearch URL; empty: embedded SQLite index")
+    opensearch_endpoint: str = Field(
+        "", description="OpenSearch URL; the Lambdas require it (local mode: embedded SQLite)"
+    )
     opensearch_service: str = Field("aoss", pattern="^(aoss|es)$", description="aoss or es")
     index_prefix: str = Field("docchat-chunks", description="OpenSearch index name prefix")
     chunks_per_batch: int = Field(64, ge=1, le=1000, description="chunks per embed/index batch")

@@ -2,31 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 Vectors = npt.NDArray[np.float32]
-
-
-class Embedder(Protocol):
-    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
-
-    @property
-    def model_id(self) -> str: ...
-
-    @property
-    def dimension(self) -> int: ...
-
-    def embed_documents(
-        self, texts: Sequence[str], *, on_batch: Callable[[int], None] | None = None
-    ) -> Vectors:
-        """One row per text, in order; `on_batch` hears how many texts each batch finished."""
-        ...
-
-    def embed_query(self, text: str) -> Vectors: ...
 
 
 def length_sorted_batches(texts: Sequence[str], batch_size: int) -> list[list[int]]:

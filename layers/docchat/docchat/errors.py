@@ -1,6 +1,15 @@
-"""One error hierarchy: every message says what happened and what to do."""
+"""One error hierarchy: every message says what happened and what to do.
+
+Every error class lives here and registers its `code` explicitly (`@registered`): a Step
+Functions failure names the exception class, and `code_for_name` turns that name into the code
+stored with a failed document. A class outside this module, or one not registered, would
+silently become `internal`; tests/unit/test_errors.py fails on either.
+"""
+
+from __future__ import annotations
 
 import re
+from typing import TypeVar
 
 
 class DocchatError(Exception):
@@ -10,6 +19,33 @@ class DocchatError(Exception):
     code = "error"
 
 
+E = TypeVar("E", bound=type[DocchatError])
+#: code -> class, for every error docchat reports: each code names one class.
+REGISTRY: dict[str, type[DocchatError]] = {DocchatError.code: DocchatError}
+
+
+def registered(cls: E) -> E:
+    """Add `cls` to REGISTRY under its own `code`, which no other class may have."""
+    code = cls.__dict__.get("code")
+    if not isinstance(code, str) or not code:
+        raise TypeError(f"{cls.__name__} must set its own `code` to be registered")
+    taken = REGISTRY.get(code)
+    if taken is not None and taken is not cls:
+        raise TypeError(f"{cls.__name__} reuses the code {code!r} of {taken.__name__}")
+    REGISTRY[code] = cls
+    return cls
+
+
+def code_for_name(name: str) -> str | None:
+    """The code of the registered error class called `name` (as Step Functions reports a
+    Lambda's exception), or None for any other name."""
+    for code, cls in REGISTRY.items():
+        if cls.__name__ == name:
+            return code
+    return None
+
+
+@registered
 class ConversionError(DocchatError):
     """A PDF could not be turned into text."""
 
@@ -21,98 +57,118 @@ class ConversionError(DocchatError):
         return re.sub(r"\bupload\b", command, str(self))
 
 
+@registered
 class EmptyPdfError(ConversionError):
     code = "empty_pdf"
 
 
+@registered
 class EncryptedPdfError(ConversionError):
     code = "encrypted_pdf"
 
 
+@registered
 class MalformedPdfError(ConversionError):
     code = "malformed_pdf"
 
 
+@registered
 class NeedsOcrError(ConversionError):
     code = "needs_ocr"
 
 
+@registered
 class PdfTooLargeError(ConversionError):
     code = "too_large"
 
 
+@registered
 class ConversionTimeoutError(ConversionError):
     code = "timeout"
 
 
+@registered
 class ConversionCrashedError(ConversionError):
     code = "engine_crash"
 
 
+@registered
 class EmbedderMismatchError(DocchatError):
     code = "embedder_mismatch"
 
 
+@registered
 class ModelFileError(DocchatError):
     code = "model_file"
 
 
+@registered
 class DocumentNotFoundError(DocchatError):
     code = "not_found"
 
 
+@registered
 class PageNotFoundError(DocumentNotFoundError):
     """A page number outside the document."""
 
     code = "page_not_found"
 
 
+@registered
 class PageTextMissingError(DocchatError):
     """The document is known but the text of its pages was not kept."""
 
     code = "page_text_missing"
 
 
+@registered
 class ConfigError(DocchatError):
     code = "config"
 
 
+@registered
 class EmbeddingError(DocchatError):
     """An embedding model could not embed the texts."""
 
     code = "embedding_failed"
 
 
+@registered
 class EmbeddingAccessDeniedError(EmbeddingError):
     """The model is not enabled for this account or the role may not invoke it: not retryable."""
 
     code = "embedding_access_denied"
 
 
+@registered
 class EmbeddingThrottledError(EmbeddingError):
     """The model kept throttling after the client's own retries: the pipeline retries later."""
 
     code = "embedding_throttled"
 
 
+@registered
 class SearchIndexError(DocchatError):
     """The search index refused or failed a request."""
 
     code = "index_failed"
 
 
+@registered
 class SearchIndexUnavailableError(SearchIndexError):
     """The search index is overloaded or unreachable (429, 5xx, timeout): retry later."""
 
     code = "index_unavailable"
 
 
+@registered
 class ObjectMissingError(DocchatError):
     """The object is gone (deleted, or replaced before it was read)."""
 
     code = "object_missing"
 
 
+@registered
 class ObjectAccessDeniedError(DocchatError):
     """S3 refused to read an object (403): a missing permission, or a missing key read
     without s3:ListBucket, which S3 also answers with 403."""
@@ -120,18 +176,21 @@ class ObjectAccessDeniedError(DocchatError):
     code = "object_access_denied"
 
 
+@registered
 class StaleWriteError(DocchatError):
     """A newer version or event owns the document now; this write was dropped."""
 
     code = "stale_write"
 
 
+@registered
 class IndexSchemaError(DocchatError):
     """The index file was written by a docchat with another layout."""
 
     code = "index_schema"
 
 
+@registered
 class StorageError(DocchatError):
     """The data directory or its index cannot be read or written as needed."""
 
@@ -140,6 +199,7 @@ class StorageError(DocchatError):
     http_status = 503
 
 
+@registered
 class IndexMissingError(StorageError):
     """There is no index where one was expected (a mistyped --data-dir, say)."""
 
@@ -147,6 +207,7 @@ class IndexMissingError(StorageError):
     http_status = 404
 
 
+@registered
 class IndexCorruptError(StorageError):
     """The index file is damaged or is not an SQLite database at all."""
 
@@ -154,6 +215,7 @@ class IndexCorruptError(StorageError):
     http_status = 500
 
 
+@registered
 class StorageFullError(StorageError):
     """The disk holding the data directory is full."""
 
@@ -161,8 +223,75 @@ class StorageFullError(StorageError):
     http_status = 507
 
 
+@registered
 class ReadOnlyStorageError(StorageError):
     """The data directory is read-only: reading works, adding or removing documents does not."""
 
     code = "read_only"
     http_status = 409
+
+
+@registered
+class ModelError(DocchatError):
+    """The language model failed or refused the request."""
+
+    code = "model_failed"
+
+
+@registered
+class ModelUnavailableError(ModelError):
+    """Overloaded, rate-limited or unreachable: try again shortly."""
+
+    code = "model_unavailable"
+
+
+@registered
+class ModelAccessError(ModelError):
+    """Bad credentials, or no access to the model: fix the configuration."""
+
+    code = "model_access"
+
+
+@registered
+class RerankError(DocchatError):
+    """The rerank model could not rank the passages; the retrieval order still stands."""
+
+    code = "rerank_failed"
+
+
+@registered
+class UploadError(DocchatError):
+    """An upload or deletion the server refuses."""
+
+    code = "upload_rejected"
+
+
+@registered
+class NotPdfError(UploadError):
+    code = "not_pdf"
+
+
+@registered
+class UploadTooLargeError(UploadError):
+    code = "upload_too_large"
+
+
+@registered
+class UploadRouteError(UploadError):
+    """The request suits the other kind of deployment (direct versus presigned uploads)."""
+
+    code = "wrong_upload_route"
+
+
+@registered
+class SupersededError(DocchatError):
+    """A newer upload or a deletion took over this document; this run stops quietly."""
+
+    code = "superseded"
+
+
+@registered
+class EvaluationDataError(DocchatError):
+    """An evaluation file is missing or not in the expected format."""
+
+    code = "bad_eval_data"

@@ -33,8 +33,8 @@ from docchat.evaluate import (
     load_beir,
     load_squad,
 )
-from docchat.library import Reranker
-from docchat.local import local_embedder
+from docchat.ports import Reranker
+from docchat.wiring.local import local_embedder
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)

@@ -18,23 +18,18 @@ import numpy as np
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
-from docchat.embed import Embedder, Vectors
-from docchat.errors import DocchatError
+from docchat.embed import Vectors
+from docchat.errors import EvaluationDataError
 from docchat.ingest import Progress, embed_chunks
-from docchat.library import RERANK_POOL, Reranker
+from docchat.library import RERANK_POOL
 from docchat.models import Chunk, DocumentRecord, Page
+from docchat.ports import Embedder, Reranker
 from docchat.retrieve import Fusion, check_weight, fused_passages
 
 Ranking = list[str]
 DEPTH = 100  # documents ranked per BEIR query: enough for recall@100
 RERANKED = "hybrid+rerank"
 QA_CUTOFFS = (1, 5, 10)
-
-
-class EvaluationDataError(DocchatError):
-    """An evaluation file is missing or not in the expected format."""
-
-    code = "bad_eval_data"
 
 
 @dataclass(frozen=True, kw_only=True)

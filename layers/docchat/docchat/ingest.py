@@ -9,43 +9,17 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
 from docchat.convert import ConvertLimits, ProgressFn
-from docchat.embed import Embedder, Vectors
+from docchat.embed import Vectors
 from docchat.errors import ConversionError
 from docchat.isolate import pages_from_pdf_isolated
-from docchat.models import Chunk, ConvertedDocument, DocStatus, DocumentRecord, Page
+from docchat.models import Chunk, ConvertedDocument, DocStatus, DocumentRecord
+from docchat.ports import DocumentIndex, Embedder
 
 Progress = Callable[[str, int, int], None]
-
-
-class DocumentIndex(Protocol):
-    """What ingestion needs from an index and registry, which keeps identical content once,
-    with every name it came under (aliases)."""
-
-    def document(self, doc_id: str) -> DocumentRecord | None: ...
-
-    def set_record(self, record: DocumentRecord) -> None: ...
-
-    def clear_chunks(self, doc_id: str) -> None: ...
-
-    def replace_document(
-        self,
-        record: DocumentRecord,
-        chunks: Sequence[Chunk],
-        vectors: Vectors,
-        *,
-        pages: Sequence[Page] = (),
-    ) -> None: ...
-
-    def indexed_version(self, version: str) -> DocumentRecord | None: ...
-
-    def add_alias(self, source: str, doc_id: str, version: str) -> None: ...
-
-    def remove_alias(self, source: str) -> bool: ...
 
 
 @dataclass(frozen=True)

@@ -4,30 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from docchat.embed import Embedder
 from docchat.errors import DocchatError
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
-from docchat.pagetext import PageStore, extracted_pages
-from docchat.retrieve import Fusion, SearchIndex, hybrid_search
+from docchat.pagetext import extracted_pages
+from docchat.ports import ChunkReader, DocumentRegistry, Embedder, PageStore, Reranker
+from docchat.retrieve import Fusion, hybrid_search
 
 # Passages the reranker sees per passage wanted (the evaluation reranks as many).
 RERANK_POOL = 4
-
-
-class Reranker(Protocol):
-    def rerank(self, query: str, passages: Sequence[Passage], *, top_n: int) -> list[Passage]: ...
-
-
-class ChunkReader(SearchIndex, Protocol):
-    def document_chunks(self, doc_id: str, *, version: str | None = None) -> list[Chunk]: ...
-
-
-class DocumentRegistry(Protocol):
-    def documents(self) -> list[DocumentRecord]: ...
-
-    def document(self, doc_id: str) -> DocumentRecord | None: ...
 
 
 @dataclass(frozen=True)

@@ -8,20 +8,47 @@ Messages use the Anthropic Messages shape, which every adapter understands:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Literal, TypedDict
 
-from docchat.errors import DocchatError
+from pydantic import JsonValue
 
-Message = dict[str, Any]
+#: A JSON object: a tool's input, a tool's input schema.
+JsonObject = dict[str, JsonValue]
+
+
+class TextBlock(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ToolUseBlock(TypedDict):
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input: JsonObject
+
+
+class ToolResultBlock(TypedDict):
+    type: Literal["tool_result"]
+    tool_use_id: str
+    content: str
+    is_error: bool
+
+
+Block = TextBlock | ToolUseBlock | ToolResultBlock
+
+
+class Message(TypedDict):
+    role: Literal["user", "assistant"]
+    content: str | list[Block]
 
 
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
     description: str
-    input_schema: dict[str, Any]
+    input_schema: JsonObject
 
 
 @dataclass(frozen=True)
@@ -37,7 +64,7 @@ class ToolUse:
 
     id: str
     name: str
-    input: dict[str, Any] = field(default_factory=dict)
+    input: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -48,37 +75,3 @@ class TurnEnd:
 
 
 ModelEvent = TextDelta | ToolUse | TurnEnd
-
-
-class ChatModel(Protocol):
-    """One streamed model turn: text deltas as they come, then tool calls, then TurnEnd."""
-
-    @property
-    def model_id(self) -> str: ...
-
-    def stream(
-        self,
-        *,
-        system: str,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        max_tokens: int,
-    ) -> Iterator[ModelEvent]: ...
-
-
-class ModelError(DocchatError):
-    """The language model failed or refused the request."""
-
-    code = "model_failed"
-
-
-class ModelUnavailableError(ModelError):
-    """Overloaded, rate-limited or unreachable: try again shortly."""
-
-    code = "model_unavailable"
-
-
-class ModelAccessError(ModelError):
-    """Bad credentials, or no access to the model: fix the configuration."""
-
-    code = "model_access"

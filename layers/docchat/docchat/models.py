@@ -243,3 +243,18 @@ class ExecutionStatusEvent(BaseModel):
             execution_id=self.detail.executionArn,
             error=self.detail.status,
         )
+
+class UploadTicket(BaseModel):
+    """Where and how the browser puts one file into the documents bucket."""
+
+    method: Literal["PUT"] = "PUT"
+    url: str
+    headers: dict[str, str]
+    key: str
+    doc_id: str
+    expires_in: int
+
+
+class Removal(BaseModel):
+    doc_id: str
+    status: Literal["deleted", "deleting"]

@@ -59,7 +59,9 @@ class CompletionRequest(BaseModel):
         if said and said[-1].role == "user" and not said[-1].text().strip():
             raise HTTPException(422, "invalid request: the question is only white space")
         messages: list[Message] = [
-            {"role": m.role, "content": m.text()} for m in said if m.text().strip()
+            {"role": "user" if m.role == "user" else "assistant", "content": m.text()}
+            for m in said
+            if m.text().strip()
         ]
         if not messages or messages[-1]["role"] != "user":
             raise HTTPException(422, "invalid request: the last message must be the user's")

@@ -9,7 +9,7 @@ reads that object: no PDF engine is loaded to show a page.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from docchat.errors import (
     DocumentNotFoundError,
@@ -18,18 +18,9 @@ from docchat.errors import (
     PageTextMissingError,
 )
 from docchat.models import DocumentRecord, Page
+from docchat.ports import Objects, PageStore
 
 PAGES_PREFIX = "pages/"
-
-
-class PageStore(Protocol):
-    def stored_pages(self, doc_id: str, version: str) -> list[Page] | None:
-        """The pages kept for this version of the document; None when none were kept."""
-        ...
-
-
-class JsonObjects(Protocol):
-    def read_json(self, bucket: str, key: str) -> object: ...
 
 
 def pages_key(doc_id: str, version: str) -> str:
@@ -45,7 +36,7 @@ def pages_document(title: str, pages: list[Page]) -> dict[str, Any]:
 class S3PageStore:
     """The pages the Convert step wrote to the artifacts bucket."""
 
-    def __init__(self, objects: JsonObjects, bucket: str) -> None:
+    def __init__(self, objects: Objects, bucket: str) -> None:
         self._objects = objects
         self._bucket = bucket
 

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
 from pathlib import PurePosixPath
-from typing import Protocol
 
 from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
-from docchat.embed import Embedder, Vectors
 from docchat.errors import (
-    DocchatError,
     EmptyPdfError,
     ObjectMissingError,
     StaleWriteError,
+    SupersededError,
+    code_for_name,
 )
 from docchat.ingest import convert_pdf, doc_id_for, embed_chunks, version_of
 from docchat.models import (
@@ -40,59 +38,12 @@ from docchat.models import (
     StepResult,
 )
 from docchat.pagetext import pages_document, pages_key
+from docchat.ports import ChunkIndex, Embedder, Objects, Registry
 
 SEQUENCER_WIDTH = 32
 OBJECT_DELETED = "Object Deleted"
 #: error_code of a document whose object is gone but whose chunks could not be removed.
 REMOVE_FAILED = "remove_failed"
-
-
-class SupersededError(DocchatError):
-    """A newer upload or a deletion took over this document; this run stops quietly."""
-
-    code = "superseded"
-
-
-class Objects(Protocol):
-    def exists(self, bucket: str, key: str) -> bool: ...
-
-    def read(self, bucket: str, key: str) -> bytes: ...
-
-    def sha256(self, bucket: str, key: str) -> str: ...
-
-    def write_json(self, bucket: str, key: str, value: object) -> None: ...
-
-    def read_json(self, bucket: str, key: str) -> object: ...
-
-    def write_vectors(self, bucket: str, key: str, vectors: Vectors) -> None: ...
-
-    def read_vectors(self, bucket: str, key: str) -> Vectors: ...
-
-    def delete(self, bucket: str, key: str) -> None: ...
-
-
-class Registry(Protocol):
-    def get(self, doc_id: str) -> DocumentRecord | None: ...
-
-    def get_item(self, doc_id: str) -> dict[str, object] | None: ...
-
-    def claim(self, record: DocumentRecord, *, sequencer: str, execution_id: str) -> None: ...
-
-    def update(self, doc_id: str, version: str, **fields: object) -> None: ...
-
-    def fail_if_running(
-        self, doc_id: str, execution_id: str, *, code: str, reason: str
-    ) -> bool: ...
-
-    def delete(self, doc_id: str, *, sequencer: str) -> bool: ...
-
-
-class ChunkIndex(Protocol):
-    def write_chunks(self, chunks: Sequence[Chunk], vectors: Vectors) -> None: ...
-
-    def finalize_document(self, doc_id: str, version: str) -> dict[str, int]: ...
-
-    def delete_document(self, doc_id: str) -> object: ...
 
 
 def normalized_sequencer(sequencer: str) -> str:
@@ -361,22 +312,12 @@ def failure_reason(error: str, cause: str) -> tuple[str, str]:
             message = str(parsed.get("errorMessage", ""))
     except json.JSONDecodeError:
         message = cause
-    known = {cls.__name__: cls.code for cls in _error_classes()}
-    if error in known:
-        return known[error], message or error
+    code = code_for_name(error)
+    if code is not None:
+        return code, message or error
     if error in _PLAIN_REASONS:
         return "stopped", _PLAIN_REASONS[error]
     return "internal", f"{error}: {message}" if message else error
-
-
-def _error_classes() -> list[type[DocchatError]]:
-    found: list[type[DocchatError]] = []
-    todo: list[type[DocchatError]] = [DocchatError]
-    while todo:
-        cls = todo.pop()
-        found.append(cls)
-        todo.extend(cls.__subclasses__())
-    return found
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -406,7 +347,6 @@ def _read_chunks(objects: Objects, settings: Settings, key: str) -> list[Chunk]:
 
 
 __all__ = [
-    "SupersededError",
     "chunk",
     "convert",
     "embed_batch",

@@ -3,46 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Literal, Protocol, TypeVar
+from typing import Literal, TypeVar
 
-from docchat.embed import Embedder, Vectors
 from docchat.errors import ConfigError
-from docchat.models import Chunk, Passage
+from docchat.models import Passage
+from docchat.ports import Embedder, SearchIndex
 
 K = TypeVar("K", bound=Hashable)
 # The published method's constant (Cormack et al., 2009), not a tuned number: the tuned ones
 # (fusion, candidates, vector weight) live in `docchat.config.Settings` only.
 RRF_K = 60
 Fusion = Literal["rank", "score"]
-
-
-class SearchIndex(Protocol):
-    """What retrieval needs from an index: two ranked lists of chunk ids, and the chunks.
-
-    Both searches filter inside the index, so the top k are all wanted chunks: `doc_ids` keeps
-    those documents' chunks, `versions` (doc_id -> version) only those documents' chunks of
-    that version; given both, a chunk must pass both.
-    """
-
-    def vector_search(
-        self,
-        query: Vectors,
-        *,
-        k: int,
-        doc_ids: Sequence[str] | None = None,
-        versions: Mapping[str, str] | None = None,
-    ) -> list[tuple[str, float]]: ...
-
-    def keyword_search(
-        self,
-        query: str,
-        *,
-        k: int,
-        doc_ids: Sequence[str] | None = None,
-        versions: Mapping[str, str] | None = None,
-    ) -> list[tuple[str, float]]: ...
-
-    def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]: ...
 
 
 def fuse_by_rank(rankings: Sequence[Sequence[K]], *, k: int = RRF_K) -> list[tuple[K, float]]:

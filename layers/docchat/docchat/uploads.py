@@ -17,31 +17,26 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from pathlib import Path, PurePath
-from typing import IO, TYPE_CHECKING, Any, Literal, Protocol
-
-from pydantic import BaseModel
+from typing import IO, Literal
 
 from docchat.config import Settings
-from docchat.embed import Embedder
 from docchat.errors import (
     DocchatError,
     DocumentNotFoundError,
+    NotPdfError,
     ReadOnlyStorageError,
     StorageError,
     StorageFullError,
+    UploadRouteError,
+    UploadTooLargeError,
 )
-from docchat.library import DocumentRegistry
-from docchat.models import DocStatus, DocumentRecord, Page
-
-if TYPE_CHECKING:
-    from docchat.embed import Vectors
-    from docchat.models import Chunk
+from docchat.models import DocStatus, DocumentRecord, Removal, UploadTicket
+from docchat.ports import Embedder, LocalIndex
 
 # docchat.ingest (and with it the PDF engine and the text splitter) is imported only where a
 # file is indexed or named: the chat Lambda loads this module and should start light.
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
-PRESIGN_EXPIRES_S = 15 * 60
 UPLOAD_PREFIX = "uploads/"
 PDF_MAGIC = b"%PDF-"
 MAX_NAME_BYTES = 200  # of UTF-8, below the 255 a file name may have on common file systems
@@ -54,91 +49,6 @@ S3_UPLOAD_ROUTE = (
     "presigned URL, then PUT the file there"
 )
 logger = logging.getLogger(__name__)
-
-
-class UploadError(DocchatError):
-    """An upload or deletion the server refuses."""
-
-    code = "upload_rejected"
-
-
-class NotPdfError(UploadError):
-    code = "not_pdf"
-
-
-class UploadTooLargeError(UploadError):
-    code = "upload_too_large"
-
-
-class UploadRouteError(UploadError):
-    """The request suits the other kind of deployment (direct versus presigned uploads)."""
-
-    code = "wrong_upload_route"
-
-
-class UploadTicket(BaseModel):
-    """Where and how the browser puts one file into the documents bucket."""
-
-    method: Literal["PUT"] = "PUT"
-    url: str
-    headers: dict[str, str]
-    key: str
-    doc_id: str
-    expires_in: int
-
-
-class Removal(BaseModel):
-    doc_id: str
-    status: Literal["deleted", "deleting"]
-
-
-class Uploads(Protocol):
-    """How documents enter and leave: `direct` (this server indexes them) or `presigned` (S3)."""
-
-    @property
-    def kind(self) -> Literal["direct", "presigned"]: ...
-
-    def receive(self, filename: str, data: bytes) -> DocumentRecord: ...
-
-    def upload_url(self, filename: str, *, size: int) -> UploadTicket: ...
-
-    def remove(self, doc_id: str) -> Removal: ...
-
-
-class LocalIndex(Protocol):
-    """What local uploads need from the embedded index: ingestion's writes and deletion."""
-
-    def document(self, doc_id: str) -> DocumentRecord | None: ...
-
-    def documents(self) -> list[DocumentRecord]: ...
-
-    def set_record(self, record: DocumentRecord) -> None: ...
-
-    def clear_chunks(self, doc_id: str) -> None: ...
-
-    def replace_document(
-        self,
-        record: DocumentRecord,
-        chunks: Sequence[Chunk],
-        vectors: Vectors,
-        *,
-        pages: Sequence[Page] = (),
-    ) -> None: ...
-
-    def delete_document(self, doc_id: str) -> None: ...
-
-    def indexed_version(self, version: str) -> DocumentRecord | None: ...
-
-    def add_alias(self, source: str, doc_id: str, version: str) -> None: ...
-
-    def remove_alias(self, source: str) -> bool: ...
-
-    def aliases(self) -> dict[str, list[str]]: ...
-
-    def unfinished(self) -> list[DocumentRecord]: ...
-
-    @property
-    def read_only(self) -> bool: ...
 
 
 def display_name(filename: str) -> str:
@@ -445,89 +355,3 @@ def _storage_error(exc: OSError, folder: Path) -> StorageError:
             "writable to add documents"
         )
     return StorageError(f"cannot save the upload in {folder} ({exc.strerror or exc}): try again")
-
-
-class S3Uploads:
-    """Presigned PUT URLs into the documents bucket; deletion removes the object."""
-
-    kind: Literal["presigned"] = "presigned"
-
-    def __init__(
-        self,
-        *,
-        client: Any,
-        bucket: str,
-        registry: DocumentRegistry,
-        expires_s: int = PRESIGN_EXPIRES_S,
-    ) -> None:
-        self.client = client
-        self.bucket = bucket
-        self.registry = registry
-        self.expires_s = expires_s
-
-    def receive(self, filename: str, data: bytes) -> DocumentRecord:
-        raise UploadRouteError(S3_UPLOAD_ROUTE)
-
-    def upload_url(self, filename: str, *, size: int) -> UploadTicket:
-        """A URL that accepts exactly this many bytes of PDF at `uploads/<key>/<name>`."""
-        from docchat.ingest import doc_id_for
-
-        check_pdf_name(filename)
-        check_size(size)
-        key = UPLOAD_PREFIX + upload_path(filename).as_posix()
-        url = self.client.generate_presigned_url(
-            "put_object",
-            Params={
-                "Bucket": self.bucket,
-                "Key": key,
-                "ContentType": "application/pdf",
-                "ContentLength": size,
-            },
-            ExpiresIn=self.expires_s,
-            HttpMethod="PUT",
-        )
-        return UploadTicket(
-            url=url,
-            headers={"Content-Type": "application/pdf"},
-            key=key,
-            doc_id=doc_id_for(f"{self.bucket}/{key}"),
-            expires_in=self.expires_s,
-        )
-
-    def remove(self, doc_id: str) -> Removal:
-        record = self.registry.document(doc_id)
-        if record is None:
-            raise DocumentNotFoundError(
-                f"no document with id {doc_id!r}: GET /documents lists them"
-            )
-        bucket, _, key = record.source.partition("/")
-        if bucket != self.bucket or not key:
-            raise UploadError(
-                f"document {doc_id} comes from {record.source!r}, outside the documents bucket "
-                f"{self.bucket}: delete it where it is stored"
-            )
-        self.client.delete_object(Bucket=bucket, Key=key)
-        logger.info("document object deleted", extra={"doc_id": doc_id})
-        return Removal(doc_id=doc_id, status="deleting")
-
-
-def local_uploads(settings: Settings, index: Any, embedder: Embedder) -> LocalUploads:
-    """Direct uploads over the backend's own index, which must be the embedded SQLite one."""
-    from docchat.adapters.sqlite_index import SqliteIndex
-
-    if not isinstance(index, SqliteIndex):
-        raise TypeError(f"local uploads need the SQLite index, not {type(index).__name__}")
-    return LocalUploads(index=index, embedder=embedder, settings=settings)
-
-
-def s3_uploads(*, bucket: str, region: str, registry: DocumentRegistry) -> S3Uploads:
-    """Presigned uploads with SigV4 on the bucket's regional endpoint, as browsers need."""
-    import boto3
-    from botocore.config import Config
-
-    client = boto3.client(
-        "s3",
-        region_name=region or None,
-        config=Config(signature_version="s3v4", s3={"addressing_style": "virtual"}),
-    )
-    return S3Uploads(client=client, bucket=bucket, registry=registry)

@@ -19,14 +19,13 @@ from typing import Any
 import anthropic
 import httpx2
 from anthropic.types import Message as ClaudeMessage
+from pydantic import TypeAdapter
 
-from docchat.errors import ConfigError
+from docchat.errors import ConfigError, ModelAccessError, ModelError, ModelUnavailableError
 from docchat.llm import (
+    JsonObject,
     Message,
-    ModelAccessError,
-    ModelError,
     ModelEvent,
-    ModelUnavailableError,
     TextDelta,
     ToolSpec,
     ToolUse,
@@ -44,6 +43,7 @@ ANTHROPIC_MODEL_ID = "claude-sonnet-4-6"
 BEDROCK_MODEL_ID = "global.anthropic.claude-sonnet-4-6"
 # What the Bedrock user guide requires in an InvokeModel body for Claude.
 BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31"
+_JSON_OBJECT = TypeAdapter(JsonObject)  # a tool call's input, as the SDK parsed it from JSON
 PROVIDERS = ("bedrock", "anthropic")
 
 ClaudeClient = anthropic.Anthropic | anthropic.AnthropicBedrock
@@ -187,8 +187,12 @@ class ClaudeModel:
             )
         for block in final.content:
             if block.type == "tool_use":
-                arguments = block.input if isinstance(block.input, dict) else {}
-                yield ToolUse(id=block.id, name=block.name, input=dict(arguments))
+                arguments = (
+                    _JSON_OBJECT.validate_python(block.input, strict=False)
+                    if isinstance(block.input, dict)
+                    else {}
+                )
+                yield ToolUse(id=block.id, name=block.name, input=arguments)
         usage = final.usage
         cached = (usage.cache_read_input_tokens or 0) + (usage.cache_creation_input_tokens or 0)
         yield TurnEnd(

@@ -19,7 +19,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from docchat.embed import Embedder, Vectors, unit_length
+from docchat.embed import Vectors, unit_length
 from docchat.errors import (
     ConfigError,
     EmbeddingAccessDeniedError,
@@ -319,7 +319,7 @@ def embedder_for(
     dimension: int | None,
     concurrency: int,
     region: str | None,
-) -> Embedder:
+) -> TitanEmbedder | CohereEmbedder:
     """The Bedrock embedder of `kind` ("titan" or "cohere"); None picks the model's default."""
     if kind == "titan":
         return TitanEmbedder(

@@ -17,7 +17,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from docchat.errors import DocchatError
+from docchat.errors import RerankError
 from docchat.models import Passage
 
 RERANK_MODEL_ID = "cohere.rerank-v3-5:0"
@@ -31,12 +31,6 @@ CLIENT_CONFIG = Config(
 THROTTLED_CODES = frozenset(
     {"ThrottlingException", "ServiceQuotaExceededException", "DependencyFailedException"}
 )
-
-
-class RerankError(DocchatError):
-    """The rerank model could not rank the passages; the retrieval order still stands."""
-
-    code = "rerank_failed"
 
 
 class BedrockReranker:

@@ -1,0 +1,79 @@
+"""Uploads through S3: presigned PUT URLs into the documents bucket; deletion removes the object
+(the bucket's pipeline then cleans the index and the registry)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+from docchat.errors import DocumentNotFoundError, UploadError, UploadRouteError
+from docchat.models import DocumentRecord, Removal, UploadTicket
+from docchat.ports import DocumentRegistry
+from docchat.uploads import S3_UPLOAD_ROUTE, UPLOAD_PREFIX, check_pdf_name, check_size, upload_path
+
+PRESIGN_EXPIRES_S = 15 * 60
+logger = logging.getLogger(__name__)
+
+
+class S3Uploads:
+    """Presigned PUT URLs into the documents bucket; deletion removes the object."""
+
+    kind: Literal["presigned"] = "presigned"
+
+    def __init__(
+        self,
+        *,
+        client: Any,
+        bucket: str,
+        registry: DocumentRegistry,
+        expires_s: int = PRESIGN_EXPIRES_S,
+    ) -> None:
+        self.client = client
+        self.bucket = bucket
+        self.registry = registry
+        self.expires_s = expires_s
+
+    def receive(self, filename: str, data: bytes) -> DocumentRecord:
+        raise UploadRouteError(S3_UPLOAD_ROUTE)
+
+    def upload_url(self, filename: str, *, size: int) -> UploadTicket:
+        """A URL that accepts exactly this many bytes of PDF at `uploads/<key>/<name>`."""
+        from docchat.ingest import doc_id_for
+
+        check_pdf_name(filename)
+        check_size(size)
+        key = UPLOAD_PREFIX + upload_path(filename).as_posix()
+        url = self.client.generate_presigned_url(
+            "put_object",
+            Params={
+                "Bucket": self.bucket,
+                "Key": key,
+                "ContentType": "application/pdf",
+                "ContentLength": size,
+            },
+            ExpiresIn=self.expires_s,
+            HttpMethod="PUT",
+        )
+        return UploadTicket(
+            url=url,
+            headers={"Content-Type": "application/pdf"},
+            key=key,
+            doc_id=doc_id_for(f"{self.bucket}/{key}"),
+            expires_in=self.expires_s,
+        )
+
+    def remove(self, doc_id: str) -> Removal:
+        record = self.registry.document(doc_id)
+        if record is None:
+            raise DocumentNotFoundError(
+                f"no document with id {doc_id!r}: GET /documents lists them"
+            )
+        bucket, _, key = record.source.partition("/")
+        if bucket != self.bucket or not key:
+            raise UploadError(
+                f"document {doc_id} comes from {record.source!r}, outside the documents bucket "
+                f"{self.bucket}: delete it where it is stored"
+            )
+        self.client.delete_object(Bucket=bucket, Key=key)
+        logger.info("document object deleted", extra={"doc_id": doc_id})
+        return Removal(doc_id=doc_id, status="deleting")

@@ -1,0 +1,214 @@
+"""The Protocols the domain depends on: what it needs from an index, an embedder, a registry,
+object storage, a chat model, a reranker and the upload side. Adapters (docchat.adapters)
+implement them; the wiring (docchat.wiring) builds the adapters and hands them over typed as
+these ports, so mypy checks each adapter against the port it is used as
+(docchat.wiring.conformance lists every pair)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Literal, Protocol
+
+from docchat.embed import Vectors
+from docchat.llm import Message, ModelEvent, ToolSpec
+from docchat.models import Chunk, DocumentRecord, Page, Passage, Removal, UploadTicket
+
+# --- embedding and search (chat side) ---------------------------------------------------------
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed_documents(
+        self, texts: Sequence[str], *, on_batch: Callable[[int], None] | None = None
+    ) -> Vectors:
+        """One row per text, in order; `on_batch` hears how many texts each batch finished."""
+        ...
+
+    def embed_query(self, text: str) -> Vectors: ...
+
+
+class SearchIndex(Protocol):
+    """What retrieval needs from an index: two ranked lists of chunk ids, and the chunks.
+
+    Both searches filter inside the index, so the top k are all wanted chunks: `doc_ids` keeps
+    those documents' chunks, `versions` (doc_id -> version) only those documents' chunks of
+    that version; given both, a chunk must pass both.
+    """
+
+    def vector_search(
+        self,
+        query: Vectors,
+        *,
+        k: int,
+        doc_ids: Sequence[str] | None = None,
+        versions: Mapping[str, str] | None = None,
+    ) -> list[tuple[str, float]]: ...
+
+    def keyword_search(
+        self,
+        query: str,
+        *,
+        k: int,
+        doc_ids: Sequence[str] | None = None,
+        versions: Mapping[str, str] | None = None,
+    ) -> list[tuple[str, float]]: ...
+
+    def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]: ...
+
+
+class ChunkReader(SearchIndex, Protocol):
+    """A search index that also reads a document's chunks in order (the agent's page reads)."""
+
+    def document_chunks(self, doc_id: str, *, version: str | None = None) -> list[Chunk]: ...
+
+
+class Reranker(Protocol):
+    def rerank(self, query: str, passages: Sequence[Passage], *, top_n: int) -> list[Passage]: ...
+
+
+class DocumentRegistry(Protocol):
+    """The documents as the chat side lists them."""
+
+    def documents(self) -> list[DocumentRecord]: ...
+
+    def document(self, doc_id: str) -> DocumentRecord | None: ...
+
+
+class ChatModel(Protocol):
+    """One streamed model turn: text deltas as they come, then tool calls, then TurnEnd."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    def stream(
+        self,
+        *,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int,
+    ) -> Iterator[ModelEvent]: ...
+
+
+# --- local ingestion and uploads ----------------------------------------------------------------
+
+
+class DocumentIndex(Protocol):
+    """What ingestion needs from an index and registry, which keeps identical content once,
+    with every name it came under (aliases)."""
+
+    def document(self, doc_id: str) -> DocumentRecord | None: ...
+
+    def set_record(self, record: DocumentRecord) -> None: ...
+
+    def clear_chunks(self, doc_id: str) -> None: ...
+
+    def replace_document(
+        self,
+        record: DocumentRecord,
+        chunks: Sequence[Chunk],
+        vectors: Vectors,
+        *,
+        pages: Sequence[Page] = (),
+    ) -> None: ...
+
+    def indexed_version(self, version: str) -> DocumentRecord | None: ...
+
+    def add_alias(self, source: str, doc_id: str, version: str) -> None: ...
+
+    def remove_alias(self, source: str) -> bool: ...
+
+
+class LocalIndex(DocumentIndex, Protocol):
+    """What local uploads need from the embedded index: ingestion's writes and deletion."""
+
+    def documents(self) -> list[DocumentRecord]: ...
+
+    def delete_document(self, doc_id: str) -> None: ...
+
+    def aliases(self) -> dict[str, list[str]]: ...
+
+    def unfinished(self) -> list[DocumentRecord]: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+
+class Uploads(Protocol):
+    """How documents enter and leave: `direct` (this server indexes them) or `presigned` (S3)."""
+
+    @property
+    def kind(self) -> Literal["direct", "presigned"]: ...
+
+    def receive(self, filename: str, data: bytes) -> DocumentRecord: ...
+
+    def upload_url(self, filename: str, *, size: int) -> UploadTicket: ...
+
+    def remove(self, doc_id: str) -> Removal: ...
+
+
+# --- the cloud pipeline -------------------------------------------------------------------------
+
+
+class Objects(Protocol):
+    """Object storage the ingestion steps read uploads from and keep artifacts in."""
+
+    def exists(self, bucket: str, key: str) -> bool: ...
+
+    def read(self, bucket: str, key: str) -> bytes: ...
+
+    def sha256(self, bucket: str, key: str) -> str: ...
+
+    def write_json(self, bucket: str, key: str, value: object) -> None: ...
+
+    def read_json(self, bucket: str, key: str) -> object: ...
+
+    def write_vectors(self, bucket: str, key: str, vectors: Vectors) -> None: ...
+
+    def read_vectors(self, bucket: str, key: str) -> Vectors: ...
+
+    def delete(self, bucket: str, key: str) -> None: ...
+
+
+class Registry(Protocol):
+    """The pipeline's document registry, whose conditional writes order concurrent runs."""
+
+    def get(self, doc_id: str) -> DocumentRecord | None: ...
+
+    def get_item(self, doc_id: str) -> dict[str, object] | None: ...
+
+    def claim(self, record: DocumentRecord, *, sequencer: str, execution_id: str) -> None: ...
+
+    def update(self, doc_id: str, version: str, **fields: object) -> None: ...
+
+    def fail_if_running(
+        self, doc_id: str, execution_id: str, *, code: str, reason: str
+    ) -> bool: ...
+
+    def delete(self, doc_id: str, *, sequencer: str) -> bool: ...
+
+
+class ChunkIndex(Protocol):
+    """What the pipeline writes and removes in the search index."""
+
+    def write_chunks(self, chunks: Sequence[Chunk], vectors: Vectors) -> None: ...
+
+    def finalize_document(self, doc_id: str, version: str) -> dict[str, int]: ...
+
+    def delete_document(self, doc_id: str) -> object: ...
+
+
+class PageStore(Protocol):
+    """The text of each page as conversion extracted it, kept per document version (the
+    embedded index locally, the artifacts bucket in the cloud)."""
+
+    def stored_pages(self, doc_id: str, version: str) -> list[Page] | None:
+        """The pages kept for this version of the document; None when none were kept."""
+        ...

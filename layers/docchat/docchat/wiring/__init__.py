@@ -1,0 +1,60 @@
+"""Wiring: one module per mode builds the adapters behind docchat.ports.
+
+`docchat.wiring.local` serves a data directory (the CLI, `docchat serve`); `docchat.wiring.cloud`
+serves the Lambdas. What both modes share (the agent's settings, the chat model) is here, as is
+`require`, with which each entry point names the settings it cannot start without.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from docchat.config import PREFIX, Settings
+from docchat.errors import ConfigError
+
+# The ingestion Lambdas import this package too: the chat side (the agent, the web app) is
+# imported only where it is built.
+if TYPE_CHECKING:
+    from docchat.agent import AgentConfig
+    from docchat.ports import ChatModel
+
+
+def require(settings: Settings, *names: str, entry: str) -> Settings:
+    """`settings`, if each of `names` is set (not empty); else a ConfigError naming the
+    DOCCHAT_ variables `entry` is missing."""
+    unknown = [n for n in names if n not in Settings.model_fields]
+    if unknown:
+        raise ValueError(f"{entry} names unknown settings: {', '.join(unknown)}")
+    missing = [n for n in names if not getattr(settings, n)]
+    if missing:
+        variables = ", ".join(PREFIX + n.upper() for n in missing)
+        raise ConfigError(
+            f"{entry} needs {variables}: set it (the stack sets it for every function)"
+        )
+    return settings
+
+
+def agent_config(settings: Settings) -> AgentConfig:
+    from docchat.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig
+
+    return AgentConfig(
+        system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
+        max_rounds=settings.max_rounds,
+        top_k=settings.top_k,
+        max_tokens=settings.max_tokens,
+    )
+
+
+def chat_model(settings: Settings) -> ChatModel | None:
+    """Claude on Bedrock or the Anthropic API when configured; None means extractive answers."""
+    provider = settings.chat_provider
+    if provider == "none":
+        return None
+    from docchat.adapters.anthropic_model import claude_model
+
+    return claude_model(
+        provider=provider,
+        model_id=settings.model_id or None,
+        region=settings.region or None,
+        api_key=settings.anthropic_api_key or None,
+    )

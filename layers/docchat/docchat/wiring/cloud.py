@@ -1,0 +1,214 @@
+"""Cloud mode: the adapters one Lambda container uses, each made on first use and reused while
+warm, and the app the chat function runs (`uvicorn --factory docchat.wiring.cloud:cloud_app`).
+
+Each entry point names the settings it cannot work without (`REQUIRED` in each handler of
+functions/, `CHAT_SETTINGS` here for the chat function) and fails with a ConfigError naming the
+DOCCHAT_ variables when one is empty. There is no
+fallback: an empty DOCCHAT_OPENSEARCH_ENDPOINT is an error in a Lambda, never the embedded
+SQLite index (that is local mode, docchat.wiring.local).
+
+When "at start" is:
+- An ingestion handler checks on each invocation, before it reads the event (the first one
+  after a cold start is where a missing setting shows): the invocation fails with ConfigError,
+  and Step Functions hands MarkFailed that name, which records the code `config` and the message
+  on the document. Checking when the module is imported would read the environment at import
+  and fail the Lambda's init phase, where the message reaches only the function's log.
+- The chat function checks in `cloud_app`, the factory uvicorn calls as the process starts,
+  before it listens. A missing setting stops the process with the ConfigError in the function's
+  log, so the Web Adapter never sees the app ready and no request is answered. That is chosen
+  over serving errors from a running app: without its index and registry the function can
+  answer nothing useful, and a deployment that cannot become ready fails where it is deployed
+  (the stack's post-deploy check), not later on a user's question. `/ready` itself stays
+  trivial: it touches no dependency.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache, cached_property
+from typing import TYPE_CHECKING
+
+from docchat.config import Settings
+from docchat.wiring import agent_config, chat_model, require
+
+# The adapters (and with them boto3, opensearch-py, numpy) are imported where they are made, on
+# first use: a cold start pays only for what it touches. The web app (FastAPI) is imported only
+# by cloud_app: the ingestion Lambdas' packages do not have it. Types are checked all the same.
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from docchat.adapters.bedrock_embedder import CohereEmbedder, TitanEmbedder
+    from docchat.adapters.bedrock_reranker import BedrockReranker
+    from docchat.adapters.dynamodb_registry import DynamoRegistry
+    from docchat.adapters.local_embedder import LocalEmbedder
+    from docchat.adapters.opensearch_index import OpenSearchIndex
+    from docchat.adapters.s3_objects import S3Objects
+    from docchat.adapters.s3_uploads import S3Uploads
+    from docchat.backend import ChatBackend
+    from docchat.pagetext import S3PageStore
+    from docchat.ports import ChatModel, DocumentRegistry
+
+    Embedders = LocalEmbedder | TitanEmbedder | CohereEmbedder
+
+#: What the chat function needs set; DOCCHAT_DOCUMENTS_BUCKET is optional (uploads are off
+#: without it).
+CHAT_SETTINGS: tuple[str, ...] = ("opensearch_endpoint", "documents_table")
+
+
+class CloudServices:
+    """The adapters one Lambda container uses; tests replace attributes with their own."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def require(self, *names: str, entry: str) -> CloudServices:
+        """These services, if the settings `entry` needs are set; else a ConfigError."""
+        require(self.settings, *names, entry=entry)
+        return self
+
+    @cached_property
+    def objects(self) -> S3Objects:
+        import boto3
+
+        from docchat.adapters.s3_objects import S3Objects
+
+        return S3Objects(boto3.client("s3", region_name=self.settings.region or None))
+
+    @cached_property
+    def registry(self) -> DynamoRegistry:
+        import boto3
+
+        from docchat.adapters.dynamodb_registry import DynamoRegistry
+
+        self.require("documents_table", entry="the document registry")
+        dynamodb = boto3.resource("dynamodb", region_name=self.settings.region or None)
+        return DynamoRegistry(dynamodb.Table(self.settings.documents_table))
+
+    @cached_property
+    def embedder(self) -> Embedders:
+        settings = self.settings
+        if settings.embedder == "local":
+            from docchat.adapters.local_embedder import LocalEmbedder
+
+            return LocalEmbedder(batch_size=settings.embed_batch_size)
+        from docchat.adapters.bedrock_embedder import embedder_for
+
+        return embedder_for(
+            settings.embedder,
+            model_id=settings.embed_model_id or None,
+            dimension=settings.embed_dimension if settings.embedder == "titan" else None,
+            concurrency=settings.embed_concurrency,
+            region=settings.region or None,
+        )
+
+    @cached_property
+    def index(self) -> OpenSearchIndex:
+        """The OpenSearch index of the configured endpoint (required: no SQLite fallback)."""
+        from docchat.adapters.opensearch_index import OpenSearchIndex, client_for
+
+        settings = self.settings
+        self.require("opensearch_endpoint", entry="the search index")
+        embedder = self.embedder
+        client = client_for(
+            settings.opensearch_endpoint,
+            region=settings.region,
+            service=settings.opensearch_service,
+        )
+        # No request here: writes create the index when they need it and searches read a
+        # missing one as empty, so a cold chat Lambda reaches OpenSearch only on its first
+        # search, where the agent can announce a waking collection.
+        return OpenSearchIndex(
+            client=client,
+            embedding_model=embedder.model_id,
+            dimension=embedder.dimension,
+            serverless=settings.opensearch_service == "aoss",
+            index_prefix=settings.index_prefix,
+        )
+
+    @cached_property
+    def reranker(self) -> BedrockReranker | None:
+        settings = self.settings
+        if settings.reranker != "bedrock":
+            return None
+        from docchat.adapters.bedrock_reranker import BedrockReranker
+
+        return BedrockReranker(model_id=settings.rerank_model_id, region=settings.region or None)
+
+    @cached_property
+    def model(self) -> ChatModel | None:
+        return chat_model(self.settings)
+
+    @cached_property
+    def page_store(self) -> S3PageStore | None:
+        """The page text the Convert step keeps in the artifacts bucket; None without one
+        (GET /documents/{id}/pages/{n} then says the text was not kept)."""
+        if not self.settings.artifacts_bucket:
+            return None
+        from docchat.pagetext import S3PageStore
+
+        return S3PageStore(self.objects, self.settings.artifacts_bucket)
+
+    @cached_property
+    def backend(self) -> ChatBackend:
+        """The chat side: OpenSearch, Bedrock embeddings, the registry, rerank and Claude."""
+        from docchat.backend import ChatBackend
+        from docchat.library import Library
+
+        settings = self.settings
+        library = Library(
+            index=self.index,
+            embedder=self.embedder,
+            registry=self.registry,
+            reranker=self.reranker,
+            candidates=settings.candidates,
+            fusion=settings.fusion,
+            vector_weight=settings.vector_weight,
+            page_store=self.page_store,
+        )
+        return ChatBackend(library=library, model=self.model, config=agent_config(settings))
+
+
+@cache
+def services() -> CloudServices:
+    """This container's services, built from the environment on the first invocation."""
+    return CloudServices(Settings.from_env(os.environ))
+
+
+def s3_uploads(*, bucket: str, region: str, registry: DocumentRegistry) -> S3Uploads:
+    """Presigned uploads with SigV4 on the bucket's regional endpoint, as browsers need."""
+    import boto3
+    from botocore.config import Config
+
+    from docchat.adapters.s3_uploads import S3Uploads
+
+    client = boto3.client(
+        "s3",
+        region_name=region or None,
+        config=Config(signature_version="s3v4", s3={"addressing_style": "virtual"}),
+    )
+    return S3Uploads(client=client, bucket=bucket, registry=registry)
+
+
+def cloud_app() -> FastAPI:
+    """The app the chat Lambda runs; its settings are checked here, as the process starts."""
+    from starlette.exceptions import HTTPException
+
+    from docchat.api import SignIn, create_app
+
+    live = services().require(*CHAT_SETTINGS, entry="the chat function")
+    settings = live.settings
+
+    def uploads(backend: ChatBackend) -> S3Uploads:
+        if not settings.documents_bucket:
+            raise HTTPException(
+                501, "uploads are off: set DOCCHAT_DOCUMENTS_BUCKET to the documents bucket"
+            )
+        return s3_uploads(
+            bucket=settings.documents_bucket,
+            region=settings.region,
+            registry=backend.library.registry,
+        )
+
+    return create_app(
+        lambda: live.backend, uploads=uploads, sign_in=lambda: SignIn.from_settings(settings)
+    )

@@ -1,0 +1,112 @@
+"""Local mode: the embedded SQLite index and the local embedder in one data directory, and the
+guarded app `docchat serve` runs (`uvicorn --factory docchat.wiring.local:local_app`).
+
+Local mode requires no setting: every one has a default that serves `.docchat` on loopback.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from docchat.adapters.local_embedder import LocalEmbedder
+from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.backend import ChatBackend
+from docchat.config import Settings
+from docchat.library import Library
+from docchat.ports import ChunkReader, Embedder, LocalIndex
+from docchat.uploads import LocalUploads
+from docchat.wiring import agent_config, chat_model
+
+# The CLI imports this module for every command: the web app (FastAPI) only where it is served.
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from docchat.api import UploadsFactory
+
+#: Settings `docchat serve` and the CLI cannot start without: none.
+REQUIRED: tuple[str, ...] = ()
+
+
+def local_embedder(settings: Settings) -> LocalEmbedder:
+    return LocalEmbedder(batch_size=settings.embed_batch_size)
+
+
+def open_index(settings: Settings, embedder: Embedder) -> SqliteIndex:
+    """The data directory's index, which must have been built with `embedder`'s model."""
+    return SqliteIndex(
+        settings.index_path, embedding_model=embedder.model_id, dimension=embedder.dimension
+    )
+
+
+def local_library(settings: Settings) -> Library:
+    """The embedded index and local embedder of `settings.data_dir`."""
+    embedder = local_embedder(settings)
+    index = open_index(settings, embedder)
+    return Library(
+        index=index,
+        embedder=embedder,
+        registry=index,
+        candidates=settings.candidates,
+        fusion=settings.fusion,
+        vector_weight=settings.vector_weight,
+        page_store=index,
+    )
+
+
+def local_backend(settings: Settings) -> ChatBackend:
+    """The local library answered by the configured model (extractive when none is)."""
+    return ChatBackend(
+        library=local_library(settings), model=chat_model(settings), config=agent_config(settings)
+    )
+
+
+def local_uploads(settings: Settings, index: LocalIndex, embedder: Embedder) -> LocalUploads:
+    """Direct uploads into `settings.data_dir`, indexed into `index`."""
+    return LocalUploads(index=index, embedder=embedder, settings=settings)
+
+
+def local_uploads_for(settings: Settings) -> UploadsFactory:
+    """Direct uploads into `settings.data_dir`, over the local backend's own index."""
+
+    def uploads(live: ChatBackend) -> LocalUploads:
+        return local_uploads(settings, _embedded(live.library.index), live.library.embedder)
+
+    return uploads
+
+
+def _embedded(index: ChunkReader) -> SqliteIndex:
+    """The backend's index, which direct uploads need to be the embedded SQLite one."""
+    if not isinstance(index, SqliteIndex):
+        raise TypeError(f"local uploads need the SQLite index, not {type(index).__name__}")
+    return index
+
+
+def local_app() -> FastAPI:
+    """The app over the local data directory (the factory `docchat serve` runs in uvicorn)."""
+    settings = Settings.from_env(os.environ)
+    return guarded_local_app(settings, lambda: local_backend(settings))
+
+
+def guarded_local_app(
+    settings: Settings,
+    backend: Callable[[], ChatBackend],
+    *,
+    allowed_hosts: Sequence[str] = (),
+    token: str | None = None,
+    uploads: UploadsFactory | None = None,
+) -> FastAPI:
+    """The app over the local data directory behind the local server's guards (`LocalGuard`):
+    settings' allowed hosts plus `allowed_hosts`, and `token` (default: settings.api_token).
+    Uploads go into the data directory (`uploads` replaces how, for tests)."""
+    from docchat.api import create_app
+    from docchat.guards import LocalGuard
+
+    app = create_app(backend, uploads=uploads or local_uploads_for(settings))
+    app.add_middleware(
+        LocalGuard,
+        allowed_hosts=[*settings.allowed_host_names, *allowed_hosts],
+        token=settings.api_token if token is None else token,
+    )
+    return app

@@ -4,11 +4,9 @@ deleted with the document."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from fastapi.testclient import TestClient
-
-from docchat.api import create_app
 from docchat.backend import ChatBackend
 from docchat.ingest import doc_id_for, version_of
 from docchat.library import Library
@@ -16,6 +14,9 @@ from docchat.pagetext import S3PageStore, pages_key
 from tests.chatkit import SEARCH, tuned_config
 from tests.functions.conftest import ARTIFACTS_BUCKET, DOCS_BUCKET, Pipeline
 from tests.pdfgen import make_pdf
+
+if TYPE_CHECKING:
+    from fastapi.testclient import TestClient
 
 KEY = "reports/Q3 [draft] résumé #2.pdf"
 PDF = make_pdf(
@@ -28,6 +29,12 @@ PDF = make_pdf(
 
 def _client(pipeline: Pipeline) -> TestClient:
     """The chat app over the cloud services the handlers use (extractive: no model)."""
+    # Imported here, once the fixture has set the environment: the app's modules make their
+    # Powertools objects on import, and those keep the settings they saw then.
+    from fastapi.testclient import TestClient
+
+    from docchat.api import create_app
+
     live = pipeline.services
     library = Library(
         index=live.index,

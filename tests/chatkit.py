@@ -142,7 +142,7 @@ def local_parts(settings: Settings) -> LocalParts:
     embedder = WordEmbedder()
     index = SqliteIndex(settings.index_path, embedding_model=embedder.model_id, dimension=64)
     uploads = LocalUploads(index=index, embedder=embedder, settings=settings)
-    library = Library(index=index, embedder=embedder, registry=index, **SEARCH)
+    library = Library(index=index, embedder=embedder, registry=index, page_store=index, **SEARCH)
     backend = ChatBackend(library=library, model=None, config=tuned_config())
     return LocalParts(index, uploads, backend)
 

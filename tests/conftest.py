@@ -42,6 +42,7 @@ SLOW_PATHS = (
     "tests/infra/test_e2e.py",
     "tests/api/test_server.py",
     "tests/api/test_local_guard.py",
+    "tests/api/test_page_text.py",
     "tests/cli/test_serve.py",
     "tests/functions/",
     "tests/cli/test_storage_faults.py",

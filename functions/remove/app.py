@@ -14,7 +14,13 @@ REQUIRED = ("documents_table", "opensearch_endpoint")
 def _run(event: dict[str, Any]) -> StepResult:
     s = services().require(*REQUIRED, entry="the remove function")
     task = StepEvent.model_validate(event)
-    return remove(task, objects=s.objects, index=s.index, registry=s.registry)
+    return remove(
+        task,
+        objects=s.objects,
+        index=s.index,
+        registry=s.registry,
+        artifacts_bucket=s.settings.artifacts_bucket,
+    )
 
 
 handler = step_handler("remove", _run)

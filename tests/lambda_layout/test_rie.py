@@ -134,7 +134,7 @@ def test_rie_convert_stores_the_pages(steps: dict[str, Step]) -> None:
         "doc": _doc(),
         "title": sample["title"],
         "pages": sample["pages"],
-        "pages_key": f"artifacts/{DOC_ID}/{VERSION}/pages.json",
+        "pages_key": f"pages/{DOC_ID}/{VERSION}.json",
     }
     _expect_item(steps["convert"], status="CHUNKING", pages=sample["pages"])
 

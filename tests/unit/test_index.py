@@ -10,7 +10,7 @@ import pytest
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.errors import DocumentNotFoundError, EmbedderMismatchError, IndexSchemaError
-from docchat.models import Chunk, DocStatus, DocumentRecord
+from docchat.models import Chunk, DocStatus, DocumentRecord, Page
 from tests.conftest import WordEmbedder
 
 
@@ -195,7 +195,7 @@ def test_index_refuses_a_file_of_another_schema(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
 
-    with pytest.raises(IndexSchemaError, match=r"schema 1, this one reads 4\): delete that file"):
+    with pytest.raises(IndexSchemaError, match=r"schema 1, this one reads 5\): delete that file"):
         SqliteIndex(path, embedding_model="test-words", dimension=64)
 
 
@@ -246,7 +246,7 @@ def test_index_upgrades_a_schema_2_file_in_place(index: SqliteIndex, tmp_path: P
     assert old.vector_search(query, k=1) == index.vector_search(query, k=1)
     with sqlite3.connect(path) as db:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
-        assert ("schema", "4") in db.execute("SELECT key, value FROM meta").fetchall()
+        assert ("schema", "5") in db.execute("SELECT key, value FROM meta").fetchall()
     db.close()
     assert not any(name.startswith("chunks_fts") for name in tables)
 
@@ -329,3 +329,39 @@ def test_identical_files_are_indexed_once_and_none_is_lost_when_one_changes(
     assert {d.source for d in index.documents()} == {"/b/ferry.pdf", "/c/train.pdf"}
     assert index.count() == 2
     index.close()
+
+
+def _put_pages(index: SqliteIndex, doc_id: str, version: str, texts: list[str]) -> None:
+    chunks = _chunks(doc_id, version, texts)
+    record = DocumentRecord(
+        doc_id=doc_id, source=f"/docs/{doc_id}.pdf", title=doc_id.title(), version=version
+    )
+    pages = [
+        Page(number=n, markdown=text, chars=len(text), ocr=n == 2)
+        for n, text in enumerate(texts, start=1)
+    ]
+    vectors = WordEmbedder().embed_documents([c.text for c in chunks])
+    index.replace_document(record, chunks, vectors, pages=pages)
+
+
+def test_index_keeps_page_text_of_each_content_until_nothing_has_it(index: SqliteIndex) -> None:
+    _put_pages(index, "a", "v1", ["old apples", "old pears"])
+    index.add_alias("/docs/copy-of-a.pdf", "a", "v1")  # the same bytes under another name
+
+    stored = index.stored_pages("a", "v1")
+    assert [(p.number, p.markdown, p.ocr) for p in stored or []] == [
+        (1, "old apples", False),
+        (2, "old pears", True),
+    ]
+
+    _put_pages(index, "a", "v2", ["new cherries"])  # a's file changed; the alias keeps v1
+    heir = index.find_document("copy-of-a.pdf")
+    assert heir.version == "v1" and index.stored_pages(heir.doc_id, "v1") == stored
+    assert [p.markdown for p in index.stored_pages("a", "v2") or []] == ["new cherries"]
+
+    index.delete_document(heir.doc_id)
+    index.delete_document("a")
+    assert index.stored_pages("a", "v1") is None and index.stored_pages("a", "v2") is None
+    with sqlite3.connect(index.path) as db:
+        assert db.execute("SELECT COUNT(*) FROM pages").fetchone() == (0,)
+    db.close()

@@ -241,3 +241,14 @@ def test_page_deletes_a_document(page: Any, server: LocalServer, tmp_path: Path)
     expect(row).to_have_count(0)
     assert not (server.index.path.parent / "uploads" / upload_path(pdf.name)).exists()
     assert all("ferry" not in d.source for d in server.index.documents())
+
+
+def test_page_shows_the_file_name_beside_the_title(page: Any, tmp_path: Path) -> None:
+    # A title can be shared by many files ("Form 10-K"): the file's name always goes with it.
+    pdf = tmp_path / "acme 10-K [2024].pdf"
+    pdf.write_bytes(make_pdf([[("h1", "Acme Widgets"), ("body", "Acme makes widgets.")]]))
+
+    row = _upload(page, pdf)
+
+    expect(row.locator(".doc-title")).to_have_text("Acme Widgets")
+    expect(row.locator(".doc-meta")).to_contain_text("acme 10-K [2024].pdf")

@@ -39,7 +39,7 @@ from docchat.events import (
 )
 from docchat.library import Catalog, Library
 from docchat.llm import Block, Message, TextDelta, ToolResultBlock, ToolUse, TurnEnd
-from docchat.models import Chunk, Citation, source_name
+from docchat.models import Chunk, Citation, file_name, source_name
 from docchat.ports import ChatModel
 from docchat.tools import (
     INPUTS,
@@ -279,7 +279,7 @@ class Agent:
 
     def _list(self, catalog: Catalog, doc_ids: Sequence[str] | None) -> str:
         rows = [
-            f"- {d.doc_id}: {d.title} ({d.pages} pages)"
+            f"- {d.doc_id}: {d.title} (file {file_name(d.source)}, {d.pages} pages)"
             for d in catalog.records.values()
             if doc_ids is None or d.doc_id in doc_ids
         ]

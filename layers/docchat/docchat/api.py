@@ -8,6 +8,7 @@ GET  /documents, /documents/{id}
 GET  /documents/{id}/file  the document's PDF for the page's viewer: locally the bytes
                            (application/pdf); in the cloud JSON {url, expires_in}, a presigned
                            S3 GET of a few minutes (API Gateway cannot carry large PDFs)
+GET  /documents/{id}/pages/{n}   a page's text as conversion extracted it: {page, text, ocr}
 GET  /ready                the Web Adapter's readiness check (touches no backend)
 GET  /health               each dependency's state (registry, index, model); 503 if one fails
 GET  /                     the chat page (docchat/web), its files under /static/
@@ -59,6 +60,7 @@ from docchat.errors import (
     DocumentFileError,
     DocumentNotFoundError,
     NotPdfError,
+    PageTextMissingError,
     StorageError,
     UploadError,
     UploadRouteError,
@@ -76,7 +78,7 @@ from docchat.limits import (
     MAX_TOTAL_CHARS,
 )
 from docchat.llm import Message
-from docchat.models import DocumentRecord, FileLink, source_name
+from docchat.models import DocumentRecord, FileLink, file_name, source_name
 from docchat.observe import RequestIds, logged_answer
 from docchat.openai_api import CompletionRequest, ModelList, completion, completion_chunks
 from docchat.ports import ConversationStore, DocumentFiles, Uploads
@@ -328,6 +330,15 @@ def create_app(
             headers={"Cache-Control": "private, no-cache", "X-Content-Type-Options": "nosniff"},
         )
 
+    @app.get("/documents/{doc_id}/pages/{number}", response_model=None)
+    def page_text(doc_id: str, number: int) -> dict[str, Any] | JSONResponse:
+        """What conversion extracted from one page: its text and whether OCR read it."""
+        try:
+            [page] = get_backend().library.extracted_pages(doc_id, first=number, last=number)
+        except (DocumentNotFoundError, PageTextMissingError) as exc:
+            return error_response(404, str(exc), code=exc.code)
+        return {"page": page.number, "text": page.markdown, "ocr": page.ocr}
+
     @app.post("/documents", status_code=202, max_body_size=MAX_UPLOAD_BYTES)
     async def upload(
         request: Request, filename: str = Query(min_length=1, max_length=255)
@@ -491,7 +502,11 @@ def _too_large(request: Request) -> str:
 
 def _shown(record: DocumentRecord) -> dict[str, Any]:
     """A document as the API shows it: named, never by its path on the server."""
-    return {**record.model_dump(mode="json"), "source": source_name(record.source)}
+    return {
+        **record.model_dump(mode="json"),
+        "source": source_name(record.source),
+        "file_name": file_name(record.source),
+    }
 
 
 UPLOAD_STATUS: tuple[tuple[type[DocchatError], int], ...] = (

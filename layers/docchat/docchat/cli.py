@@ -1,10 +1,11 @@
-"""The `docchat` command: ingest, ask, search, status, rm."""
+"""The `docchat` command: ingest, ask, search, status, rm, text."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import socket
 import sys
 from collections.abc import Sequence
@@ -28,7 +29,16 @@ from docchat.errors import DocchatError, IndexMissingError, StorageError, Storag
 from docchat.eval_cli import add_eval_commands
 from docchat.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCallEvent
 from docchat.ingest import IngestResult, ingest_file, pdf_paths, source_of
-from docchat.models import Answer, Citation, DocStatus, DocumentRecord, Passage, source_name
+from docchat.models import (
+    Answer,
+    Citation,
+    DocStatus,
+    DocumentRecord,
+    Passage,
+    file_name,
+    source_name,
+)
+from docchat.pagetext import extracted_pages
 from docchat.wiring.local import local_embedder, open_index
 
 out = Console(highlight=False, soft_wrap=True)
@@ -107,6 +117,16 @@ def _parser() -> argparse.ArgumentParser:
     rm.add_argument("doc", metavar="DOC", help="document id, path or file name")
     rm.set_defaults(run=_rm)
 
+    text = commands.add_parser(
+        "text", parents=[common], help="show the text extracted from a document's pages"
+    )
+    text.add_argument("doc", metavar="DOC", help="document id, path or file name")
+    text.add_argument(
+        "--pages", type=_page_range, default=(None, None), metavar="A-B", help="e.g. 3, 3-5, 3-"
+    )
+    text.add_argument("--json", action="store_true", help="a JSON list of {page, text, ocr}")
+    text.set_defaults(run=_text)
+
     add_eval_commands(commands, common)
     return parser
 
@@ -143,6 +163,38 @@ def _require_index(settings: Settings) -> None:
             f"there is no docchat index in {settings.data_dir}: check --data-dir (or "
             "DOCCHAT_DATA_DIR), or add documents first with `docchat ingest`"
         )
+
+
+def _page_range(value: str) -> tuple[int | None, int | None]:
+    """--pages: "3", "3-5", "3-" or "-5" (first page, last page; None for open ends)."""
+    match = re.fullmatch(r"\s*(\d*)\s*(-?)\s*(\d*)\s*", value)
+    if match is None or not (match.group(1) or match.group(3)):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a page range: give a page (3) or a range (3-5, 3-, -5)"
+        )
+    first = int(match.group(1)) if match.group(1) else None
+    last = int(match.group(3)) if match.group(3) else None
+    if not match.group(2):
+        last = first
+    return first, last
+
+
+def _text(args: argparse.Namespace, settings: Settings) -> int:
+    """The text conversion extracted from a document's pages, as markdown or JSON."""
+    index = _existing_index(settings)
+    record = index.find_document(args.doc, path=source_of(Path(args.doc)))
+    first, last = args.pages
+    pages = extracted_pages(record, index, doc_ref=args.doc, first=first, last=last)
+    if args.json:
+        shown = [{"page": p.number, "text": p.markdown, "ocr": p.ocr} for p in pages]
+        sys.stdout.write(json.dumps(shown, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    for page in pages:
+        read = ", read by OCR" if page.ocr else ""
+        name = file_name(record.source)
+        out.print(f"--- {record.title} ({name}), page {page.number}{read} ---", markup=False)
+        out.print(page.markdown, markup=False)
+    return 0
 
 
 def _existing_index(settings: Settings) -> SqliteIndex:
@@ -425,6 +477,7 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
             "documents": [
                 {
                     **d.model_dump(mode="json"),
+                    "file_name": file_name(d.source),
                     "aliases": aliases.get(d.doc_id, []),
                     "interrupted": d.doc_id in stopped,
                 }
@@ -434,13 +487,21 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return 0
     table = Table(title=f"documents in {settings.data_dir}")
-    for name in ("id", "title", "status", "pages", "chunks", "reason"):
+    for name in ("id", "title", "file", "status", "pages", "chunks", "reason"):
         table.add_column(name)
     for d in documents:
         reason = d.error if d.status == DocStatus.FAILED else ""
         if d.doc_id in stopped:
             reason = "interrupted: `docchat serve` resumes it when it starts"
-        table.add_row(d.doc_id, d.title, d.status.value, str(d.pages), str(d.chunks), reason)
+        table.add_row(
+            d.doc_id,
+            d.title,
+            file_name(d.source),
+            d.status.value,
+            str(d.pages),
+            str(d.chunks),
+            reason,
+        )
     out.print(table)
     for doc_id, names in aliases.items():
         out.print(f"{doc_id} is also at: {', '.join(names)} (the same content)", markup=False)

@@ -6,7 +6,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import pypdfium2 as pdfium
@@ -37,7 +37,9 @@ _OCR_SHARE = 0.5
 _MAX_OUTLINE_ITEMS = 10_000
 _MAX_LEVEL = 3
 _MAX_HEADING = 120  # characters
-_JUNK_TITLE = re.compile(r"^(untitled|microsoft word - .*|.*\.(docx?|pdf|tex|dvi|indd))$", re.I)
+_COLUMN_PROBE = 12  # wide lines looked at for columns run together
+_COLUMN_MISSES = 8  # wide lines without a column gap that settle it
+_COLUMN_PROBE_PAGES = 10  # pages without columns run together after which none are expected
 
 
 @dataclass(frozen=True)
@@ -75,9 +77,11 @@ class _Paragraph:
 
 @dataclass
 class _RawPage:
-    paragraphs: list[_Paragraph]
+    lines: list[_Line]
     chars: int
     image_only: bool
+    # Built from `lines` once the running headers and footers are gone.
+    paragraphs: list[_Paragraph] = field(default_factory=list)
 
 
 def pages_from_pdf(
@@ -137,6 +141,7 @@ def _convert(
             "(DOCCHAT_MAX_PAGES): split the document or raise the limit"
         )
     deadline = time.monotonic() + limits.timeout_s
+    probe = _ColumnProbe()
     raw_pages: list[_RawPage] = []
     for index in range(count):
         if time.monotonic() > deadline:
@@ -144,7 +149,7 @@ def _convert(
                 f"conversion stopped after {limits.timeout_s:g} s at page {index + 1} of {count} "
                 "(DOCCHAT_CONVERT_TIMEOUT_S): split the document or raise the limit"
             )
-        raw_pages.append(_read_page(document, index))
+        raw_pages.append(_read_page(document, index, probe))
         if on_page:
             on_page(index + 1, count)
 
@@ -152,7 +157,9 @@ def _convert(
     outline = _outline_by_page(document, count)
     textless = sum(page.chars == 0 for page in raw_pages)
     _check_has_text(raw_pages, textless)
-    _drop_running_headers(raw_pages)
+    _drop_running_lines(raw_pages)
+    for page in raw_pages:
+        page.paragraphs = _paragraphs(page.lines)
     if outline:
         _mark_outline_headings(raw_pages, outline)
     else:
@@ -184,22 +191,26 @@ def _check_has_text(raw_pages: list[_RawPage], textless: int) -> None:
 # --- reading a page -------------------------------------------------------------------------
 
 
-def _read_page(document: pdfium.PdfDocument, index: int) -> _RawPage:
+def _read_page(
+    document: pdfium.PdfDocument, index: int, probe: _ColumnProbe | None = None
+) -> _RawPage:
     try:
         page = document[index]
     except pdfium.PdfiumError:
-        return _RawPage(paragraphs=[], chars=0, image_only=False)  # a damaged page reads as blank
+        return _RawPage(lines=[], chars=0, image_only=False)  # a damaged page reads as blank
     try:
         textpage = page.get_textpage()
         try:
-            lines = _on_page(_lines(textpage, page.get_width()), page.get_cropbox())
+            lines = _without_margin_notes(
+                _on_page(_lines(textpage, page.get_width(), probe), page.get_cropbox())
+            )
         finally:
             textpage.close()
         chars = sum(len(line.text) - line.text.count(" ") for line in lines)
         image_only = chars == 0 and _has_image(page)
     finally:
         page.close()
-    return _RawPage(paragraphs=_paragraphs(lines), chars=chars, image_only=image_only)
+    return _RawPage(lines=lines, chars=chars, image_only=image_only)
 
 
 def _on_page(lines: list[_Line], box: tuple[float, float, float, float]) -> list[_Line]:
@@ -215,32 +226,74 @@ def _on_page(lines: list[_Line], box: tuple[float, float, float, float]) -> list
     ]
 
 
-def _lines(textpage: pdfium.PdfTextPage, width: float) -> list[_Line]:
+@dataclass
+class _ColumnProbe:
+    """Whether to look for columns run into single lines: a document that has them shows them
+    within its first pages; one that does not is not searched on every page."""
+
+    pages: int = 0
+    found: bool = False
+
+    def wanted(self) -> bool:
+        return self.found or self.pages < _COLUMN_PROBE_PAGES
+
+    def record(self, *, found: bool) -> None:
+        self.pages += 1
+        self.found = self.found or found
+
+
+def _lines(
+    textpage: pdfium.PdfTextPage, width: float, probe: _ColumnProbe | None = None
+) -> list[_Line]:
     """Lines of a page in reading order, each with its first glyph's size and place."""
     count = textpage.count_chars()
     if count <= 0:
         return []
     text = textpage.get_text_range(0, count)
+    if len(text) != count:
+        # PDFium's text leaves out some hyphen markers inside lines (IRS forms): rebuild it
+        # glyph by glyph so that indices line up with PDFium's and the geometry stays usable.
+        text = _text_by_glyph(textpage, count)
     if len(text) != count:  # indices would not line up with PDFium's: keep its order, no geometry
         return [_Line(line.strip(), 0.0, False, 0.0, 0.0, 0.0) for line in _plain_lines(text)]
     glyphs = _Glyphs(textpage)
     spans = [m.span() for m in _LINE.finditer(text)]
     lines = [glyphs.line(text, start, end) for start, end in spans]
-    if not _looks_multi_column(lines, width):
-        return lines
-    # PDFium runs side-by-side columns that share a baseline into one line: split them at gaps,
-    # then read each column top to bottom. A wide space in justified text is no column gap: cut
-    # where the text jumps back left, where the gap is very wide, or where the text after it
-    # starts at a left edge that many pieces of the page share.
-    gaps = [glyphs.gaps(text, *span) for span in spans]
-    edges = [line.x for line in lines] + [gap.next_x for found in gaps for gap in found]
-    starts = _column_starts(edges, tolerance=3.0, share=0.1)
-    segments = [
-        glyphs.line(text, start, end)
-        for span, found in zip(spans, gaps, strict=True)
-        for start, end in _pieces(*span, [g for g in found if _is_column_gap(g, starts)])
-    ]
-    return _column_order(segments)
+    columns = _looks_multi_column(lines, width)
+    if not columns and probe and probe.wanted():
+        columns = _runs_columns_together(glyphs, text, spans, lines, width)
+        probe.record(found=columns)
+    if columns:
+        # PDFium runs side-by-side columns that share a baseline into one line: split them at
+        # gaps, then read each column top to bottom. A wide space in justified text is no
+        # column gap: cut where the text jumps back left, where the gap is very wide, or where
+        # the text after it starts at a left edge that many pieces of the page share.
+        gaps = [glyphs.gaps(text, *span) for span in spans]
+        edges = [line.x for line in lines] + [gap.next_x for found in gaps for gap in found]
+        starts = _column_starts(edges, tolerance=3.0, share=0.1)
+        spans = [
+            piece
+            for span, found in zip(spans, gaps, strict=True)
+            for piece in _pieces(*span, [g for g in found if _is_column_gap(g, starts)])
+        ]
+    # A margin note run into a line of text is set in another size ("CAUTION to file Form
+    # 3520-A" has the note in 4 pt, the text in 9 pt): it becomes a line of its own.
+    cut = [piece for span in spans for piece in _pieces(*span, glyphs.note_cuts(text, *span))]
+    if columns or len(cut) != len(spans):
+        lines = [glyphs.line(text, start, end) for start, end in cut]
+    return _column_order(lines) if columns else lines
+
+
+def _text_by_glyph(textpage: pdfium.PdfTextPage, count: int) -> str:
+    """The page's text with exactly one character per PDFium glyph index."""
+    unicode = pdfium_c.FPDFText_GetUnicode
+    raw = textpage.raw
+    chars = []
+    for index in range(count):
+        code = unicode(raw, index)
+        valid = 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF
+        chars.append(chr(code) if valid else " ")
+    return "".join(chars)
 
 
 def _plain_lines(text: str) -> Iterator[str]:
@@ -276,6 +329,40 @@ class _Glyphs:
             content = _clean(content)
         return _Line(content.strip(), round(size, 1), bold, x, y, right, y_end)
 
+    def note_cuts(self, text: str, start: int, end: int) -> list[_Gap]:
+        """Where a margin note set in another size or weight runs into the line's text, at its
+        start or its end, apart from it by more than a word space: the space between them."""
+        # Most lines neither start nor end with capitals or an icon: no glyph is asked about.
+        head, tail = text[start : start + 3], text[max(start, end - 3) : end]
+        if not (head.isupper() or tail.isupper() or _ICON.match(head) or _ICON.match(tail[-1])):
+            return []
+        line = text[start:end]
+        if not (
+            _looks_like_note(line.partition(" ")[0]) or _looks_like_note(line.rpartition(" ")[2])
+        ):
+            return []
+        if not self._style_differs(start, end - 1):
+            return []
+        spaces = list(_SPACES.finditer(text, start, end))
+        for space in (spaces[:1] + spaces[-1:]) if spaces else []:
+            before, after = space.start() - 1, space.end()
+            left, right = self.box(before), self.box(after)
+            size = max(left[3], right[3], 1.0)
+            apart = not -size <= right[0] - left[2] < 0.45 * size
+            if not apart or not self._style_differs(before, after):
+                continue
+            note = text[start : space.start()] if space is spaces[0] else text[space.end() : end]
+            if _looks_like_note(note):
+                return [_Gap(space.start(), space.end(), right[0], 0.0)]
+        return []
+
+    def _style_differs(self, one: int, other: int) -> bool:
+        if _size_differs(self.box(one)[3], self.box(other)[3]):
+            return True
+        weight = pdfium_c.FPDFText_GetFontWeight
+        bold = bool(weight(self._raw, one) >= 600)
+        return bold != bool(weight(self._raw, other) >= 600)
+
     def gaps(self, text: str, start: int, end: int) -> list[_Gap]:
         """Places in a line where a column may end: wide gaps and jumps back to the left."""
         size = max(self.box(start)[3], 1.0)
@@ -286,8 +373,14 @@ class _Glyphs:
             before = self.box(match.start() - 1)[2]
             after = self.box(match.end())[0]
             if not -size < after - before < 1.1 * size:
-                found.append(_Gap(match.start(), match.end(), after, (after - before) / size))
+                found.append(
+                    _Gap(match.start(), match.end(), after, (after - before) / size, before)
+                )
         return found
+
+
+def _size_differs(a: float, b: float) -> bool:
+    return max(a, b) > 1.5 * max(min(a, b), 0.1)
 
 
 @dataclass(frozen=True)
@@ -296,6 +389,7 @@ class _Gap:
     end: int
     next_x: float  # where the text after the gap begins
     width: float  # in font sizes; negative for a jump back to the left
+    before_x: float = 0.0  # where the text before the gap ends
 
 
 def _is_column_gap(gap: _Gap, starts: list[float]) -> bool:
@@ -317,6 +411,35 @@ def _looks_multi_column(lines: list[_Line], width: float) -> bool:
     margin = min(line.x for line in lines)
     inner = sum(line.x > margin + 0.25 * width for line in lines)
     return inner >= max(3, 0.15 * len(lines))
+
+
+def _runs_columns_together(
+    glyphs: _Glyphs, text: str, spans: list[tuple[int, int]], lines: list[_Line], width: float
+) -> bool:
+    """Whether PDFium ran side-by-side columns into single lines all down the page (every line
+    then starts at the left margin): several wide lines hold a gap of two type sizes or more.
+    Only the first wide lines are looked at, so that a page costs little."""
+    wide = [
+        (span, line)
+        for span, line in zip(spans, lines, strict=True)
+        if line.right - line.x > width / 2
+    ]
+    found = 0
+    for probed, (span, line) in enumerate(wide[:_COLUMN_PROBE]):
+        if probed - found >= _COLUMN_MISSES:
+            return False
+        gaps = [gap for gap in glyphs.gaps(text, *span) if gap.width >= 0]
+        # Pieces of prose on both sides of a wide gap; a table's cells are narrower.
+        starts = [line.x] + [gap.next_x for gap in gaps]
+        ends = [gap.before_x for gap in gaps] + [line.right]
+        pieces = [end - start for start, end in zip(starts, ends, strict=True)]
+        found += any(
+            gap.width >= 2.0 and min(pieces[i], pieces[i + 1]) > width / 5
+            for i, gap in enumerate(gaps)
+        )
+        if found >= 3:
+            return True
+    return False
 
 
 def _column_order(segments: list[_Line]) -> list[_Line]:
@@ -416,31 +539,186 @@ def _join_lines(lines: list[str]) -> str:
     return out.replace("\x02", "-")
 
 
-_RUNNING_LINES = 2  # a header or footer longer than this is not one
+# A margin note's label: one word in capitals ("CAUTION", "TIP") or an icon ("!").
+_ICON = re.compile(r"[!?*\u2020\u2021\u2022\u25a0-\u27bf]")
+_NOTE = re.compile(rf"[A-Z]{{3,15}}|{_ICON.pattern}{{1,3}}")
 
 
-def _drop_running_headers(raw_pages: list[_RawPage]) -> None:
-    """Remove page headers and footers: edge paragraphs that most pages repeat at one height."""
-    if len(raw_pages) < 4:
-        return
-    body = _body_size(raw_pages)
-    by_text: dict[str, list[tuple[float, int, _Paragraph]]] = {}
-    for number, page in enumerate(raw_pages):
-        for paragraph in page.paragraphs[:2] + page.paragraphs[2:][-2:]:
-            if len(paragraph.lines) > _RUNNING_LINES or paragraph.size >= body * 1.15:
-                # Text that only its numbers tell apart from other pages' ("Chapter 3", a
-                # table of figures) is the document's, not a running header: headers are
-                # short and no larger than the body text.
+def _looks_like_note(text: str) -> bool:
+    return len(text) <= 20 and bool(_NOTE.fullmatch(text.strip()))
+
+
+def _without_margin_notes(lines: list[_Line]) -> list[_Line]:
+    """Lines without the short labels set in the margin beside the text ("CAUTION", "TIP",
+    a "!" icon): read in order they would land inside the sentence they stand next to."""
+    if not any(line.size for line in lines):
+        return lines
+    labels = [line for line in lines if line.size and _looks_like_note(line.text)]
+    notes = [line for line in labels if _is_margin_note(line, lines)]
+    if not notes:
+        return lines
+    # A label stacked on a note found beside the text ("!" above "CAUTION") is part of it.
+    drop = {id(label) for label in labels for note in notes if _stacked(label, note)}
+    return [line for line in lines if id(line) not in drop]
+
+
+def _is_margin_note(note: _Line, lines: list[_Line]) -> bool:
+    """A short label left of a line of text, set in another size or weight than that text,
+    where the text is set in from its column's edge to make room for it."""
+    if not note.size or not _looks_like_note(note.text):
+        return False
+    for other in lines:
+        if other is note or not other.size or _looks_like_note(other.text):
+            continue
+        height = max(other.size, 1.0)
+        beside = _overlap(note, other) > 0 or abs(other.y - note.y) <= 0.6 * height
+        styled = _size_differs(note.size, other.size) or (note.bold and not other.bold)
+        after = -0.5 * height <= other.x - note.right <= 4 * height and other.x > note.x + height
+        if beside and styled and after and _set_in(other, lines, edge=note.x - 1.5 * height):
+            return True
+    return False
+
+
+def _set_in(text: _Line, lines: list[_Line], *, edge: float) -> bool:
+    """Whether lines near `text` start left of it, at `edge` or right of it."""
+    height = max(text.size, 1.0)
+    return any(
+        line.size and edge <= line.x < text.x - height and abs(line.y - text.y) <= 6 * height
+        for line in lines
+        if not _looks_like_note(line.text)
+    )
+
+
+def _overlap(one: _Line, other: _Line) -> float:
+    """How far the two lines' heights overlap (negative: the space between them)."""
+    return min(one.y + one.size, other.y + other.size) - max(one.y, other.y)
+
+
+def _stacked(line: _Line, note: _Line) -> bool:
+    across = min(line.right, note.right) - max(line.x, note.x) > 0
+    return across and _overlap(line, note) > -0.5 * line.size
+
+
+# Books set one header on left-hand pages and another on right-hand ones: each is on half.
+_RUNNING_SHARE = 0.4
+_RUNNING_LINES = 2  # rows at the top and at the bottom of a page where headers and footers sit
+_MONTHS = re.compile(
+    r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b|\d+", re.IGNORECASE
+)
+_ROMAN = r"(?=[ivxlcdm])m{0,3}(cm|cd|d?c{0,3})(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})"
+_DASH = r"[-\u2013\u2014]"
+_PAGE_NUMBER = re.compile(
+    rf"(page|p\.|seite|pág\.?)?\s*({_DASH}|[(\[])?\s*(\d{{1,4}}|{_ROMAN})\s*({_DASH}|[)\]])?"
+    r"(\s*(of|/|von|de)\s*\d{1,4})?",
+    re.IGNORECASE,
+)
+
+
+_NUMBER_WORDS = {"0", "page", "of", "p"}
+
+
+def running_key(text: str) -> str:
+    """What a running header or footer keeps from page to page: its numbers and month names
+    (page numbers, dates) may change, and so may the dashes and spaces around them."""
+    words = re.sub(r"[\W_]+", " ", _MONTHS.sub("0", text.casefold())).split()
+    # A page number at either end moves from one end to the other on facing pages.
+    while words and words[0] in _NUMBER_WORDS:
+        words.pop(0)
+    while words and words[-1] in _NUMBER_WORDS:
+        words.pop()
+    return " ".join(words)
+
+
+def page_furniture(data: bytes) -> list[tuple[int, str]]:
+    """(page number, text) of each running header, footer and bare page number that
+    conversion leaves out of a PDF's pages."""
+    document = _open(data)
+    try:
+        probe = _ColumnProbe()
+        raw_pages = [_read_page(document, index, probe) for index in range(len(document))]
+    finally:
+        document.close()
+    return [
+        (number, line.text)
+        for number, lines in enumerate(_drop_running_lines(raw_pages), start=1)
+        for line in lines
+    ]
+
+
+def _drop_running_lines(raw_pages: list[_RawPage]) -> list[list[_Line]]:
+    """Remove page headers and footers (lines that many pages repeat at the same height near the
+    top or the bottom, whatever their numbers and dates) and bare page numbers; return the
+    lines removed from each page."""
+    body = _line_body_size(raw_pages)
+    edges = [_edge_lines(page.lines) for page in raw_pages]
+    running = {id(line) for line in running_lines(edges, body=body)}
+    removed: list[list[_Line]] = []
+    for page, edge in zip(raw_pages, edges, strict=True):
+        numbers = [line for line in edge if not body or line.size < body * 1.15]
+        running.update(id(line) for line in numbers if _is_page_number(line, page.lines))
+        kept = [line for line in page.lines if id(line) not in running]
+        if not kept:  # a page that says nothing but its header is left as it is
+            removed.append([])
+            continue
+        removed.append([line for line in page.lines if id(line) in running])
+        page.lines = kept
+    return removed
+
+
+def running_lines(edges: list[list[_Line]], *, body: float) -> list[_Line]:
+    """The lines among each page's edge lines that 40% of the pages (at least 3) repeat at
+    one height, numbers and dates aside."""
+    pages = len(edges)
+    if pages < 3:
+        return []
+    by_text: dict[str, list[tuple[float, int, _Line]]] = {}
+    for number, lines in enumerate(edges):
+        for line in lines:
+            if body and line.size >= body * 1.15:
+                # Text that only its numbers tell apart from other pages' ("Chapter 3") is the
+                # document's, not a running header: headers are no larger than the body text.
                 continue
-            key = re.sub(r"\d+", "#", paragraph.text.casefold())  # page numbers vary
-            by_text.setdefault(key, []).append((paragraph.lines[0].y, number, paragraph))
-    running: set[int] = set()
-    for found in by_text.values():
-        for cluster in _clusters(found, key=lambda item: item[0], tolerance=8.0):
-            if len({number for _, number, _ in cluster}) >= 0.5 * len(raw_pages):
-                running.update(id(paragraph) for _, _, paragraph in cluster)
+            key = running_key(line.text)
+            if re.search(r"[^\W\d_]", key):  # numbers alone: a table's last row, say
+                by_text.setdefault(key, []).append((line.y, number, line))
+    found: list[_Line] = []
+    for repeated in by_text.values():
+        for cluster in _clusters(repeated, key=lambda item: item[0], tolerance=8.0):
+            if len({number for _, number, _ in cluster}) >= max(3, _RUNNING_SHARE * pages):
+                found.extend(line for _, _, line in cluster)
+    return found
+
+
+def _edge_lines(lines: list[_Line]) -> list[_Line]:
+    """The lines in the top and the bottom rows of a page (first and last lines without
+    geometry)."""
+    if not any(line.size for line in lines):
+        return lines[:_RUNNING_LINES] + lines[_RUNNING_LINES:][-_RUNNING_LINES:]
+    rows = list(_clusters(lines, key=lambda line: -line.y, tolerance=2.0))
+    edge = rows[:_RUNNING_LINES] + rows[_RUNNING_LINES:][-_RUNNING_LINES:]
+    return [line for row in edge for line in row]
+
+
+def _is_page_number(line: _Line, lines: list[_Line]) -> bool:
+    """A page number alone in the top or the bottom row, set apart from the text."""
+    if not _PAGE_NUMBER.fullmatch(line.text) or not any(c.isalnum() for c in line.text):
+        return False
+    others = [other.y for other in lines if other is not line and abs(other.y - line.y) > 2]
+    if not others:  # all the page says: keep it
+        return False
+    if not line.size:
+        return True
+    clear = 1.5 * line.size
+    return all(y > line.y + clear for y in others) or all(y < line.y - clear for y in others)
+
+
+def _line_body_size(raw_pages: list[_RawPage]) -> float:
+    """The font size most of the text has (0 without text)."""
+    weights: Counter[float] = Counter()
     for page in raw_pages:
-        page.paragraphs = [p for p in page.paragraphs if id(p) not in running]
+        for line in page.lines:
+            weights[line.size] += len(line.text)
+    return weights.most_common(1)[0][0] if weights else 0.0
 
 
 def _clusters(
@@ -597,14 +875,112 @@ def _markdown(page: _RawPage) -> str:
 
 
 def _title(document: pdfium.PdfDocument, raw_pages: list[_RawPage], fallback: str) -> str:
+    """The metadata title when it names this document, else the first heading that does (on
+    the first pages), else `fallback` (the file name)."""
     try:
         title = _CONTROL.sub("", document.get_metadata_dict().get("Title", "")).strip()
     except (pdfium.PdfiumError, UnicodeDecodeError):
         title = ""
-    if title and not _JUNK_TITLE.match(title) and any(c.isalpha() for c in title):
+    if names_document(title):
         return title
-    for page in raw_pages:
+    for page in raw_pages[:_TITLE_PAGES]:
         for paragraph in page.paragraphs:
-            if paragraph.heading_level:
-                return paragraph.text.strip()
+            if paragraph.heading_level and names_document(heading := paragraph.text.strip()):
+                return heading
     return fallback
+
+
+_TITLE_PAGES = 3  # a heading further on names a part of the document, not the document
+# Titles that many documents share: a word processor's or scanner's default, a section name,
+# the bare name of a form. Compared in lower case, without punctuation.
+_GENERIC_TITLES = frozenset(
+    [
+        "abstract",
+        "agreement",
+        "appendix",
+        "book1",
+        "chapter 1",
+        "contents",
+        "contract",
+        "cover",
+        "cover page",
+        "default",
+        "document",
+        "draft",
+        "exhibit",
+        "form",
+        "general",
+        "heading",
+        "home",
+        "image",
+        "index",
+        "introduction",
+        "invoice",
+        "letter",
+        "memo",
+        "memorandum",
+        "new document",
+        "no title",
+        "none",
+        "notice",
+        "overview",
+        "page",
+        "preface",
+        "presentation",
+        "print",
+        "printed by",
+        "proxy statement",
+        "prospectus",
+        "report",
+        "scan",
+        "scanned document",
+        "schedule",
+        "sheet1",
+        "summary",
+        "table of contents",
+        "title",
+        "unknown",
+        "untitled",
+    ]
+)
+# "Form 10-K", "FORM 8-K", "Schedule 13D", "Exhibit 99.1", "Page 1", "Slide 3".
+_FORM_NAME = re.compile(
+    r"(form|schedule|exhibit|annex|appendix|attachment|page|slide|part|item)\s*[\w.-]{0,8}", re.I
+)
+# Set by the document's producer rather than its author.
+_PRODUCER_TITLE = re.compile(
+    r"untitled.*|microsoft (word|excel|powerpoint) - .*|.* - notepad|adobe photoshop pdf"
+    r"|.*\w\.(docx?|xlsx?|pptx?|odt|ods|odp|rtf|txt|pdf|tex|dvi|indd|html?|jpe?g|png|tiff?)\b.*",
+    re.I,
+)
+# Headings of SEC filings and other forms that every filing of its kind carries.
+_BOILERPLATE = re.compile(
+    r"((annual|quarterly|current|transition) report pursuant to|for the (fiscal )?"
+    r"(year|quarter|period) ended|commission file number|washington,? d\.?c\.?"
+    r"|securities and exchange commission)",
+    re.I,
+)
+# An agency's name in capitals: the issuer of many documents, not the name of one.
+_AGENCY_WORDS = re.compile(
+    r"\b(COMMISSION|DEPARTMENT|AGENCY|SERVICE|OFFICE|BUREAU|MINISTRY|ADMINISTRATION|BOARD"
+    r"|COURT|UNITED STATES|GOVERNMENT|STATE OF)\b"
+)
+
+
+def names_document(title: str) -> bool:
+    """Whether `title` could name one document: not empty, generic, a producer's default,
+    a form's bare name, a filing's boilerplate or an agency's name in capitals."""
+    text = " ".join(title.split())
+    letters = sum(c.isalpha() for c in text)
+    if not re.search(r"(?<!\w)[^\W\d_]{2,}", text):  # not one word: "H 0,05 A"
+        return False
+    if len(text) > 10 and letters <= 0.4 * len(text.replace(" ", "")):  # a code, a table row
+        return False
+    if " " not in text and len(text) <= 3:  # "abc", "PDF"
+        return False
+    plain = " ".join(re.sub(r"[\W_]+", " ", text.casefold()).split())
+    if plain in _GENERIC_TITLES or _FORM_NAME.fullmatch(text) or _PRODUCER_TITLE.fullmatch(text):
+        return False
+    if _BOILERPLATE.search(text):
+        return False
+    return not (text.isupper() and _AGENCY_WORDS.search(text))

@@ -108,6 +108,20 @@ class DocumentNotFoundError(DocchatError):
 
 
 @registered
+class PageNotFoundError(DocumentNotFoundError):
+    """A page number outside the document."""
+
+    code = "page_not_found"
+
+
+@registered
+class PageTextMissingError(DocchatError):
+    """The document is known but the text of its pages was not kept."""
+
+    code = "page_text_missing"
+
+
+@registered
 class ConfigError(DocchatError):
     code = "config"
 

@@ -134,7 +134,7 @@ def ingest_bytes(
     )
     chunks = [c.model_copy(update={"embedding_model": embedder.model_id}) for c in chunks]
     vectors = embed_chunks(chunks, embedder=embedder, on_progress=on_progress)
-    index.replace_document(record, chunks, vectors)
+    index.replace_document(record, chunks, vectors, pages=converted.pages)
     indexed = index.document(doc_id) or record
     return IngestResult(indexed, "indexed", time.monotonic() - started, source)
 

@@ -6,8 +6,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from docchat.errors import DocchatError
-from docchat.models import Chunk, DocStatus, DocumentRecord, Passage
-from docchat.ports import ChunkReader, DocumentRegistry, Embedder, Reranker
+from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
+from docchat.pagetext import extracted_pages
+from docchat.ports import ChunkReader, DocumentRegistry, Embedder, PageStore, Reranker
 from docchat.retrieve import Fusion, hybrid_search
 
 # Passages the reranker sees per passage wanted (the evaluation reranks as many).
@@ -57,8 +58,10 @@ class Library:
         candidates: int,
         fusion: Fusion,
         vector_weight: float,
+        page_store: PageStore | None = None,
     ) -> None:
         self.index = index
+        self.page_store = page_store
         self.embedder = embedder
         self.registry = registry
         self.reranker = reranker
@@ -109,6 +112,13 @@ class Library:
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         return self.registry.document(doc_id)
+
+    def extracted_pages(
+        self, doc_id: str, *, first: int | None = None, last: int | None = None
+    ) -> list[Page]:
+        """Pages first..last of the document's current version as conversion extracted them."""
+        record = self.registry.document(doc_id)
+        return extracted_pages(record, self.page_store, doc_ref=doc_id, first=first, last=last)
 
     def pages(
         self, doc_id: str, first: int, last: int, *, catalog: Catalog | None = None

@@ -17,6 +17,7 @@ class Page(BaseModel):
     markdown: str
     chars: int = Field(ge=0, description="non-whitespace characters of text on the page")
     image_only: bool = False
+    ocr: bool = Field(default=False, description="the page's text came from OCR of its image")
 
 
 class ConvertedDocument(BaseModel):
@@ -36,6 +37,11 @@ def source_name(source: str) -> str:
             return path.name
     bucket, slash, key = source.partition("/")
     return key if slash and key else bucket
+
+
+def file_name(source: str) -> str:
+    """The name of a document's file, without folders: what is shown beside its title."""
+    return PurePosixPath(source_name(source).replace("\\", "/")).name
 
 
 class Chunk(BaseModel):

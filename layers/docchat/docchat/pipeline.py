@@ -37,6 +37,7 @@ from docchat.models import (
     StepEvent,
     StepResult,
 )
+from docchat.pagetext import pages_document, pages_key
 from docchat.ports import ChunkIndex, Embedder, Objects, Registry
 
 SEQUENCER_WIDTH = 32
@@ -116,11 +117,11 @@ def convert(
     if version_of(data) != doc.version:
         raise SupersededError(f"{doc.key} changed after it was registered; the newer upload wins")
     converted = convert_pdf(data, settings, fallback_title=PurePosixPath(doc.key).stem)
-    key = _artifact(settings, doc, "pages.json")
+    # Kept beyond the run (outside the expiring artifacts): GET /documents/{id}/pages/{n} reads
+    # it; Remove deletes it.
+    key = pages_key(doc.doc_id, doc.version)
     objects.write_json(
-        settings.artifacts_bucket,
-        key,
-        {"title": converted.title, "pages": [p.model_dump() for p in converted.pages]},
+        settings.artifacts_bucket, key, pages_document(converted.title, converted.pages)
     )
     _advance(
         registry,
@@ -261,7 +262,12 @@ def _record_failed_removal(task: FailureTask, *, doc_id: str, registry: Registry
 
 
 def remove(
-    task: StepEvent, *, objects: Objects, index: ChunkIndex, registry: Registry
+    task: StepEvent,
+    *,
+    objects: Objects,
+    index: ChunkIndex,
+    registry: Registry,
+    artifacts_bucket: str = "",
 ) -> StepResult:
     """The current object was deleted: remove its chunks and its registry entry, unless it was
     uploaded again after the deletion.
@@ -281,6 +287,8 @@ def remove(
     if current is not None and str(current.get("sequencer", "")) > sequencer:
         return StepResult(doc_id=doc_id, status="kept", detail="uploaded again after deletion")
     index.delete_document(doc_id)
+    if current is not None and artifacts_bucket:
+        objects.delete(artifacts_bucket, pages_key(doc_id, str(current.get("version", ""))))
     registry.delete(doc_id, sequencer=sequencer)
     return StepResult(doc_id=doc_id, status="removed")
 

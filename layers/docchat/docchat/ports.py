@@ -13,7 +13,7 @@ from typing import Literal, Protocol
 from docchat.conversations import Conversation, ConversationSummary, StoredMessage
 from docchat.embed import Vectors
 from docchat.llm import Message, ModelEvent, ToolSpec
-from docchat.models import Chunk, DocumentRecord, FileLink, Passage, Removal, UploadTicket
+from docchat.models import Chunk, DocumentRecord, FileLink, Page, Passage, Removal, UploadTicket
 
 # --- embedding and search (chat side) ---------------------------------------------------------
 
@@ -141,7 +141,12 @@ class DocumentIndex(Protocol):
     def clear_chunks(self, doc_id: str) -> None: ...
 
     def replace_document(
-        self, record: DocumentRecord, chunks: Sequence[Chunk], vectors: Vectors
+        self,
+        record: DocumentRecord,
+        chunks: Sequence[Chunk],
+        vectors: Vectors,
+        *,
+        pages: Sequence[Page] = (),
     ) -> None: ...
 
     def indexed_version(self, version: str) -> DocumentRecord | None: ...
@@ -206,6 +211,8 @@ class Objects(Protocol):
 
     def read_vectors(self, bucket: str, key: str) -> Vectors: ...
 
+    def delete(self, bucket: str, key: str) -> None: ...
+
 
 class Registry(Protocol):
     """The pipeline's document registry, whose conditional writes order concurrent runs."""
@@ -233,3 +240,12 @@ class ChunkIndex(Protocol):
     def finalize_document(self, doc_id: str, version: str) -> dict[str, int]: ...
 
     def delete_document(self, doc_id: str) -> object: ...
+
+
+class PageStore(Protocol):
+    """The text of each page as conversion extracted it, kept per document version (the
+    embedded index locally, the artifacts bucket in the cloud)."""
+
+    def stored_pages(self, doc_id: str, version: str) -> list[Page] | None:
+        """The pages kept for this version of the document; None when none were kept."""
+        ...

@@ -59,6 +59,13 @@ class S3Objects:
         np.save(buffer, np.asarray(vectors, dtype=np.float32), allow_pickle=False)
         self._s3.put_object(Bucket=bucket, Key=key, Body=buffer.getvalue())
 
+    def delete(self, bucket: str, key: str) -> None:
+        """Delete the object; S3 answers a missing key with success too."""
+        try:
+            self._s3.delete_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            raise _translated(exc, bucket, key) from exc
+
     def read_vectors(self, bucket: str, key: str) -> Vectors:
         vectors: Vectors = np.load(io.BytesIO(self.read(bucket, key)), allow_pickle=False)
         return vectors

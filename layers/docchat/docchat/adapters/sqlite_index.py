@@ -28,7 +28,7 @@ from docchat.errors import (
     StorageError,
     StorageFullError,
 )
-from docchat.models import Chunk, DocStatus, DocumentRecord
+from docchat.models import Chunk, DocStatus, DocumentRecord, Page
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -51,8 +51,12 @@ CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT UNIQUE NOT N
 CREATE TABLE IF NOT EXISTS aliases (
     source TEXT PRIMARY KEY, doc_id TEXT NOT NULL, version TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS pages (
+    version TEXT NOT NULL, number INTEGER NOT NULL, page TEXT NOT NULL,
+    PRIMARY KEY (version, number)
+);
 """
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 
 
 class SqliteIndex:
@@ -199,7 +203,7 @@ class SqliteIndex:
         if meta.get("schema") == "2":
             self._upgrade_from_2()
             self._upgrade_from_3()
-        elif meta.get("schema") == "3":
+        elif meta.get("schema") in ("3", "4"):
             self._upgrade_from_3()
         elif meta.get("schema") != SCHEMA_VERSION:
             raise IndexSchemaError(
@@ -242,7 +246,9 @@ class SqliteIndex:
             self._db.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
 
     def _upgrade_from_3(self) -> None:
-        """Schema 4 counts a document's revisions (its `aliases` table the schema script made)."""
+        """Schema 4 counts a document's revisions (its `aliases` table the schema script made);
+        schema 5 keeps the text of each page (its `pages` table the schema script made, empty:
+        the documents indexed before show their page text once ingested again)."""
         with self._transaction():
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
             if "revision" not in columns:
@@ -378,9 +384,15 @@ class SqliteIndex:
             self._write_record(record)
 
     def replace_document(
-        self, record: DocumentRecord, chunks: Sequence[Chunk], vectors: Vectors
+        self,
+        record: DocumentRecord,
+        chunks: Sequence[Chunk],
+        vectors: Vectors,
+        *,
+        pages: Sequence[Page] = (),
     ) -> None:
-        """Atomically swap a document's chunks for a new version's and mark it indexed."""
+        """Atomically swap a document's chunks (and the text of its pages, when given) for a
+        new version's and mark it indexed."""
         with self._transaction():
             self._hand_over(record.doc_id, keep=record.version)
             self._delete_chunks(record.doc_id)
@@ -388,6 +400,25 @@ class SqliteIndex:
             self._write_record(
                 record.model_copy(update={"status": DocStatus.INDEXED, "chunks": len(chunks)})
             )
+            if pages:
+                self._db.execute("DELETE FROM pages WHERE version = ?", (record.version,))
+                self._db.executemany(
+                    "INSERT INTO pages (version, number, page) VALUES (?, ?, ?)",
+                    [(record.version, p.number, p.model_dump_json()) for p in pages],
+                )
+            self._drop_unused_pages()
+
+    def stored_pages(self, doc_id: str, version: str) -> list[Page] | None:
+        """The pages kept for this content (identical files share them); None without any."""
+        rows = self._rows("SELECT page FROM pages WHERE version = ? ORDER BY number", (version,))
+        return [Page.model_validate_json(row[0]) for row in rows] or None
+
+    def _drop_unused_pages(self) -> None:
+        """Forget the pages of content that no document or alias has any more."""
+        self._db.execute(
+            "DELETE FROM pages WHERE version NOT IN "
+            "(SELECT version FROM documents UNION SELECT version FROM aliases)"
+        )
 
     def write_chunks(self, chunks: Sequence[Chunk], vectors: Vectors) -> None:
         """Add chunks (a retried batch replaces its own earlier copy): the pipeline's write."""
@@ -473,6 +504,7 @@ class SqliteIndex:
             self._delete_chunks(doc_id)
             self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
             self._db.execute("DELETE FROM aliases WHERE doc_id = ?", (doc_id,))
+            self._drop_unused_pages()
 
     def remove_source(self, source: str) -> DocumentRecord | None:
         """Forget one name: an alias goes alone; a document's own source hands the document to
@@ -494,12 +526,14 @@ class SqliteIndex:
                 heir = self._hand_over(doc_id, keep=None)
                 self._delete_chunks(doc_id)
                 self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+            self._drop_unused_pages()
             return heir
 
     def clear_chunks(self, doc_id: str) -> None:
         with self._transaction():
             self._hand_over(doc_id, keep=None)
             self._delete_chunks(doc_id)
+            self._drop_unused_pages()
 
     def _delete_chunks(self, doc_id: str) -> None:
         self._chunk_generation += 1

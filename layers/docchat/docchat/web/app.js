@@ -561,7 +561,8 @@ function updateRow(row, doc) {
   row.dataset.status = status;
   row.querySelector(".doc-title").textContent = doc.title;
   const meta = [];
-  if (doc.name && doc.name !== doc.title) meta.push(doc.name);
+  // The file's name is always beside the title: a title alone may be shared or generic.
+  if (doc.name) meta.push(doc.name);
   if (doc.pages) meta.push(`${doc.pages} ${doc.pages === 1 ? "page" : "pages"}`);
   // The same name uploaded again replaces the document's content: say which upload this is.
   if (doc.revision > 1) meta.push(`revision ${doc.revision}`);
@@ -579,7 +580,7 @@ function rowsToShow() {
   const rows = state.docs.map((d) => ({
     doc_id: d.doc_id,
     title: docTitle(d),
-    name: fileName(d.source),
+    name: d.file_name || fileName(d.source),
     pages: d.pages,
     revision: d.revision,
     status: state.deleting.has(d.doc_id) ? "DELETING" : d.status,

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from docchat.adapters.s3_objects import S3Objects
     from docchat.adapters.s3_uploads import S3Files, S3Uploads
     from docchat.backend import ChatBackend
+    from docchat.pagetext import S3PageStore
     from docchat.ports import ChatModel, DocumentRegistry
 
     Embedders = LocalEmbedder | TitanEmbedder | CohereEmbedder
@@ -150,6 +151,16 @@ class CloudServices:
         return chat_model(self.settings)
 
     @cached_property
+    def page_store(self) -> S3PageStore | None:
+        """The page text the Convert step keeps in the artifacts bucket; None without one
+        (GET /documents/{id}/pages/{n} then says the text was not kept)."""
+        if not self.settings.artifacts_bucket:
+            return None
+        from docchat.pagetext import S3PageStore
+
+        return S3PageStore(self.objects, self.settings.artifacts_bucket)
+
+    @cached_property
     def backend(self) -> ChatBackend:
         """The chat side: OpenSearch, Bedrock embeddings, the registry, rerank and Claude."""
         from docchat.backend import ChatBackend
@@ -164,6 +175,7 @@ class CloudServices:
             candidates=settings.candidates,
             fusion=settings.fusion,
             vector_weight=settings.vector_weight,
+            page_store=self.page_store,
         )
         return ChatBackend(library=library, model=self.model, config=agent_config(settings))
 

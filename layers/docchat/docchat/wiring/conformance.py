@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from docchat.adapters.s3_uploads import S3Files, S3Uploads
     from docchat.adapters.sqlite_conversations import SqliteConversations
     from docchat.adapters.sqlite_index import SqliteIndex
+    from docchat.pagetext import S3PageStore
     from docchat.ports import (
         ChatModel,
         ChunkIndex,
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
         Embedder,
         LocalIndex,
         Objects,
+        PageStore,
         Registry,
         Reranker,
         Uploads,
@@ -86,3 +88,8 @@ def conversations(
     local: SqliteConversations, cloud: DynamoConversations
 ) -> tuple[ConversationStore, ConversationStore]:
     return local, cloud
+
+
+def page_stores(embedded: SqliteIndex, s3: S3PageStore) -> tuple[PageStore, PageStore]:
+    """Page text: the embedded index keeps it locally, the artifacts bucket in the cloud."""
+    return embedded, s3

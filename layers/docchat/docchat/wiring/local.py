@@ -52,6 +52,7 @@ def local_library(settings: Settings) -> Library:
         candidates=settings.candidates,
         fusion=settings.fusion,
         vector_weight=settings.vector_weight,
+        page_store=index,
     )
 
 

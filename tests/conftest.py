@@ -19,10 +19,11 @@ SHARED_PDFS = REPO.parent / "shared" / "data" / "pdfs"
 EXAMPLES = REPO / "examples" / "pdfs"
 LOOPBACK = ("::1", "localhost")
 
-# The template's Globals give every function these (template.yaml, Globals.Function.Environment),
-# and Powertools reads them when a handler module is first imported, which in a test session can
-# be while the tests are collected: set them before that, as Lambda does before init.
-os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "docchat")
+# The template's Globals give every function a metrics namespace (template.yaml,
+# Globals.Function.Environment), and Powertools reads it when a handler module is first imported,
+# which in a test session can be while the tests are collected: set it before that, as Lambda
+# does before init. (Not the service name: the step handlers' Logger would then share its name,
+# "docchat", and its handlers with the chat API's Logger in one test process.)
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "docchat")
 
 

@@ -22,12 +22,14 @@ from docchat.evaluate import (
     corpus_chunks,
     evaluate_beir,
     evaluate_qa,
+    extractive_quoter,
     first_hit,
     hit_rates,
     load_beir,
     load_squad,
     ndcg_at_k,
     recall_at_k,
+    verbatim,
 )
 from docchat.models import Chunk, Passage
 from docchat.retrieve import fuse_by_score, hybrid_search
@@ -302,6 +304,35 @@ def test_evaluate_qa_finds_answers_through_chunked_contexts(tmp_path: Path) -> N
     assert list(scores) == ["bm25", "vector", "hybrid"]
     assert scores["bm25"] == {"hit@1": 1.0, "hit@5": 1.0, "hit@10": 1.0}
     assert scores["hybrid"]["hit@10"] == 1.0
+
+
+def test_evaluate_qa_scores_each_quoter_on_recall_fidelity_and_answers(tmp_path: Path) -> None:
+    data = load_squad(_squad(tmp_path))
+
+    def altered(question: str, chunks: Sequence[Chunk]) -> list[tuple[Chunk, int, str]]:
+        return [(chunks[0], 1, chunks[0].text.upper() + " (not on the page)")]
+
+    scores = evaluate_qa(
+        data,
+        embedder=WordEmbedder(),
+        chunking=Chunking(100, 20),
+        retrieval=TUNED,
+        quoters={"extractive": extractive_quoter(threshold=0.0), "altered": altered},
+        answer_passages=5,
+    )
+
+    assert scores["extractive"]["quote fidelity"] == 1.0
+    assert scores["extractive"]["answered"] == 1.0
+    assert 0.0 < scores["extractive"]["answer recall"] <= 1.0
+    assert scores["altered"]["quote fidelity"] == 0.0
+
+
+def test_verbatim_ignores_whitespace_and_unprintable_characters_only() -> None:
+    page = "An estimated 35\u202f000 ventilators\nwere needed \uf057 in 2020."
+
+    assert verbatim("estimated 35000 ventilators were needed in 2020.", page)
+    assert not verbatim("estimated 35,000 ventilators", page)
+    assert not verbatim("Estimated 35000 ventilators", page)
 
 
 def test_evaluate_qa_needs_a_chunk_size(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from docchat.citations import best_quote, citation, citations_for_answer, terms
+from docchat.citations import answer_quotes, citation, citations_for_answer
 from docchat.errors import DocchatError
 from docchat.events import (
     AnswerMode,
@@ -79,6 +79,9 @@ class AgentConfig:
     max_rounds: int
     top_k: int
     max_tokens: int
+    # An extractive answer needs a passage holding this (weighted) share of the question's
+    # words; below it, the answer says nothing matches (`Settings.answer_threshold`).
+    answer_threshold: float
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     # A search index scaled to zero takes 10-30 s to answer; say so after this long.
     wake_notice_s: float = 2.0
@@ -319,18 +322,9 @@ class Agent:
         question = _last_user_text(messages)
         use = ToolUse(id="offline-search", name="search_documents", input={"query": question})
         yield from self._tool(run, use, doc_ids)
-        wanted = terms(question)
-        citations: list[Citation] = []
-        lines: list[str] = []
-        for number, chunk in enumerate(run.sources, start=1):
-            quote = best_quote(chunk, wanted)
-            if quote is None:
-                continue
-            page, text = quote
-            lines.append(f"{len(lines) + 1}. “{text}” [{number}]")
-            citations.append(citation(number, chunk, page, text))
-            if len(lines) == 4:
-                break
+        quotes = answer_quotes(question, run.sources, threshold=self.config.answer_threshold)
+        citations = [citation(q.number, q.chunk, q.page, q.text) for q in quotes]
+        lines = [f"{i}. “{q.text}” [{q.number}]" for i, q in enumerate(quotes, start=1)]
         answer = "\n".join([NOTICE, "", *lines]) if lines else NOT_FOUND
         run.first_token_s = time.monotonic() - run.started
         for line in answer.splitlines(keepends=True):

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 
 from docchat.models import Chunk, Citation, source_name
+from docchat.sentences import is_list_item, sentence_spans
 
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"\u201d\u2019)]*|\n|$)")
-_SOFT_BREAK = re.compile(r"\n+(?=[a-z(])")
+_LETTER = re.compile(r"[^\W\d_]")
 _WORD = re.compile(r"[a-z0-9]+")
 _MARKER = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
 _STOP = frozenset(
@@ -56,41 +58,289 @@ _STOP = frozenset(
     ]
 )
 QUOTE_CHARS = 400
+# Quotes an extractive answer gives at most.
+EXTRACTIVE_QUOTES = 4
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s", "e", "ly")
+_JOINED = re.compile(r"(?<=[a-z0-9])[-\u2010\u2011](?=[a-z0-9])")
+# A backslash that convert.py put before a line's "#", "```", "~~~" or ">" (markdown escape).
+_ESCAPE = re.compile(r"\\(?=#|```|~~~|>)")
+_ESCAPE_LINE = re.compile(r"(?m)^\\(?=#|```|~~~|>)")
+# Questions whose answer is a number ("How many nucleotides…?", "What size…?").
+_NUMERIC_QUESTION = re.compile(
+    r"\b(?:how (?:many|much|long|old|large|big|far|often|high|frequent)|when|what year|"
+    r"percentage|proportion|size|length|number|rate|ratio|age|duration|period)\b"
+)
+_DIGIT = re.compile(r"\d")
+# A sentence is quoted with the next when both together are shorter than this.
+JOIN_CHARS = QUOTE_CHARS
+# Parts of a sentence's score in `answer_quotes`, chosen on the questions of the COVID-QA tune
+# half (bench/extractive_answers.py; the README reports the test half).
+NUMBER_BONUS = 0.15
+HEADING_WEIGHT = 0.6
+RANK_WEIGHT = 0.3
+DIVERSITY = 0.6
+PHRASE_WEIGHT = 0.2
+OPENING_WEIGHT = 0.15
+SECTION_WEIGHT = 0.3
+
+
+def stem(word: str) -> str:
+    """A crude stem: cache, cached and caching are one term."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word[:6]
+
+
+def words(text: str) -> list[str]:
+    """Stemmed words of `text` in order; "1040-NR" and "1040NR" are one word."""
+    return [stem(w) for w in _WORD.findall(_JOINED.sub("", text.casefold()))]
 
 
 def terms(text: str) -> set[str]:
     """Content words of `text`, crudely stemmed, for overlap scoring."""
-    return {w[:6] for w in _WORD.findall(text.casefold()) if w not in _STOP}
+    return {stem(w) for w in _WORD.findall(_JOINED.sub("", text.casefold())) if w not in _STOP}
+
+
+@dataclass(frozen=True)
+class Span:
+    """A sentence (or sentence run) of a chunk: `text` is chunk.text[start:end], whitespace
+    runs made single spaces, on `page`."""
+
+    chunk: Chunk
+    page: int
+    start: int
+    end: int
+    text: str
+    list_item: bool
+
+
+def chunk_sentences(chunk: Chunk) -> list[Span]:
+    """The sentences of a chunk, in order; none crosses a page break."""
+    spans: list[Span] = []
+    bounds = [0, *chunk.page_breaks, len(chunk.text)]
+    for offset, (low, high) in enumerate(pairwise(bounds)):
+        page_text = chunk.text[low:high]
+        for start, end in sentence_spans(page_text):
+            start += 1 if _ESCAPE.match(page_text, start) else 0
+            text = _quote_text(page_text, start, end)
+            if not _LETTER.search(text):
+                continue
+            spans.append(
+                Span(
+                    chunk=chunk,
+                    page=chunk.page_start + offset,
+                    start=low + start,
+                    end=low + end,
+                    text=text,
+                    list_item=is_list_item(text),
+                )
+            )
+    return spans
+
+
+def _quote_text(text: str, start: int, end: int) -> str:
+    """text[start:end] as a quote: markdown escapes at line starts dropped, whitespace runs
+    made single spaces, clipped to QUOTE_CHARS."""
+    return _clip(" ".join(_ESCAPE_LINE.sub("", text[start:end]).split()))
+
+
+def _clip(text: str, limit: int = QUOTE_CHARS) -> str:
+    """`text`, or its head up to a word end when longer than `limit` (still verbatim)."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > limit // 2 else limit]
 
 
 def best_quote(
     chunk: Chunk, wanted: set[str], *, limit: int = QUOTE_CHARS
 ) -> tuple[int, str] | None:
-    """The page and text of the chunk's sentence run sharing most words with `wanted`."""
+    """The page and text of the chunk's sentence sharing most words with `wanted`."""
     best: tuple[float, int, str] | None = None
-    for page, sentences in _sentences_by_page(chunk):
-        for i in range(len(sentences)):
-            text = sentences[i]
-            if i + 1 < len(sentences) and len(text) + len(sentences[i + 1]) < limit // 2:
-                text = f"{text} {sentences[i + 1]}"  # a short sentence reads better with the next
-            hits = len(wanted & terms(text))
-            if not hits or len(text) > limit:
-                continue
-            complete = text.endswith((".", "!", "?", '"', "\u201d", ")"))
-            score = hits + 0.5 * complete + 0.1 * min(len(text), 200) / 200
-            if best is None or score > best[0]:
-                best = (score, page, text)
+    for span in chunk_sentences(chunk):
+        hits = len(wanted & terms(span.text))
+        if not hits or len(span.text) > limit:
+            continue
+        score = hits + 0.1 * min(len(span.text), 200) / 200
+        if best is None or score > best[0]:
+            best = (score, span.page, span.text)
     return (best[1], best[2]) if best else None
 
 
-def _sentences_by_page(chunk: Chunk) -> Iterator[tuple[int, list[str]]]:
-    """Sentences of a chunk grouped by the page they are on; none crosses a page break."""
-    bounds = [0, *chunk.page_breaks, len(chunk.text)]
-    for offset, (start, end) in enumerate(pairwise(bounds)):
-        # A line break before a lower-case word is inside a sentence, not between two.
-        text = _SOFT_BREAK.sub(" ", chunk.text[start:end])
-        sentences = [" ".join(match.group().split()) for match in _SENTENCE.finditer(text)]
-        yield chunk.page_start + offset, [s for s in sentences if len(s) >= 20]
+@dataclass(frozen=True)
+class Quote:
+    """A sentence chosen to answer a question: `number` is its passage's (1-based)."""
+
+    number: int
+    chunk: Chunk
+    page: int
+    text: str
+    score: float
+    coverage: float  # weighted share of the question's words in the sentence and its headings
+
+
+def answer_quotes(
+    question: str,
+    passages: Sequence[Chunk],
+    *,
+    threshold: float,
+    limit: int = EXTRACTIVE_QUOTES,
+) -> list[Quote]:
+    """The sentences of `passages` (best first, as retrieved) that best answer `question`;
+    none when no passage holds `threshold` of the question's (weighted) words in its text,
+    headings and title (`Settings.answer_threshold`).
+
+    A sentence scores by the share of the question's words it holds, each weighted by how rare
+    it is among the candidate sentences, with some credit for words only in its headings, for
+    the question's word pairs in order, for opening with the question's words, and for its
+    passage's rank. Near duplicates are dropped and each pick is discounted by its overlap with
+    those already chosen.
+    """
+    wanted = terms(question) or set(words(question))
+    candidates = [
+        (number, span)
+        for number, chunk in enumerate(passages, start=1)
+        for span in chunk_sentences(chunk)
+    ]
+    if not wanted or not candidates:
+        return []
+    seen = [terms(span.text) for _, span in candidates]
+    weight = _rarity(wanted, seen)
+    total = sum(weight.values())
+    if _coverage(wanted, weight, passages) < threshold:
+        return []
+    headings = [terms(" ".join([c.title, *c.headings])) for c in passages]
+    pairs = _pairs(words(question))
+    scored: list[Quote] = []
+    numeric = _NUMERIC_QUESTION.search(question.casefold()) is not None
+    openers = _section_openers(wanted, passages)
+    for k, ((number, span), found) in enumerate(zip(candidates, seen, strict=True)):
+        text = span.text
+        after = candidates[k + 1][1] if k + 1 < len(candidates) else None
+        if (
+            after is not None
+            and after.chunk is span.chunk
+            and after.page == span.page
+            and not (span.list_item or after.list_item)  # a list item is quoted alone
+            and len(span.text) + len(after.text) < JOIN_CHARS
+        ):
+            text = _quote_text(span.chunk.text, span.start, after.end)
+            found = found | seen[k + 1]
+        inside = sum(weight[t] for t in wanted & found) / total
+        around = sum(weight[t] for t in (wanted & headings[number - 1]) - found) / total
+        coverage = inside + HEADING_WEIGHT * around
+        if coverage <= 0:
+            continue
+        sentence = words(text)
+        phrase = len(pairs & _pairs(sentence)) / len(pairs) if pairs else 0.0
+        opening = _opening_words(sentence, wanted, list_item=span.list_item)
+        short = len(span.text) < 40 and not span.list_item
+        score = (
+            coverage
+            + PHRASE_WEIGHT * phrase
+            + OPENING_WEIGHT * opening
+            + RANK_WEIGHT * (1 - (number - 1) / len(passages))
+            + (SECTION_WEIGHT if k in openers else 0.0)
+            + (NUMBER_BONUS if numeric and _DIGIT.search(text) else 0.0)
+            - (0.2 if short else 0.0)
+        )
+        scored.append(Quote(number, span.chunk, span.page, text, score, coverage))
+    return _diverse(scored, limit=limit)
+
+
+def question_coverage(question: str, passages: Sequence[Chunk]) -> float:
+    """The largest (weighted) share of the question's words that one passage holds in its
+    text, headings and title: what `answer_quotes` compares with its threshold."""
+    wanted = terms(question) or set(words(question))
+    seen = [terms(span.text) for chunk in passages for span in chunk_sentences(chunk)]
+    if not wanted or not seen:
+        return 0.0
+    return _coverage(wanted, _rarity(wanted, seen), passages)
+
+
+def _coverage(wanted: set[str], weight: dict[str, float], passages: Sequence[Chunk]) -> float:
+    total = sum(weight.values())
+    context = [terms(" ".join([c.title, *c.headings, c.text])) for c in passages]
+    return max((sum(weight[t] for t in wanted & found) / total for found in context), default=0.0)
+
+
+def _section_openers(wanted: set[str], passages: Sequence[Chunk]) -> set[int]:
+    """Candidate indexes of the first sentence of the earliest passage of each section whose
+    heading the question repeats: under "Who Must File", the first sentence answers "Who must
+    file Form 1040-NR?"."""
+    first: dict[tuple[str, tuple[str, ...]], Chunk] = {}
+    for chunk in passages:
+        heading = terms(chunk.headings[-1]) if chunk.headings else set()
+        if len(heading) < 2 or not heading <= wanted:
+            continue
+        key = (chunk.doc_id, tuple(chunk.headings))
+        if key not in first or chunk.chunk_id < first[key].chunk_id:
+            first[key] = chunk
+    openers: set[int] = set()
+    k = 0
+    for chunk in passages:
+        count = len(chunk_sentences(chunk))
+        if count and any(chunk is c for c in first.values()):
+            openers.add(k)
+        k += count
+    return openers
+
+
+def _opening_words(sentence: list[str], wanted: set[str], *, list_item: bool) -> float:
+    """1 when the sentence opens with two of the question's words ("File Form 1040NR if")."""
+    head = sentence[1:4] if list_item else sentence[:3]
+    return 1.0 if len(wanted.intersection(head)) >= 2 else 0.0
+
+
+def _rarity(wanted: set[str], seen: Sequence[set[str]]) -> dict[str, float]:
+    """Each wanted word's weight: rarer among the candidate sentences weighs more."""
+    n = len(seen)
+    return {
+        t: math.log((n + 1) / (0.5 + sum(1 for found in seen if t in found))) + 1.0 for t in wanted
+    }
+
+
+def _pairs(sequence: Sequence[str]) -> set[tuple[str, str]]:
+    content = [w for w in sequence if w not in _STOP]
+    return set(pairwise(content))
+
+
+def _diverse(scored: list[Quote], *, limit: int) -> list[Quote]:
+    """Up to `limit` quotes, greedily: best score less overlap with those already chosen."""
+    chosen: list[Quote] = []
+    chosen_terms: list[set[str]] = []
+    pool = sorted(scored, key=lambda q: -q.score)
+    while pool and len(chosen) < limit:
+        best_i, best_value = -1, -math.inf
+        for i, quote in enumerate(pool):
+            found = terms(quote.text)
+            overlap = max((_jaccard(found, other) for other in chosen_terms), default=0.0)
+            if overlap >= NEAR_DUPLICATE or _repeats(quote, chosen):
+                continue
+            value = quote.score - DIVERSITY * overlap
+            if value > best_value:
+                best_i, best_value = i, value
+        if best_i < 0:
+            break
+        quote = pool.pop(best_i)
+        chosen.append(quote)
+        chosen_terms.append(terms(quote.text))
+    return chosen
+
+
+NEAR_DUPLICATE = 0.8
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+def _repeats(quote: Quote, chosen: Sequence[Quote]) -> bool:
+    """Whether `quote` says what a chosen one says (the same text, or inside it)."""
+    mine = quote.text.casefold()
+    return any(mine in other.text.casefold() or other.text.casefold() in mine for other in chosen)
 
 
 def citations_for_answer(answer: str, sources: Sequence[Chunk]) -> list[Citation]:
@@ -141,7 +391,5 @@ def _claims(answer: str) -> Iterator[tuple[str, list[int]]]:
 
 
 def _opening(chunk: Chunk) -> tuple[int, str] | None:
-    for page, sentences in _sentences_by_page(chunk):
-        if sentences:
-            return page, sentences[0][:QUOTE_CHARS]
-    return None
+    spans = chunk_sentences(chunk)
+    return (spans[0].page, spans[0].text) if spans else None

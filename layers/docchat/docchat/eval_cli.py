@@ -30,6 +30,7 @@ from docchat.evaluate import (
     Retrieval,
     evaluate_beir,
     evaluate_qa,
+    extractive_quoter,
     load_beir,
     load_squad,
 )
@@ -98,7 +99,8 @@ def add_eval_commands(
     qa = kinds.add_parser(
         "qa",
         parents=[common_parser, search],
-        help="share of SQuAD-style questions whose answer is in the top 1/5/10 passages",
+        help="share of SQuAD-style questions whose answer is in the top 1/5/10 passages, and "
+        "extractive answer recall and quote fidelity",
     )
     qa.add_argument("file", type=Path, metavar="FILE", help="SQuAD-format JSON")
     qa.add_argument("--chunk-size", type=int, default=None, help="default: DOCCHAT_CHUNK_SIZE")
@@ -148,6 +150,8 @@ def run_qa(args: argparse.Namespace, settings: Settings) -> int:
             cache_dir=args.cache,
             reranker=_reranker(settings),
             on_progress=report,
+            quoters={"extractive": extractive_quoter(threshold=settings.answer_threshold)},
+            answer_passages=settings.top_k,
         )
     title = (
         f"{args.file.name}: {len(data.questions)} questions, {len(data.documents)} documents, "
@@ -201,13 +205,13 @@ def _progress() -> Iterator[Callable[[str, int, int], None]]:
 
 
 def _show(scores: dict[str, dict[str, float]], *, title: str, json_path: Path | None) -> None:
-    metrics = list(next(iter(scores.values())))
+    metrics = list(dict.fromkeys(m for values in scores.values() for m in values))
     table = Table(title=title)
     table.add_column("method")
     for metric in metrics:
         table.add_column(metric, justify="right")
     for method, values in scores.items():
-        table.add_row(method, *(f"{values[m]:.4f}" for m in metrics))
+        table.add_row(method, *(f"{values[m]:.4f}" if m in values else "" for m in metrics))
     out.print(table)
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)

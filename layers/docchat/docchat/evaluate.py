@@ -7,7 +7,7 @@ import json
 import math
 import re
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,6 +17,7 @@ import numpy as np
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.chunk import chunks_from_pages
+from docchat.citations import answer_quotes
 from docchat.config import Settings
 from docchat.embed import Vectors
 from docchat.errors import EvaluationDataError
@@ -519,6 +520,49 @@ def hit_rates(first_hits: Sequence[int | None]) -> dict[str, float]:
     }
 
 
+# A way to answer without a model: (chunk, page, quote) per quote, for a question and the
+# retrieved chunks, best first.
+Quoter = Callable[[str, Sequence[Chunk]], Sequence[tuple[Chunk, int, str]]]
+
+
+def extractive_quoter(*, threshold: float) -> Quoter:
+    """The chat's extractive answer (`docchat.citations.answer_quotes`) as a `Quoter`."""
+
+    def quote(question: str, chunks: Sequence[Chunk]) -> list[tuple[Chunk, int, str]]:
+        found = answer_quotes(question, chunks, threshold=threshold)
+        return [(q.chunk, q.page, q.text) for q in found]
+
+    return quote
+
+
+def verbatim(quote: str, page_text: str) -> bool:
+    """Whether `quote` stands in `page_text` character for character, whitespace and
+    unprintable characters aside: chunking keeps printable text only (langchain's markdown
+    splitter), so U+202F in "35 000" or a private-use glyph never reaches a quote."""
+    return _visible(quote) in _visible(page_text)
+
+
+def _visible(text: str) -> str:
+    return "".join(c for c in text if c.isprintable() and not c.isspace())
+
+
+@dataclass
+class _AnswerTally:
+    """Per quoter: questions answered, answers holding the gold text, quotes checked, faithful."""
+
+    answered: int = 0
+    recalled: int = 0
+    quotes: int = 0
+    faithful: int = 0
+
+    def scores(self, questions: int) -> dict[str, float]:
+        return {
+            "answer recall": self.recalled / questions,
+            "quote fidelity": self.faithful / self.quotes if self.quotes else 1.0,
+            "answered": self.answered / questions,
+        }
+
+
 def evaluate_qa(
     data: QaData,
     *,
@@ -528,16 +572,27 @@ def evaluate_qa(
     cache_dir: Path | None = None,
     reranker: Reranker | None = None,
     on_progress: Progress | None = None,
+    quoters: Mapping[str, Quoter] | None = None,
+    answer_passages: int = 0,
 ) -> dict[str, dict[str, float]]:
-    """Per method, the share of questions whose answer text is in the top 1 / 5 / 10 passages."""
+    """Per method, the share of questions whose answer text is in the top 1 / 5 / 10 passages.
+
+    Each of `quoters` also answers from the first `answer_passages` hybrid passages (the chat's
+    `top_k`): its row has the share of questions whose answer text is inside its quotes
+    (answer recall), of quotes found verbatim on the page they cite (quote fidelity), and of
+    questions it answered at all.
+    """
     if not chunking.size:
         raise EvaluationDataError("document QA needs a chunk size: contexts are whole papers")
+    if quoters and answer_passages <= 0:
+        raise EvaluationDataError(f"answers need passages to quote (got {answer_passages})")
     chunks = corpus_chunks(data.documents, chunking, version=data.sha256)
     vectors = cached_vectors(
         chunks, embedder=embedder, cache_dir=cache_dir, on_progress=on_progress
     )
-    text_of = {c.chunk_id: c.text for c in chunks}
+    chunk_of = {c.chunk_id: c for c in chunks}
     hits: dict[str, list[int | None]] = {}
+    tallies = {name: _AnswerTally() for name in quoters or {}}
     with filled_index(chunks, vectors, embedder=embedder, on_progress=on_progress) as index:
         for done, q in enumerate(data.questions, start=1):
             found = ranked_chunks(
@@ -550,8 +605,28 @@ def evaluate_qa(
                 rerank_depth=RERANK_POOL * max(QA_CUTOFFS),
             )
             for method, chunk_ids in found.items():
-                texts = [text_of[c] for c in chunk_ids]
+                texts = [chunk_of[c].text for c in chunk_ids]
                 hits.setdefault(method, []).append(first_hit(q.answers, texts))
+            passages = [chunk_of[c] for c in found["hybrid"][:answer_passages]]
+            for name, quoter in (quoters or {}).items():
+                _tally(tallies[name], q, quoter(q.question, passages), data.documents)
             if on_progress:
                 on_progress("questions", done, len(data.questions))
-    return {method: hit_rates(ranks) for method, ranks in hits.items()}
+    scores = {method: hit_rates(ranks) for method, ranks in hits.items()}
+    for name, tally in tallies.items():
+        scores[name] = tally.scores(len(data.questions))
+    return scores
+
+
+def _tally(
+    tally: _AnswerTally,
+    question: QaQuestion,
+    quotes: Sequence[tuple[Chunk, int, str]],
+    documents: Mapping[str, tuple[str, str]],
+) -> None:
+    tally.answered += bool(quotes)
+    tally.recalled += first_hit(question.answers, [text for _, _, text in quotes]) is not None
+    for chunk, page, text in quotes:
+        tally.quotes += 1
+        # A SQuAD context is one document of one page.
+        tally.faithful += page == 1 and verbatim(text, documents[chunk.doc_id][1])

@@ -85,18 +85,19 @@ class Library:
         fused order if reranking fails. Without `catalog`, the registry is read first."""
         versions = self._catalog(catalog).versions(doc_ids)
         pool = top_k * RERANK_POOL if self.reranker else top_k
+        # Twice as many, so that collapsing duplicates still leaves `pool` distinct passages.
         fused = hybrid_search(
             self.index,
             self.embedder,
             query,
-            top_k=pool,
+            top_k=pool * 2,
             candidates=self.candidates,
             versions=versions,
             fusion=self.fusion,
             vector_weight=self.vector_weight,
         )
         # The index filtered already; an index that let a stale chunk through still must not.
-        fused = [p for p in fused if _shown(p.chunk, versions)]
+        fused = distinct([p for p in fused if _shown(p.chunk, versions)])[:pool]
         if self.reranker is None or not fused:
             return SearchResult(fused[:top_k], reranked=False)
         try:
@@ -133,6 +134,19 @@ class Library:
             for c in self.index.document_chunks(doc_id, version=versions[doc_id])
             if _shown(c, versions) and c.page_end >= first and c.page_start <= last
         ]
+
+
+def distinct(passages: Sequence[Passage]) -> list[Passage]:
+    """`passages` without repeats: a passage whose text (whitespace and case aside) an
+    earlier one has, in this or another document, is the earlier one's result."""
+    seen: set[str] = set()
+    kept: list[Passage] = []
+    for passage in passages:
+        key = " ".join(passage.chunk.text.casefold().split())
+        if key not in seen:
+            seen.add(key)
+            kept.append(passage)
+    return kept
 
 
 def _shown(chunk: Chunk, versions: Mapping[str, str]) -> bool:

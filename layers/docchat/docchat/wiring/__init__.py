@@ -42,6 +42,7 @@ def agent_config(settings: Settings) -> AgentConfig:
         max_rounds=settings.max_rounds,
         top_k=settings.top_k,
         max_tokens=settings.max_tokens,
+        answer_threshold=settings.answer_threshold,
     )
 
 

@@ -1,0 +1,216 @@
+"""Extractive answers on COVID-QA: main's quotes against this tree's, and the "nothing matches"
+threshold.
+
+Run from the repository root (the data sets live in ../shared/data; see its README):
+
+    .venv/bin/python bench/extractive_answers.py compare [--split test] [--limit N]
+    .venv/bin/python bench/extractive_answers.py threshold
+
+`compare` answers every question twice from the same hybrid passages (the chat's top_k): with
+the extractive answer of main at d21c21e (its citations.py read from git, its agent's loop
+copied below) and with this tree's `answer_quotes`, and prints hit@k, answer recall (the gold
+answer inside the quotes), quote fidelity (each quote verbatim on its page) and the share of
+questions answered at all.
+
+`threshold` calibrates `Settings.answer_threshold`: the questions of the `tune` half of the
+COVID-QA documents are positives (asked over the COVID-QA corpus, where each has an answer);
+the same questions asked over the demo PDFs (US tax instructions, the DMCA) are negatives. It
+picks the highest threshold that still answers ANSWERED of the positives (a false "nothing
+matches" hides an answer the documents hold, which is what issue 14 reports; a false answer is
+still marked as quotes, not as a claim), then reports both shares on the `test` half.
+
+The split is by document (a fixed hash order of document ids), so no paper is in both halves.
+Corpus embeddings are cached in --cache (default .docchat-eval/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import subprocess
+import sys
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from docchat.adapters.local_embedder import LocalEmbedder
+from docchat.chunk import chunks_from_pages
+from docchat.citations import question_coverage
+from docchat.config import Settings
+from docchat.convert import pages_from_pdf
+from docchat.evaluate import (
+    Chunking,
+    QaData,
+    Quoter,
+    Retrieval,
+    cached_vectors,
+    corpus_chunks,
+    evaluate_qa,
+    extractive_quoter,
+    filled_index,
+    load_squad,
+    ranked_chunks,
+)
+from docchat.models import Chunk
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "data"
+COVID = SHARED / "covid-qa" / "200423_covidQA.json"
+DEMO = REPO / "examples" / "pdfs"
+MAIN = "d21c21e"
+THRESHOLDS = [round(0.05 * i, 2) for i in range(0, 17)]
+ANSWERED = 0.99
+
+
+def main_quoter() -> Quoter:
+    """main's extractive answer: per passage in order, its best sentence, at most 4."""
+    source = subprocess.run(
+        ["git", "show", f"{MAIN}:layers/docchat/docchat/citations.py"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    old = types.ModuleType("citations_main")
+    exec(compile(source, "citations_main.py", "exec"), old.__dict__)
+
+    def quote(question: str, chunks: Sequence[Chunk]) -> list[tuple[Chunk, int, str]]:
+        wanted = old.terms(question)
+        quotes = []
+        for chunk in chunks:
+            found = old.best_quote(chunk, wanted)
+            if found is not None:
+                quotes.append((chunk, *found))
+            if len(quotes) == 4:
+                break
+        return quotes
+
+    return quote
+
+
+def split(data: QaData, half: str) -> QaData:
+    """The questions about the `tune` or `test` half of the documents (all documents kept, so
+    the cached corpus embeddings serve every split)."""
+    if half == "all":
+        return data
+    order = sorted(data.documents, key=lambda d: hashlib.sha256(d.encode()).hexdigest())
+    tune = set(order[: len(order) // 2])
+    kept = [q for q in data.questions if (q.doc_id in tune) == (half == "tune")]
+    return replace(data, questions=kept)
+
+
+def compare(args: argparse.Namespace, settings: Settings) -> None:
+    data = split(load_squad(COVID), args.split)
+    data = replace(data, questions=data.questions[: args.limit])
+    scores = evaluate_qa(
+        data,
+        embedder=LocalEmbedder(),
+        chunking=Chunking(settings.chunk_size, settings.chunk_overlap),
+        retrieval=Retrieval.of(settings),
+        cache_dir=args.cache,
+        quoters={
+            f"extractive, main {MAIN}": main_quoter(),
+            "extractive, this tree": extractive_quoter(threshold=settings.answer_threshold),
+        },
+        answer_passages=settings.top_k,
+    )
+    print(f"COVID-QA {args.split}: {len(data.questions)} questions, top_k {settings.top_k}")
+    metrics = list(dict.fromkeys(m for v in scores.values() for m in v))
+    print(" | ".join(["method", *metrics]))
+    for method, values in scores.items():
+        print(" | ".join([method, *(f"{values[m]:.4f}" if m in values else "" for m in metrics)]))
+
+
+def coverages(
+    chunks: list[Chunk], questions: Sequence[str], settings: Settings, cache: Path
+) -> list[float]:
+    """Per question, `question_coverage` of its top_k hybrid passages in `chunks`."""
+    embedder = LocalEmbedder()
+    vectors = cached_vectors(chunks, embedder=embedder, cache_dir=cache)
+    chunk_of = {c.chunk_id: c for c in chunks}
+    found: list[float] = []
+    with filled_index(chunks, vectors, embedder=embedder) as index:
+        for question in questions:
+            ranked = ranked_chunks(
+                index,
+                embedder,
+                question,
+                depth=settings.top_k,
+                retrieval=Retrieval.of(settings),
+            )["hybrid"]
+            found.append(question_coverage(question, [chunk_of[c] for c in ranked]))
+    return found
+
+
+def demo_chunks(settings: Settings) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    for pdf in sorted(DEMO.glob("*.pdf")):
+        converted = pages_from_pdf(pdf.read_bytes(), fallback_title=pdf.stem)
+        chunks.extend(
+            chunks_from_pages(
+                converted.pages,
+                doc_id=pdf.stem,
+                version="demo",
+                source=pdf.name,
+                title=converted.title,
+                chunk_size=settings.chunk_size,
+                chunk_overlap=settings.chunk_overlap,
+            )
+        )
+    return chunks
+
+
+def threshold(args: argparse.Namespace, settings: Settings) -> None:
+    data = load_squad(COVID)
+    covid = corpus_chunks(
+        data.documents, Chunking(settings.chunk_size, settings.chunk_overlap), version=data.sha256
+    )
+    demo = demo_chunks(settings)
+    halves: dict[str, Any] = {}
+    for half in ("tune", "test"):
+        questions = [q.question for q in split(data, half).questions]
+        halves[half] = (
+            np.array(coverages(covid, questions, settings, args.cache)),
+            np.array(coverages(demo, questions, settings, args.cache)),
+        )
+
+    def shares(half: str, t: float) -> tuple[float, float]:
+        positive, negative = halves[half]
+        return float((positive >= t).mean()), float((negative < t).mean())
+
+    print("threshold | tune: answered (COVID-QA) | tune: refused (demo PDFs)")
+    best = max(t for t in THRESHOLDS if shares("tune", t)[0] >= ANSWERED)
+    for t in THRESHOLDS:
+        answered, refused = shares("tune", t)
+        mark = " *" if t == best else ""
+        print(f"{t:.2f}{mark} | {answered:.4f} | {refused:.4f}")
+    answered, refused = shares("test", best)
+    print(f"test half at {best:.2f}: answered {answered:.4f}, refused {refused:.4f}")
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], None]] = {
+    "compare": compare,
+    "threshold": threshold,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("command", choices=list(COMMANDS))
+    parser.add_argument("--split", choices=["all", "tune", "test"], default="all")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    parser.add_argument("--cache", type=Path, default=Path(".docchat-eval"))
+    args = parser.parse_args(argv)
+    if not COVID.is_file():
+        print(f"COVID-QA not available: {COVID} is absent", file=sys.stderr)
+        return 2
+    COMMANDS[args.command](args, Settings())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Extractive answers: verbatim quotes of whole sentences and list items, chosen to answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from docchat.agent import NOT_FOUND, Agent
+from docchat.citations import answer_quotes, best_quote, chunk_sentences
+from docchat.evaluate import verbatim
+from docchat.events import CitationsEvent, DeltaEvent
+from docchat.library import distinct
+from docchat.models import Chunk, Passage
+from tests.chatkit import library_of, tuned_config
+
+LIMITATIONS = (
+    "Title II of the DMCA adds a new section 512 to the Copyright Act to create four new "
+    "limitations on liability for copyright infringement by online service providers. The "
+    "limitations are based on the following four categories of conduct by a service provider:\n"
+    "1. Transitory communications;\n"
+    "2. System caching;\n"
+    "3. Storage of information on systems or networks at direction of users;\n"
+    "and 4. Information location tools."
+)
+CACHING = (
+    "Section 512(b) limits the liability of service providers for the practice of retaining "
+    "copies, for a limited time, of material that has been made available online.\n"
+    "The limitation applies to acts of intermediate and temporary storage."
+)
+WHO_FILES = [
+    (
+        "Filing for an estate or trust. If you are filing Form 1040NR for a nonresident alien "
+        "estate or trust, change the form to reflect the provisions of Subchapter J."
+    ),
+    (
+        "File Form 1040NR if any of the following four conditions applies to you.\n"
+        "1. You were a nonresident alien engaged in a trade or business in the U.S. during 2007."
+    ),
+]
+
+
+def _chunk(text: str, n: int = 0, *, headings: list[str] | None = None, **extra: object) -> Chunk:
+    fields: dict[str, object] = {
+        "chunk_id": f"doc:v:{n:05d}",
+        "doc_id": "doc",
+        "version": "v",
+        "source": "doc.pdf",
+        "title": "A document",
+        "headings": headings or [],
+        "page_start": 1,
+        "page_end": 1,
+        "text": text,
+    }
+    fields.update(extra)
+    return Chunk.model_validate(fields)
+
+
+def test_quotes_are_whole_sentences_with_us_and_list_numbers_kept() -> None:
+    chunk = _chunk(
+        LIMITATIONS + "\nYour income is taxed under U.S. tax laws. U.S. Copyright Office."
+    )
+
+    texts = [s.text for s in chunk_sentences(chunk)]
+
+    assert "2. System caching;" in texts
+    assert "Your income is taxed under U.S. tax laws." in texts
+    assert "U.S. Copyright Office." in texts
+    assert all(verbatim(text, chunk.text) for text in texts)
+
+
+def test_best_quote_can_quote_a_short_list_item() -> None:
+    # main dropped sentences under 20 characters and list numbers: "System caching;" at best.
+    assert best_quote(_chunk(LIMITATIONS), {"system", "cach"}) == (1, "2. System caching;")
+
+
+def test_answer_quotes_are_verbatim_on_the_page_they_cite() -> None:
+    chunk = _chunk(
+        "First page text.\nSecond page: the U.S. rule.\n\\# Not a heading.",
+        page_end=2,
+        page_breaks=[17],
+    )
+
+    quotes = answer_quotes("the U.S. rule heading", [chunk], threshold=0.0)
+
+    assert [(q.page, q.text) for q in quotes] == [
+        (2, "Second page: the U.S. rule. # Not a heading.")
+    ]
+
+
+def test_answer_quotes_put_the_sentence_opening_the_asked_section_first() -> None:
+    passages = [
+        _chunk(WHO_FILES[0], 38, headings=["Instructions", "Who Must File"]),
+        _chunk(WHO_FILES[1], 37, headings=["Instructions", "Who Must File"]),
+    ]
+
+    first = answer_quotes("Who must file Form 1040-NR?", passages, threshold=0.3)[0]
+
+    assert first.text.startswith("File Form 1040NR if any of the following four conditions")
+    assert first.number == 2
+
+
+def test_answer_quotes_answer_from_the_heading_when_the_text_lacks_the_words() -> None:
+    # "caching" is only in the section heading; main answered that nothing matches.
+    passages = [_chunk(CACHING, headings=["Limitation for System Caching"])]
+
+    quotes = answer_quotes(
+        "safe harbor for caching", passages, threshold=tuned_config().answer_threshold
+    )
+
+    assert quotes and quotes[0].text.startswith("Section 512(b) limits the liability")
+
+
+def test_answer_quotes_drop_repeated_text_from_overlapping_chunks() -> None:
+    passages = [_chunk(CACHING, 1), _chunk(CACHING, 2, doc_id="copy")]
+
+    texts = [
+        q.text for q in answer_quotes("limits liability retaining copies", passages, threshold=0.0)
+    ]
+
+    assert texts and len(texts) == len(set(texts))
+
+
+def test_answer_quotes_refuse_below_the_threshold() -> None:
+    quotes = answer_quotes("ferry timetable to the island", [_chunk(CACHING)], threshold=0.3)
+
+    assert quotes == []
+
+
+def test_distinct_collapses_the_same_text_in_two_documents() -> None:
+    a, b, c = (
+        _chunk(CACHING, 1),
+        _chunk(" " + CACHING.upper(), 2, doc_id="copy"),
+        _chunk(LIMITATIONS, 3),
+    )
+
+    kept = distinct([Passage(chunk=x, score=1.0) for x in (a, b, c)])
+
+    assert [p.chunk.chunk_id for p in kept] == [a.chunk_id, c.chunk_id]
+
+
+def test_library_search_returns_one_result_for_a_document_indexed_twice(tmp_path: Path) -> None:
+    library = library_of(
+        tmp_path / "i.sqlite3", {"caching": [CACHING], "copy": [CACHING], "other": [LIMITATIONS]}
+    )
+
+    found = library.search("retaining copies limited time", top_k=3).passages
+
+    assert len(found) == 2
+    assert len({p.chunk.text for p in found}) == 2
+
+
+def test_extractive_agent_answers_safe_harbor_for_caching(tmp_path: Path) -> None:
+    library = library_of(tmp_path / "i.sqlite3", {"dmca": [LIMITATIONS, CACHING]})
+
+    events = list(
+        Agent(library, None, tuned_config()).run(
+            [{"role": "user", "content": "safe harbor for caching"}]
+        )
+    )
+
+    text = "".join(e.text for e in events if isinstance(e, DeltaEvent))
+    [cited] = [e for e in events if isinstance(e, CitationsEvent)]
+    assert NOT_FOUND not in text
+    assert "2. System caching;" in [c.quote for c in cited.citations]
+
+
+def test_best_quote_keeps_abbreviations_and_short_sentences_intact() -> None:
+    # main quoted "Your income is exempt from U. tax under a tax treaty." and nothing for Smith.
+    chunk = _chunk(
+        "Your income is exempt from U.S. tax under a tax treaty. Dr. Smith et al. found it."
+    )
+
+    assert best_quote(chunk, {"income", "exempt", "treaty"}) == (
+        1,
+        "Your income is exempt from U.S. tax under a tax treaty.",
+    )
+    assert best_quote(chunk, {"smith", "found"}) == (1, "Dr. Smith et al. found it.")

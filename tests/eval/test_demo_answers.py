@@ -8,13 +8,14 @@ import re
 import pytest
 
 from docchat.agent import NOT_FOUND, Agent
-from docchat.backend import agent_config, local_library
 from docchat.cli import main
 from docchat.config import Settings
 from docchat.convert import pages_from_pdf
 from docchat.evaluate import verbatim
 from docchat.events import CitationsEvent, DeltaEvent
 from docchat.models import Citation
+from docchat.wiring import agent_config
+from docchat.wiring.local import local_library
 from tests.conftest import EXAMPLES, REPO
 
 README_QUESTION = "Who must file Form 1040-NR?"

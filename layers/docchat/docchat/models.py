@@ -17,6 +17,7 @@ class Page(BaseModel):
     markdown: str
     chars: int = Field(ge=0, description="non-whitespace characters of text on the page")
     image_only: bool = False
+    ocr: bool = Field(default=False, description="the page's text came from OCR of its image")
 
 
 class ConvertedDocument(BaseModel):

@@ -17,10 +17,12 @@ from docchat.errors import (
     EmptyPdfError,
     EncryptedPdfError,
     MalformedPdfError,
+    ModelFileError,
     NeedsOcrError,
     PdfTooLargeError,
 )
 from docchat.models import ConvertedDocument, Page
+from docchat.ocr import OcrLine, OcrOptions, engine
 
 ProgressFn = Callable[[int, int], None]
 _T = TypeVar("_T")
@@ -34,6 +36,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\ufeff]")
 _SENTENCE_END = (".", "!", "?", ":", ";")
 _MARKDOWN_START = re.compile(r"^(#|```|~~~|>)")
 _OCR_SHARE = 0.5
+# A page with fewer characters of text than this, and something drawn on it, is read by OCR:
+# a scan with a stamped page number has a text layer, but not a usable one.
+_MIN_TEXT_CHARS = 16
 _MAX_OUTLINE_ITEMS = 10_000
 _MAX_LEVEL = 3
 _MAX_HEADING = 120  # characters
@@ -78,6 +83,7 @@ class _RawPage:
     paragraphs: list[_Paragraph]
     chars: int
     image_only: bool
+    ocr: bool = False
 
 
 def pages_from_pdf(
@@ -85,14 +91,20 @@ def pages_from_pdf(
     *,
     fallback_title: str = "",
     limits: ConvertLimits = ConvertLimits(),
+    ocr: OcrOptions | None = None,
     on_page: ProgressFn | None = None,
 ) -> ConvertedDocument:
-    """Convert PDF bytes to markdown pages; raises a `ConversionError` subclass on bad input."""
+    """Convert PDF bytes to markdown pages; raises a `ConversionError` subclass on bad input.
+
+    With `ocr`, pages without a usable text layer are rendered and read by OCR; without it, a
+    PDF of mostly such pages is refused with `NeedsOcrError`."""
     if not data:
         raise EmptyPdfError("the file is empty (0 bytes): upload the PDF again")
     document = _open(data)
     try:
-        return _convert(document, fallback_title=fallback_title, limits=limits, on_page=on_page)
+        return _convert(
+            document, fallback_title=fallback_title, limits=limits, ocr=ocr, on_page=on_page
+        )
     except pdfium.PdfiumError as exc:
         raise _damaged(exc) from exc
     finally:
@@ -126,6 +138,7 @@ def _convert(
     *,
     fallback_title: str,
     limits: ConvertLimits,
+    ocr: OcrOptions | None,
     on_page: ProgressFn | None,
 ) -> ConvertedDocument:
     count = len(document)
@@ -144,21 +157,30 @@ def _convert(
                 f"conversion stopped after {limits.timeout_s:g} s at page {index + 1} of {count} "
                 "(DOCCHAT_CONVERT_TIMEOUT_S): split the document or raise the limit"
             )
-        raw_pages.append(_read_page(document, index))
+        raw_pages.append(_read_page(document, index, ocr))
         if on_page:
             on_page(index + 1, count)
 
     # After the pages are loaded PDFium finds an outline entry's page quickly.
     outline = _outline_by_page(document, count)
     textless = sum(page.chars == 0 for page in raw_pages)
-    _check_has_text(raw_pages, textless)
+    if ocr is None:
+        _check_has_text(raw_pages, textless)
+    elif textless == count:
+        _check_ocr_found_text(raw_pages)
     _drop_running_headers(raw_pages)
     if outline:
         _mark_outline_headings(raw_pages, outline)
     else:
         _mark_size_headings(raw_pages)
     pages = [
-        Page(number=i + 1, markdown=_markdown(page), chars=page.chars, image_only=page.image_only)
+        Page(
+            number=i + 1,
+            markdown=_markdown(page),
+            chars=page.chars,
+            image_only=page.image_only,
+            ocr=page.ocr,
+        )
         for i, page in enumerate(raw_pages)
     ]
     return ConvertedDocument(
@@ -181,10 +203,20 @@ def _check_has_text(raw_pages: list[_RawPage], textless: int) -> None:
         )
 
 
+def _check_ocr_found_text(raw_pages: list[_RawPage]) -> None:
+    total = len(raw_pages)
+    if not any(page.image_only or page.ocr for page in raw_pages):
+        raise EmptyPdfError(f"none of the {total} pages has any text or image: nothing to index")
+    raise EmptyPdfError(
+        f"none of the {total} pages has any text, and OCR found none in their images: "
+        "nothing to index (if the pages do show text, scan them again at a higher resolution)"
+    )
+
+
 # --- reading a page -------------------------------------------------------------------------
 
 
-def _read_page(document: pdfium.PdfDocument, index: int) -> _RawPage:
+def _read_page(document: pdfium.PdfDocument, index: int, ocr: OcrOptions | None) -> _RawPage:
     try:
         page = document[index]
     except pdfium.PdfiumError:
@@ -195,11 +227,95 @@ def _read_page(document: pdfium.PdfDocument, index: int) -> _RawPage:
             lines = _on_page(_lines(textpage, page.get_width()), page.get_cropbox())
         finally:
             textpage.close()
-        chars = sum(len(line.text) - line.text.count(" ") for line in lines)
+        chars = _chars(lines)
         image_only = chars == 0 and _has_image(page)
+        ocr_lines = _ocr_lines(page, ocr) if ocr and _needs_ocr(page, chars) else None
     finally:
         page.close()
+    if ocr_lines is not None and _chars(ocr_lines) > chars:
+        return _RawPage(
+            paragraphs=_split_at_bullets(_paragraphs(ocr_lines)),
+            chars=_chars(ocr_lines),
+            image_only=image_only,
+            ocr=True,
+        )
     return _RawPage(paragraphs=_paragraphs(lines), chars=chars, image_only=image_only)
+
+
+def _chars(lines: list[_Line]) -> int:
+    return sum(len(line.text) - line.text.count(" ") for line in lines)
+
+
+def _needs_ocr(page: pdfium.PdfPage, chars: int) -> bool:
+    return chars < _MIN_TEXT_CHARS and _has_drawing(page)
+
+
+def _ocr_lines(page: pdfium.PdfPage, options: OcrOptions) -> list[_Line]:
+    """The page rendered and read by OCR, as lines in PDF points in reading order."""
+    width, height = page.get_size()
+    scale = min(options.dpi / 72, (options.max_pixels / max(width * height, 1.0)) ** 0.5)
+    bitmap = page.render(scale=scale, grayscale=True, may_draw_forms=True)
+    try:
+        image = bitmap.to_numpy()
+        try:
+            found = engine(threads=options.threads).lines(image)
+        except ModelFileError as exc:
+            raise NeedsOcrError(
+                f"a page has no text layer and OCR is not available here ({exc}); or run OCR "
+                "on the file (for example with ocrmypdf) and upload the result"
+            ) from exc
+        image_height = image.shape[0]
+    finally:
+        bitmap.close()
+    lines = _even_sizes([_ocr_line(line, scale, image_height) for line in found])
+    if _looks_multi_column(lines, image.shape[1] / scale):
+        return _column_order(lines)
+    return lines
+
+
+def _even_sizes(lines: list[_Line]) -> list[_Line]:
+    """OCR boxes of one font size differ by a point or two: lines near the page's typical
+    height get exactly that height, so only clearly larger lines can become headings."""
+    if not lines:
+        return lines
+    typical = sorted(line.size for line in lines)[len(lines) // 2]
+    for line in lines:
+        if abs(line.size - typical) <= 0.25 * typical:
+            line.size = typical
+    return lines
+
+
+_BULLETS = ("•", "·", "▪", "◦", "○", "■", "□", "➢", "►")
+
+
+def _split_at_bullets(paragraphs: list[_Paragraph]) -> list[_Paragraph]:
+    """A scanned list item starts a paragraph (text-layer pages keep PDFium's line breaks)."""
+    out: list[_Paragraph] = []
+    for paragraph in paragraphs:
+        current = _Paragraph([], paragraph.heading_level)
+        for line in paragraph.lines:
+            if current.lines and line.text.startswith(_BULLETS):
+                out.append(current)
+                current = _Paragraph([])
+            current.lines.append(line)
+        out.append(current)
+    return out
+
+
+def _ocr_line(line: OcrLine, scale: float, image_height: int) -> _Line:
+    # The box's bottom stands for the baseline and its height for the font size: both are
+    # only compared with other lines' (paragraph breaks, headings), never taken as exact.
+    bottom = (image_height - line.bottom) / scale
+    text = _clean(line.text) if _NEEDS_CLEANING.search(line.text) else line.text
+    return _Line(
+        text=text,
+        size=float(round((line.bottom - line.top) / scale)),
+        bold=False,
+        x=line.left / scale,
+        y=bottom,
+        right=line.right / scale,
+        y_end=bottom,
+    )
 
 
 def _on_page(lines: list[_Line], box: tuple[float, float, float, float]) -> list[_Line]:
@@ -355,10 +471,20 @@ def _clean(line: str) -> str:
 
 
 def _has_image(page: pdfium.PdfPage) -> bool:
+    return _has_object(page, (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_FORM))
+
+
+def _has_drawing(page: pdfium.PdfPage) -> bool:
+    """Whether anything on the page could show text: an image, a form object or vector paths
+    (text drawn as outlines)."""
+    kinds = (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_FORM, pdfium_c.FPDF_PAGEOBJ_PATH)
+    return _has_object(page, kinds)
+
+
+def _has_object(page: pdfium.PdfPage, kinds: tuple[int, ...]) -> bool:
     raw = page.raw
     for i in range(min(pdfium_c.FPDFPage_CountObjects(raw), 1000)):
-        kind = pdfium_c.FPDFPageObj_GetType(pdfium_c.FPDFPage_GetObject(raw, i))
-        if kind in (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_FORM):
+        if pdfium_c.FPDFPageObj_GetType(pdfium_c.FPDFPage_GetObject(raw, i)) in kinds:
             return True
     return False
 

@@ -1,0 +1,105 @@
+"""OCR of pages without a text layer (rapidocr with the models from its wheel, no network)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from reportlab.pdfgen.canvas import Canvas
+
+from docchat import ocr
+from docchat.convert import pages_from_pdf
+from docchat.errors import ModelFileError, NeedsOcrError
+from docchat.ocr import OcrOptions
+from tests.pdfgen import scanned_copy
+
+OPTIONS = OcrOptions(dpi=150, threads=1)
+
+
+def _text_pdf(*lines: str, size: float = 18, page: tuple[float, float] = (360, 160)) -> bytes:
+    buffer = io.BytesIO()
+    canvas = Canvas(buffer, pagesize=page, invariant=1)
+    canvas.setFont("Helvetica", size)
+    y = page[1] - 40
+    for line in lines:
+        canvas.drawString(24, y, line)
+        y -= size * 1.4
+    canvas.showPage()
+    canvas.save()
+    return buffer.getvalue()
+
+
+def test_ocr_reads_a_scanned_page_with_the_network_blocked() -> None:
+    # Given a page that is only an image of two lines of text (the autouse fixture fails any
+    # connection beyond loopback, so a model download would fail the test)
+    scan = scanned_copy(_text_pdf("Invoice number 4711", "Total due: 250 euros"))
+
+    # When it is converted with OCR
+    document = pages_from_pdf(scan, ocr=OPTIONS)
+
+    # Then the page's text is read, in order, and marked as OCR'd
+    [page] = document.pages
+    assert page.ocr and page.image_only
+    assert "Invoice number 4711" in page.markdown
+    assert page.markdown.index("4711") < page.markdown.index("250 euros")
+    assert document.pages_without_text == 0
+
+
+def test_ocr_leaves_pages_with_a_text_layer_alone() -> None:
+    born_digital = _text_pdf("Invoice number 4711", "Total due: 250 euros")
+
+    document = pages_from_pdf(born_digital, ocr=OPTIONS)
+
+    assert not document.pages[0].ocr
+    assert "Invoice number 4711" in document.pages[0].markdown
+
+
+def test_ocr_reads_only_the_pages_that_lack_text() -> None:
+    # Given a PDF whose second page is a scan, the first and third born digital
+    text = _text_pdf("First page typed text")
+    scan = scanned_copy(_text_pdf("Second page was scanned"))
+    pdf = _joined([text, scan, text])
+
+    document = pages_from_pdf(pdf, ocr=OPTIONS)
+
+    assert [p.ocr for p in document.pages] == [False, True, False]
+    assert "Second page was scanned" in document.pages[1].markdown
+
+
+def test_ocr_off_still_refuses_a_scan_with_needs_ocr() -> None:
+    scan = scanned_copy(_text_pdf("Invoice number 4711"))
+
+    with pytest.raises(NeedsOcrError, match="OCR"):
+        pages_from_pdf(scan)
+
+
+def test_ocr_refuses_a_model_file_with_the_wrong_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+    relative, _ = ocr.MODELS["Rec"]
+    monkeypatch.setitem(ocr.MODELS, "Rec", (relative, "0" * 64))
+
+    with pytest.raises(ModelFileError, match="SHA-256"):
+        ocr.OcrEngine().lines(np.zeros((64, 64), dtype=np.uint8))
+
+
+def test_ocr_without_the_engine_installed_says_how_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ocr, "_ENGINES", {})
+    monkeypatch.setitem(ocr.MODELS, "Det", ("models/missing.onnx", "0" * 64))
+    scan = scanned_copy(_text_pdf("Invoice number 4711"))
+
+    with pytest.raises(NeedsOcrError, match="OCR is not available here"):
+        pages_from_pdf(scan, ocr=OPTIONS)
+
+
+def _joined(pdfs: list[bytes]) -> bytes:
+    import pypdfium2 as pdfium
+
+    out = pdfium.PdfDocument.new()
+    for data in pdfs:
+        source = pdfium.PdfDocument(data)
+        out.import_pages(source)
+    buffer = io.BytesIO()
+    out.save(buffer)
+    return buffer.getvalue()

@@ -103,3 +103,26 @@ def _joined(pdfs: list[bytes]) -> bytes:
     buffer = io.BytesIO()
     out.save(buffer)
     return buffer.getvalue()
+
+
+def test_ocr_tiles_overlap_and_cover_a_large_image() -> None:
+    assert ocr._spans(2048) == [(0, 2048)]
+    assert ocr._spans(2100) == [(0, 2048), (1792, 2100)]
+    assert ocr._spans(4000) == [(0, 2048), (1792, 3840), (3584, 4000)]
+
+
+def test_ocr_each_line_in_an_overlap_belongs_to_one_tile() -> None:
+    # The overlap 1792..2048 of the first two tiles of 4000 px is split at its middle, 1920.
+    owners = [
+        [ocr._in_core(c, start, end, 4000) for start, end in ocr._spans(4000)]
+        for c in (0, 1919, 1920, 3711, 3712, 3999)
+    ]
+
+    assert owners == [
+        [True, False, False],
+        [True, False, False],
+        [False, True, False],
+        [False, True, False],
+        [False, False, True],
+        [False, False, True],
+    ]

@@ -439,7 +439,8 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         reason = d.error if d.status == DocStatus.FAILED else ""
         if d.doc_id in stopped:
             reason = "interrupted: `docchat serve` resumes it when it starts"
-        table.add_row(d.doc_id, d.title, d.status.value, str(d.pages), str(d.chunks), reason)
+        pages = f"{d.pages} ({d.pages_ocr} OCR)" if d.pages_ocr else str(d.pages)
+        table.add_row(d.doc_id, d.title, d.status.value, pages, str(d.chunks), reason)
     out.print(table)
     for doc_id, names in aliases.items():
         out.print(f"{doc_id} is also at: {', '.join(names)} (the same content)", markup=False)

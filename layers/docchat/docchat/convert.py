@@ -22,7 +22,7 @@ from docchat.errors import (
     PdfTooLargeError,
 )
 from docchat.models import ConvertedDocument, Page
-from docchat.ocr import OcrLine, OcrOptions, engine
+from docchat.ocr import OcrLine, OcrOptions, available, engine
 
 ProgressFn = Callable[[int, int], None]
 _T = TypeVar("_T")
@@ -96,8 +96,9 @@ def pages_from_pdf(
 ) -> ConvertedDocument:
     """Convert PDF bytes to markdown pages; raises a `ConversionError` subclass on bad input.
 
-    With `ocr`, pages without a usable text layer are rendered and read by OCR; without it, a
-    PDF of mostly such pages is refused with `NeedsOcrError`."""
+    With `ocr`, pages without a usable text layer are rendered and read by OCR; without it (or
+    where the OCR engine is not installed), a PDF of mostly such pages is refused with
+    `NeedsOcrError`."""
     if not data:
         raise EmptyPdfError("the file is empty (0 bytes): upload the PDF again")
     document = _open(data)
@@ -150,6 +151,8 @@ def _convert(
             "(DOCCHAT_MAX_PAGES): split the document or raise the limit"
         )
     deadline = time.monotonic() + limits.timeout_s
+    if ocr is not None and not available():
+        ocr = None
     raw_pages: list[_RawPage] = []
     for index in range(count):
         if time.monotonic() > deadline:

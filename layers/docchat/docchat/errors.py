@@ -37,6 +37,10 @@ class NeedsOcrError(ConversionError):
     code = "needs_ocr"
 
 
+class OcrError(ConversionError):
+    code = "ocr_failed"
+
+
 class PdfTooLargeError(ConversionError):
     code = "too_large"
 

@@ -8,6 +8,7 @@ the wheel's MODEL_LICENSES.md) come from `requirements/ocr.txt`, pinned with has
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import threading
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from docchat.adapters.local_embedder import packaged_file, verified
-from docchat.errors import ModelFileError
+from docchat.errors import ModelFileError, OcrError
 
 RAPIDOCR_VERSION = "3.10.0"
 INSTALL_HINT = (
@@ -41,6 +42,11 @@ MODELS = {
     ),
 }
 Image = NDArray[np.uint8]
+# Larger images are read in overlapping tiles: detection needs ~200 bytes per pixel (a 2000 px
+# square peaks near 900 MiB, a 4000 px one beyond the conversion's 2 GiB cap). A line lies whole
+# in some tile unless it is longer than a tile is wide.
+TILE = 2048
+OVERLAP = 256
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,11 @@ class OcrLine:
     right: float
     bottom: float
     score: float
+
+
+def available() -> bool:
+    """Whether the OCR engine is installed (without loading it)."""
+    return importlib.util.find_spec("rapidocr") is not None
 
 
 def _model_paths() -> dict[str, str]:
@@ -94,7 +105,26 @@ class OcrEngine:
         """The text lines found in `image` (H x W, or H x W x 3 BGR), top to bottom."""
         if image.size == 0 or min(image.shape[:2]) < 8:
             return []
-        result = self._rapidocr()(image)
+        height, width = image.shape[:2]
+        lines = []
+        for top, bottom in _spans(height):
+            for left, right in _spans(width):
+                tile = image[top:bottom, left:right]
+                for line in self._tile_lines(tile, left, top):
+                    x, y = (line.left + line.right) / 2, (line.top + line.bottom) / 2
+                    if _in_core(x, left, right, width) and _in_core(y, top, bottom, height):
+                        lines.append(line)
+        return sorted(lines, key=lambda line: (line.top, line.left))
+
+    def _tile_lines(self, tile: Image, left: int, top: int) -> list[OcrLine]:
+        try:
+            result = self._rapidocr()(tile)
+        except ModelFileError:
+            raise
+        except Exception as exc:  # onnxruntime's own errors: a failed allocation is the one seen
+            if "bad_alloc" in str(exc):
+                raise MemoryError(str(exc)) from exc
+            raise OcrError(f"the OCR engine failed: {str(exc).strip().splitlines()[-1]}") from exc
         if result.boxes is None or not result.txts:
             return []
         lines = []
@@ -102,7 +132,7 @@ class OcrEngine:
             text = str(text).strip()
             if not text:
                 continue
-            xs, ys = box[:, 0], box[:, 1]
+            xs, ys = box[:, 0] + left, box[:, 1] + top
             lines.append(
                 OcrLine(
                     text,
@@ -113,7 +143,24 @@ class OcrEngine:
                     float(score),
                 )
             )
-        return sorted(lines, key=lambda line: (line.top, line.left))
+        return lines
+
+
+def _spans(size: int) -> list[tuple[int, int]]:
+    """Start and end of each tile along one side: TILE long, overlapping by OVERLAP."""
+    if size <= TILE:
+        return [(0, size)]
+    step = TILE - OVERLAP
+    starts = list(range(0, size - OVERLAP, step))
+    return [(start, min(start + TILE, size)) for start in starts]
+
+
+def _in_core(center: float, start: int, end: int, size: int) -> bool:
+    """Whether a line centred at `center` belongs to this tile: the middle of each overlap
+    divides the two tiles that share it."""
+    low = start + OVERLAP / 2 if start > 0 else 0
+    high = end - OVERLAP / 2 if end < size else size
+    return low <= center < high
 
 
 def _load(threads: int) -> Any:
@@ -123,9 +170,12 @@ def _load(threads: int) -> Any:
     except ImportError as exc:
         raise ModelFileError(f"the OCR engine is not installed: {INSTALL_HINT}") from exc
     # rapidocr logs every model it loads at INFO through its own handler.
-    logging.getLogger("RapidOCR").setLevel(logging.WARNING)
+    logging.getLogger("RapidOCR").setLevel(logging.ERROR)
     params: dict[str, Any] = {
-        "Global.log_level": "warning",
+        "Global.log_level": "error",
+        # rapidocr shrinks images to 2000 px on the long side by default, where the tiny print
+        # of a huge page is lost: it gets tiles no larger than TILE instead.
+        "Global.max_side_len": TILE,
         **{f"{role}.model_path": path for role, path in paths.items()},
     }
     if threads > 0:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -114,7 +116,7 @@ def pages_from_pdf(
 
 def _open(data: bytes) -> pdfium.PdfDocument:
     try:
-        return pdfium.PdfDocument(data)
+        document = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
         if getattr(exc, "err_code", None) == pdfium_c.FPDF_ERR_PASSWORD:
             raise EncryptedPdfError(
@@ -125,6 +127,11 @@ def _open(data: bytes) -> pdfium.PdfDocument:
                 "the file is not a PDF (no %PDF header): upload the document as a PDF"
             ) from exc
         raise _damaged(exc) from exc
+    # Before any page is loaded: PDFium then tracks the pages' form fields, whose values become
+    # page text and appear in renders for OCR. A broken form leaves the page text as it is.
+    with contextlib.suppress(pdfium.PdfiumError):
+        document.init_forms()
+    return document
 
 
 def _damaged(exc: pdfium.PdfiumError) -> MalformedPdfError:
@@ -233,16 +240,88 @@ def _read_page(document: pdfium.PdfDocument, index: int, ocr: OcrOptions | None)
         chars = _chars(lines)
         image_only = chars == 0 and _has_image(page)
         ocr_lines = _ocr_lines(page, ocr) if ocr and _needs_ocr(page, chars) else None
+        fields = _form_fields(document, page)
     finally:
         page.close()
     if ocr_lines is not None and _chars(ocr_lines) > chars:
         return _RawPage(
-            paragraphs=_split_at_bullets(_paragraphs(ocr_lines)),
+            paragraphs=_split_at_bullets(_paragraphs(ocr_lines)) + fields,
             chars=_chars(ocr_lines),
             image_only=image_only,
             ocr=True,
         )
-    return _RawPage(paragraphs=_paragraphs(lines), chars=chars, image_only=image_only)
+    return _RawPage(
+        paragraphs=_paragraphs(lines) + fields,
+        chars=chars + sum(_chars(p.lines) for p in fields),
+        image_only=image_only and not fields,
+    )
+
+
+# --- form fields ----------------------------------------------------------------------------
+
+_MAX_FIELDS = 2000  # per page
+_CHOICE_FIELDS = (pdfium_c.FPDF_FORMFIELD_COMBOBOX, pdfium_c.FPDF_FORMFIELD_LISTBOX)
+_TICKED_FIELDS = (pdfium_c.FPDF_FORMFIELD_CHECKBOX, pdfium_c.FPDF_FORMFIELD_RADIOBUTTON)
+
+
+def _form_fields(document: pdfium.PdfDocument, page: pdfium.PdfPage) -> list[_Paragraph]:
+    """The page's filled-in AcroForm fields, one "label: value" paragraph each, in the order
+    of the page's widgets. The text layer never holds them: they live in the form."""
+    form = document.formenv
+    if form is None:
+        return []
+    found: list[_Paragraph] = []
+    seen: set[tuple[str, str]] = set()
+    for index in range(min(pdfium_c.FPDFPage_GetAnnotCount(page.raw), _MAX_FIELDS)):
+        annot = pdfium_c.FPDFPage_GetAnnot(page.raw, index)
+        if not annot:
+            continue
+        try:
+            field = _field_text(form.raw, annot)
+        finally:
+            pdfium_c.FPDFPage_CloseAnnot(annot)
+        if field and field not in seen:  # radio buttons: one widget per choice, one value
+            seen.add(field)
+            line = _Line(f"{field[0]}: {field[1]}", 0.0, False, 0.0, 0.0, 0.0)
+            found.append(_Paragraph([line]))
+    return found
+
+
+def _field_text(form: Any, annot: Any) -> tuple[str, str] | None:
+    if pdfium_c.FPDFAnnot_GetSubtype(annot) != pdfium_c.FPDF_ANNOT_WIDGET:
+        return None
+    kind = pdfium_c.FPDFAnnot_GetFormFieldType(form, annot)
+    if kind in _TICKED_FIELDS:
+        if not pdfium_c.FPDFAnnot_IsChecked(form, annot):
+            return None
+        export = _utf16(pdfium_c.FPDFAnnot_GetFormFieldExportValue, form, annot)
+        value = export if export and export.casefold() not in ("on", "yes") else "yes"
+    elif kind == pdfium_c.FPDF_FORMFIELD_TEXTFIELD or kind in _CHOICE_FIELDS:
+        value = _utf16(pdfium_c.FPDFAnnot_GetFormFieldValue, form, annot)
+    else:
+        return None  # push buttons, signatures: no value a reader fills in
+    value = _CONTROL.sub(" ", value).strip()
+    if not value:
+        return None
+    label = _utf16(pdfium_c.FPDFAnnot_GetFormFieldAlternateName, form, annot) or _short_name(
+        _utf16(pdfium_c.FPDFAnnot_GetFormFieldName, form, annot)
+    )
+    return _CONTROL.sub(" ", label).strip() or "field", value
+
+
+def _short_name(name: str) -> str:
+    """A field's own name without its parents' ("form1[0].page1[0].city[0]" -> "city")."""
+    return re.sub(r"\[\d+\]$", "", name.rsplit(".", 1)[-1])
+
+
+def _utf16(getter: Callable[..., int], form: Any, annot: Any) -> str:
+    """A UTF-16 string from one of PDFium's two-call getters (size first, then the text)."""
+    size = getter(form, annot, None, 0)
+    if size <= 2:
+        return ""
+    buffer = ctypes.create_string_buffer(size)
+    getter(form, annot, ctypes.cast(buffer, ctypes.POINTER(pdfium_c.FPDF_WCHAR)), size)
+    return buffer.raw[: size - 2].decode("utf-16-le", errors="replace")
 
 
 def _chars(lines: list[_Line]) -> int:

@@ -243,7 +243,9 @@ def _read_page(document: pdfium.PdfDocument, index: int, ocr: OcrOptions | None)
         fields = _form_fields(document, page)
     finally:
         page.close()
-    if ocr_lines is not None and _chars(ocr_lines) > chars:
+    # What the page shows wins over a text layer as short, which is then often glyph codes of a
+    # font that maps none to characters ('"7+%-' where the page shows "Phone").
+    if ocr_lines and _chars(ocr_lines) >= chars:
         return _RawPage(
             paragraphs=_split_at_bullets(_paragraphs(ocr_lines)) + fields,
             chars=_chars(ocr_lines),
@@ -557,10 +559,9 @@ def _has_image(page: pdfium.PdfPage) -> bool:
 
 
 def _has_drawing(page: pdfium.PdfPage) -> bool:
-    """Whether anything on the page could show text: an image, a form object or vector paths
-    (text drawn as outlines)."""
-    kinds = (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_FORM, pdfium_c.FPDF_PAGEOBJ_PATH)
-    return _has_object(page, kinds)
+    """Whether anything is drawn on the page that could show text: an image, a form object,
+    vector paths (text drawn as outlines) or text in fonts that map no glyph to a character."""
+    return pdfium_c.FPDFPage_CountObjects(page.raw) > 0
 
 
 def _has_object(page: pdfium.PdfPage, kinds: tuple[int, ...]) -> bool:

@@ -561,7 +561,7 @@ def _has_image(page: pdfium.PdfPage) -> bool:
 def _has_drawing(page: pdfium.PdfPage) -> bool:
     """Whether anything is drawn on the page that could show text: an image, a form object,
     vector paths (text drawn as outlines) or text in fonts that map no glyph to a character."""
-    return pdfium_c.FPDFPage_CountObjects(page.raw) > 0
+    return int(pdfium_c.FPDFPage_CountObjects(page.raw)) > 0
 
 
 def _has_object(page: pdfium.PdfPage, kinds: tuple[int, ...]) -> bool:

@@ -126,3 +126,13 @@ def test_ocr_each_line_in_an_overlap_belongs_to_one_tile() -> None:
         [False, False, True],
         [False, False, True],
     ]
+
+
+def test_ocr_reading_order_is_rows_top_down_each_left_to_right() -> None:
+    def line(text: str, left: float, top: float) -> ocr.OcrLine:
+        return ocr.OcrLine(text, left, top, left + 80, top + 20, 0.99)
+
+    # "Name:" sits 3 px lower than its value; the next row starts 30 px further down.
+    found = [line("Smith", 200, 97), line("Date:", 10, 130), line("Name:", 10, 100)]
+
+    assert [x.text for x in ocr.reading_order(found)] == ["Name:", "Smith", "Date:"]

@@ -114,7 +114,7 @@ class OcrEngine:
                     x, y = (line.left + line.right) / 2, (line.top + line.bottom) / 2
                     if _in_core(x, left, right, width) and _in_core(y, top, bottom, height):
                         lines.append(line)
-        return sorted(lines, key=lambda line: (line.top, line.left))
+        return reading_order(lines)
 
     def _tile_lines(self, tile: Image, left: int, top: int) -> list[OcrLine]:
         try:
@@ -144,6 +144,19 @@ class OcrEngine:
                 )
             )
         return lines
+
+
+def reading_order(lines: list[OcrLine]) -> list[OcrLine]:
+    """Rows top to bottom, each left to right: a line whose middle lies within the height of a
+    row's first line is on that row, however a skewed scan tilts their tops."""
+    rows: list[list[OcrLine]] = []
+    for line in sorted(lines, key=lambda line: (line.top, line.left)):
+        middle = (line.top + line.bottom) / 2
+        if rows and rows[-1][0].top <= middle <= rows[-1][0].bottom:
+            rows[-1].append(line)
+        else:
+            rows.append([line])
+    return [line for row in rows for line in sorted(row, key=lambda line: line.left)]
 
 
 def _spans(size: int) -> list[tuple[int, int]]:

@@ -106,16 +106,16 @@ def _joined(pdfs: list[bytes]) -> bytes:
 
 
 def test_ocr_tiles_overlap_and_cover_a_large_image() -> None:
-    assert ocr._spans(2048) == [(0, 2048)]
-    assert ocr._spans(2100) == [(0, 2048), (1792, 2100)]
-    assert ocr._spans(4000) == [(0, 2048), (1792, 3840), (3584, 4000)]
+    assert ocr._spans(1600) == [(0, 1600)]
+    assert ocr._spans(1700) == [(0, 1600), (1344, 1700)]
+    assert ocr._spans(4000) == [(0, 1600), (1344, 2944), (2688, 4000)]
 
 
 def test_ocr_each_line_in_an_overlap_belongs_to_one_tile() -> None:
-    # The overlap 1792..2048 of the first two tiles of 4000 px is split at its middle, 1920.
+    # The overlap 1344..1600 of the first two tiles of 4000 px is split at its middle, 1472.
     owners = [
         [ocr._in_core(c, start, end, 4000) for start, end in ocr._spans(4000)]
-        for c in (0, 1919, 1920, 3711, 3712, 3999)
+        for c in (0, 1471, 1472, 2815, 2816, 3999)
     ]
 
     assert owners == [

@@ -24,7 +24,7 @@ from docchat.errors import (
     PdfTooLargeError,
 )
 from docchat.models import ConvertedDocument, Page
-from docchat.ocr import OcrLine, OcrOptions, available, engine
+from docchat.ocr import Image, OcrLine, OcrOptions, available, engine
 
 ProgressFn = Callable[[int, int], None]
 _T = TypeVar("_T")
@@ -239,10 +239,13 @@ def _read_page(document: pdfium.PdfDocument, index: int, ocr: OcrOptions | None)
             textpage.close()
         chars = _chars(lines)
         image_only = chars == 0 and _has_image(page)
-        ocr_lines = _ocr_lines(page, ocr) if ocr and _needs_ocr(page, chars) else None
+        render = _render(page, ocr) if ocr and _needs_ocr(page, chars) else None
         fields = _form_fields(document, page)
     finally:
+        # Closing the page frees the images PDFium decoded to draw it (a scan's can take
+        # hundreds of MiB) before OCR needs its own memory.
         page.close()
+    ocr_lines = _ocr_lines(*render, threads=ocr.threads) if render and ocr else None
     # What the page shows wins over a text layer as short, which is then often glyph codes of a
     # font that maps none to characters ('"7+%-' where the page shows "Phone").
     if ocr_lines and _chars(ocr_lines) >= chars:
@@ -334,24 +337,29 @@ def _needs_ocr(page: pdfium.PdfPage, chars: int) -> bool:
     return chars < _MIN_TEXT_CHARS and _has_drawing(page)
 
 
-def _ocr_lines(page: pdfium.PdfPage, options: OcrOptions) -> list[_Line]:
-    """The page rendered and read by OCR, as lines in PDF points in reading order."""
+def _render(page: pdfium.PdfPage, options: OcrOptions) -> tuple[Image, float]:
+    """The page as a grey image for OCR (a copy PDFium no longer owns), and its pixels per
+    point: `options.dpi`, less where the page is so large the image would pass `max_pixels`."""
     width, height = page.get_size()
     scale = min(options.dpi / 72, (options.max_pixels / max(width * height, 1.0)) ** 0.5)
     bitmap = page.render(scale=scale, grayscale=True, may_draw_forms=True)
     try:
-        image = bitmap.to_numpy()
-        try:
-            found = engine(threads=options.threads).lines(image)
-        except ModelFileError as exc:
-            raise NeedsOcrError(
-                f"a page has no text layer and OCR is not available here ({exc}); or run OCR "
-                "on the file (for example with ocrmypdf) and upload the result"
-            ) from exc
-        image_height = image.shape[0]
+        image: Image = bitmap.to_numpy().copy()
     finally:
         bitmap.close()
-    lines = _even_sizes([_ocr_line(line, scale, image_height) for line in found])
+    return image, scale
+
+
+def _ocr_lines(image: Image, scale: float, *, threads: int) -> list[_Line]:
+    """The lines OCR reads in a page image, in PDF points, in reading order."""
+    try:
+        found = engine(threads=threads).lines(image)
+    except ModelFileError as exc:
+        raise NeedsOcrError(
+            f"a page has no text layer and OCR is not available here ({exc}); or run OCR "
+            "on the file (for example with ocrmypdf) and upload the result"
+        ) from exc
+    lines = _even_sizes([_ocr_line(line, scale, image.shape[0]) for line in found])
     if _looks_multi_column(lines, image.shape[1] / scale):
         return _column_order(lines)
     return lines

@@ -43,9 +43,10 @@ MODELS = {
 }
 Image = NDArray[np.uint8]
 # Larger images are read in overlapping tiles: detection needs ~200 bytes per pixel (a 2000 px
-# square peaks near 900 MiB, a 4000 px one beyond the conversion's 2 GiB cap). A line lies whole
-# in some tile unless it is longer than a tile is wide.
-TILE = 2048
+# square peaks near 900 MiB, a 4000 px one beyond the conversion's 2 GiB cap; 1600 px leaves
+# room under that cap for what PDFium holds). A line lies whole in some tile unless it is longer
+# than a tile is wide: a letter page at 150 DPI is 1275 px wide.
+TILE = 1600
 OVERLAP = 256
 
 

@@ -105,27 +105,33 @@ def _joined(pdfs: list[bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def test_ocr_tiles_overlap_and_cover_a_large_image() -> None:
-    assert ocr._spans(1600) == [(0, 1600)]
-    assert ocr._spans(1700) == [(0, 1600), (1344, 1700)]
-    assert ocr._spans(4000) == [(0, 1600), (1344, 2944), (2688, 4000)]
-
-
-def test_ocr_each_line_in_an_overlap_belongs_to_one_tile() -> None:
-    # The overlap 1344..1600 of the first two tiles of 4000 px is split at its middle, 1472.
-    owners = [
-        [ocr._in_core(c, start, end, 4000) for start, end in ocr._spans(4000)]
-        for c in (0, 1471, 1472, 2815, 2816, 3999)
+def test_ocr_tiles_are_even_and_overlap() -> None:
+    assert ocr._count(1650, 3200) == 1
+    assert ocr._spans(1650, 1) == [ocr._Span(0, 1650, 0.0, 1650.0)]
+    # Three tiles of 1504 px over 4000 px, each overlap (256 px) split at its middle.
+    assert ocr._count(4000, 1600) == 3
+    assert ocr._spans(4000, 3) == [
+        ocr._Span(0, 1504, 0.0, 1376.0),
+        ocr._Span(1248, 2752, 1376.0, 2624.0),
+        ocr._Span(2496, 4000, 2624.0, 4000.0),
     ]
 
-    assert owners == [
-        [True, False, False],
-        [True, False, False],
-        [False, True, False],
-        [False, True, False],
-        [False, False, True],
-        [False, False, True],
-    ]
+
+def test_ocr_a_letter_page_at_150_dpi_is_one_tile_and_a_huge_one_many() -> None:
+    calls: list[tuple[int, int]] = []
+
+    class Counting(ocr.OcrEngine):
+        def _tile_lines(self, tile: ocr.Image, left: int, top: int) -> list[ocr.OcrLine]:
+            calls.append(tile.shape[:2])
+            return []
+
+    Counting().lines(np.zeros((1650, 1275), dtype=np.uint8))
+    assert calls == [(1650, 1275)]
+    calls.clear()
+
+    Counting().lines(np.zeros((4000, 4000), dtype=np.uint8))
+    # two columns of 2128 px, four rows of 1192 px: each tile under TILE * TILE pixels
+    assert calls == [(1192, 2128)] * 8 and ocr.TILE * ocr.TILE >= 1192 * 2128
 
 
 def test_ocr_reading_order_is_rows_top_down_each_left_to_right() -> None:

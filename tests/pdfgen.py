@@ -42,3 +42,27 @@ def make_pdf(pages: Sequence[Sequence[Block]], *, title: str = "", outline: bool
         canvas.showPage()
     canvas.save()
     return buffer.getvalue()
+
+
+def scanned_copy(pdf: bytes, *, dpi: int = 200, pages: Sequence[int] | None = None) -> bytes:
+    """An image-only PDF of `pdf`'s pages (0-based `pages`, default all): each page rendered at
+    `dpi` in grey and placed as one image on a page of the same size, as a scanner makes them."""
+    import pypdfium2 as pdfium
+    from reportlab.lib.utils import ImageReader
+
+    source = pdfium.PdfDocument(pdf)
+    buffer = io.BytesIO()
+    canvas = Canvas(buffer, invariant=1)
+    try:
+        for index in pages if pages is not None else range(len(source)):
+            page = source[index]
+            width, height = page.get_size()
+            image = page.render(scale=dpi / 72, grayscale=True).to_pil()
+            page.close()
+            canvas.setPageSize((width, height))
+            canvas.drawImage(ImageReader(image), 0, 0, width, height)
+            canvas.showPage()
+    finally:
+        source.close()
+    canvas.save()
+    return buffer.getvalue()

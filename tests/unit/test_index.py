@@ -285,6 +285,25 @@ def test_index_upgrades_a_schema_3_file_in_place(tmp_path: Path) -> None:
     upgraded.close()
 
 
+def test_index_adds_the_ocr_page_count_to_a_file_written_before_ocr(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite3"
+    index = SqliteIndex(path, embedding_model="test-words", dimension=64)
+    _put(index, "a", "v1", ["apples"])
+    index.close()
+    with sqlite3.connect(path) as db:  # what docchat wrote before it counted OCR'd pages
+        db.execute("ALTER TABLE documents DROP COLUMN pages_ocr")
+    db.close()
+
+    reopened = SqliteIndex(path, embedding_model="test-words", dimension=64)
+
+    record = reopened.document("a")
+    assert record is not None and record.pages_ocr == 0
+    reopened.set_record(record.model_copy(update={"pages_ocr": 3}))
+    stored = reopened.document("a")
+    assert stored is not None and stored.pages_ocr == 3
+    reopened.close()
+
+
 def test_identical_files_are_indexed_once_and_none_is_lost_when_one_changes(
     tmp_path: Path,
 ) -> None:

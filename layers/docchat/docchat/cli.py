@@ -493,12 +493,13 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         reason = d.error if d.status == DocStatus.FAILED else ""
         if d.doc_id in stopped:
             reason = "interrupted: `docchat serve` resumes it when it starts"
+        pages = f"{d.pages} ({d.pages_ocr} OCR)" if d.pages_ocr else str(d.pages)
         table.add_row(
             d.doc_id,
             d.title,
             file_name(d.source),
             d.status.value,
-            str(d.pages),
+            pages,
             str(d.chunks),
             reason,
         )

@@ -47,6 +47,11 @@ class Settings(BaseModel):
     convert_memory_mib: int = Field(
         2048, ge=256, description="memory one PDF's conversion may take (a child process)"
     )
+    # The DPI comes from `bench/ocr.py` (README, OCR).
+    ocr: Literal["local", "off"] = Field(
+        "local", description="OCR of pages without a text layer: local (rapidocr) or off"
+    )
+    ocr_dpi: int = Field(150, ge=50, le=600, description="resolution pages are OCR'd at")
     top_k: int = Field(5, ge=1, le=50, description="passages an answer draws on")
     candidates: int = Field(
         100, ge=1, le=1000, description="k-NN and BM25 candidates before fusion"

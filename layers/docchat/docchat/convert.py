@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -17,10 +19,12 @@ from docchat.errors import (
     EmptyPdfError,
     EncryptedPdfError,
     MalformedPdfError,
+    ModelFileError,
     NeedsOcrError,
     PdfTooLargeError,
 )
 from docchat.models import ConvertedDocument, Page
+from docchat.ocr import Image, OcrLine, OcrOptions, available, engine
 
 ProgressFn = Callable[[int, int], None]
 _T = TypeVar("_T")
@@ -34,6 +38,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\ufeff]")
 _SENTENCE_END = (".", "!", "?", ":", ";")
 _MARKDOWN_START = re.compile(r"^(#|```|~~~|>)")
 _OCR_SHARE = 0.5
+# A page with fewer characters of text than this, and something drawn on it, is read by OCR:
+# a scan with a stamped page number has a text layer, but not a usable one.
+_MIN_TEXT_CHARS = 16
 _MAX_OUTLINE_ITEMS = 10_000
 _MAX_LEVEL = 3
 _MAX_HEADING = 120  # characters
@@ -82,6 +89,9 @@ class _RawPage:
     image_only: bool
     # Built from `lines` once the running headers and footers are gone.
     paragraphs: list[_Paragraph] = field(default_factory=list)
+    ocr: bool = False
+    # The page's filled-in form fields, after its text.
+    fields: list[_Paragraph] = field(default_factory=list)
 
 
 def pages_from_pdf(
@@ -89,14 +99,21 @@ def pages_from_pdf(
     *,
     fallback_title: str = "",
     limits: ConvertLimits = ConvertLimits(),
+    ocr: OcrOptions | None = None,
     on_page: ProgressFn | None = None,
 ) -> ConvertedDocument:
-    """Convert PDF bytes to markdown pages; raises a `ConversionError` subclass on bad input."""
+    """Convert PDF bytes to markdown pages; raises a `ConversionError` subclass on bad input.
+
+    With `ocr`, pages without a usable text layer are rendered and read by OCR; without it (or
+    where the OCR engine is not installed), a PDF of mostly such pages is refused with
+    `NeedsOcrError`."""
     if not data:
         raise EmptyPdfError("the file is empty (0 bytes): upload the PDF again")
     document = _open(data)
     try:
-        return _convert(document, fallback_title=fallback_title, limits=limits, on_page=on_page)
+        return _convert(
+            document, fallback_title=fallback_title, limits=limits, ocr=ocr, on_page=on_page
+        )
     except pdfium.PdfiumError as exc:
         raise _damaged(exc) from exc
     finally:
@@ -105,7 +122,7 @@ def pages_from_pdf(
 
 def _open(data: bytes) -> pdfium.PdfDocument:
     try:
-        return pdfium.PdfDocument(data)
+        document = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
         if getattr(exc, "err_code", None) == pdfium_c.FPDF_ERR_PASSWORD:
             raise EncryptedPdfError(
@@ -116,6 +133,11 @@ def _open(data: bytes) -> pdfium.PdfDocument:
                 "the file is not a PDF (no %PDF header): upload the document as a PDF"
             ) from exc
         raise _damaged(exc) from exc
+    # Before any page is loaded: PDFium then tracks the pages' form fields, whose values become
+    # page text and appear in renders for OCR. A broken form leaves the page text as it is.
+    with contextlib.suppress(pdfium.PdfiumError):
+        document.init_forms()
+    return document
 
 
 def _damaged(exc: pdfium.PdfiumError) -> MalformedPdfError:
@@ -130,6 +152,7 @@ def _convert(
     *,
     fallback_title: str,
     limits: ConvertLimits,
+    ocr: OcrOptions | None,
     on_page: ProgressFn | None,
 ) -> ConvertedDocument:
     count = len(document)
@@ -142,6 +165,8 @@ def _convert(
         )
     deadline = time.monotonic() + limits.timeout_s
     probe = _ColumnProbe()
+    if ocr is not None and not available():
+        ocr = None
     raw_pages: list[_RawPage] = []
     for index in range(count):
         if time.monotonic() > deadline:
@@ -149,23 +174,33 @@ def _convert(
                 f"conversion stopped after {limits.timeout_s:g} s at page {index + 1} of {count} "
                 "(DOCCHAT_CONVERT_TIMEOUT_S): split the document or raise the limit"
             )
-        raw_pages.append(_read_page(document, index, probe))
+        raw_pages.append(_read_page(document, index, ocr, probe))
         if on_page:
             on_page(index + 1, count)
 
     # After the pages are loaded PDFium finds an outline entry's page quickly.
     outline = _outline_by_page(document, count)
     textless = sum(page.chars == 0 for page in raw_pages)
-    _check_has_text(raw_pages, textless)
+    if ocr is None:
+        _check_has_text(raw_pages, textless)
+    elif textless == count:
+        _check_ocr_found_text(raw_pages)
     _drop_running_lines(raw_pages)
     for page in raw_pages:
-        page.paragraphs = _paragraphs(page.lines)
+        built = _paragraphs(page.lines)
+        page.paragraphs = (_split_at_bullets(built) if page.ocr else built) + page.fields
     if outline:
         _mark_outline_headings(raw_pages, outline)
     else:
         _mark_size_headings(raw_pages)
     pages = [
-        Page(number=i + 1, markdown=_markdown(page), chars=page.chars, image_only=page.image_only)
+        Page(
+            number=i + 1,
+            markdown=_markdown(page),
+            chars=page.chars,
+            image_only=page.image_only,
+            ocr=page.ocr,
+        )
         for i, page in enumerate(raw_pages)
     ]
     return ConvertedDocument(
@@ -188,11 +223,24 @@ def _check_has_text(raw_pages: list[_RawPage], textless: int) -> None:
         )
 
 
+def _check_ocr_found_text(raw_pages: list[_RawPage]) -> None:
+    total = len(raw_pages)
+    if not any(page.image_only or page.ocr for page in raw_pages):
+        raise EmptyPdfError(f"none of the {total} pages has any text or image: nothing to index")
+    raise EmptyPdfError(
+        f"none of the {total} pages has any text, and OCR found none in their images: "
+        "nothing to index (if the pages do show text, scan them again at a higher resolution)"
+    )
+
+
 # --- reading a page -------------------------------------------------------------------------
 
 
 def _read_page(
-    document: pdfium.PdfDocument, index: int, probe: _ColumnProbe | None = None
+    document: pdfium.PdfDocument,
+    index: int,
+    ocr: OcrOptions | None,
+    probe: _ColumnProbe | None = None,
 ) -> _RawPage:
     try:
         page = document[index]
@@ -206,11 +254,179 @@ def _read_page(
             )
         finally:
             textpage.close()
-        chars = sum(len(line.text) - line.text.count(" ") for line in lines)
+        chars = _chars(lines)
         image_only = chars == 0 and _has_image(page)
+        render = _render(page, ocr) if ocr and _needs_ocr(page, chars) else None
+        fields = _form_fields(document, page)
     finally:
+        # Closing the page frees the images PDFium decoded to draw it (a scan's can take
+        # hundreds of MiB) before OCR needs its own memory.
         page.close()
-    return _RawPage(lines=lines, chars=chars, image_only=image_only)
+    ocr_lines = _ocr_lines(*render, threads=ocr.threads) if render and ocr else None
+    # What the page shows wins over a text layer as short, which is then often glyph codes of a
+    # font that maps none to characters ('"7+%-' where the page shows "Phone").
+    if ocr_lines and _chars(ocr_lines) >= chars:
+        return _RawPage(
+            lines=ocr_lines,
+            chars=_chars(ocr_lines),
+            image_only=image_only,
+            ocr=True,
+            fields=fields,
+        )
+    return _RawPage(
+        lines=lines,
+        chars=chars + sum(_chars(p.lines) for p in fields),
+        image_only=image_only and not fields,
+        fields=fields,
+    )
+
+
+# --- form fields ----------------------------------------------------------------------------
+
+_MAX_FIELDS = 2000  # per page
+_CHOICE_FIELDS = (pdfium_c.FPDF_FORMFIELD_COMBOBOX, pdfium_c.FPDF_FORMFIELD_LISTBOX)
+_TICKED_FIELDS = (pdfium_c.FPDF_FORMFIELD_CHECKBOX, pdfium_c.FPDF_FORMFIELD_RADIOBUTTON)
+
+
+def _form_fields(document: pdfium.PdfDocument, page: pdfium.PdfPage) -> list[_Paragraph]:
+    """The page's filled-in AcroForm fields, one "label: value" paragraph each, in the order
+    of the page's widgets. The text layer never holds them: they live in the form."""
+    form = document.formenv
+    if form is None:
+        return []
+    found: list[_Paragraph] = []
+    seen: set[tuple[str, str]] = set()
+    for index in range(min(pdfium_c.FPDFPage_GetAnnotCount(page.raw), _MAX_FIELDS)):
+        annot = pdfium_c.FPDFPage_GetAnnot(page.raw, index)
+        if not annot:
+            continue
+        try:
+            field = _field_text(form.raw, annot)
+        finally:
+            pdfium_c.FPDFPage_CloseAnnot(annot)
+        if field and field not in seen:  # radio buttons: one widget per choice, one value
+            seen.add(field)
+            line = _Line(f"{field[0]}: {field[1]}", 0.0, False, 0.0, 0.0, 0.0)
+            found.append(_Paragraph([line]))
+    return found
+
+
+def _field_text(form: Any, annot: Any) -> tuple[str, str] | None:
+    if pdfium_c.FPDFAnnot_GetSubtype(annot) != pdfium_c.FPDF_ANNOT_WIDGET:
+        return None
+    kind = pdfium_c.FPDFAnnot_GetFormFieldType(form, annot)
+    if kind in _TICKED_FIELDS:
+        if not pdfium_c.FPDFAnnot_IsChecked(form, annot):
+            return None
+        export = _utf16(pdfium_c.FPDFAnnot_GetFormFieldExportValue, form, annot)
+        value = export if export and export.casefold() not in ("on", "yes") else "yes"
+    elif kind == pdfium_c.FPDF_FORMFIELD_TEXTFIELD or kind in _CHOICE_FIELDS:
+        value = _utf16(pdfium_c.FPDFAnnot_GetFormFieldValue, form, annot)
+    else:
+        return None  # push buttons, signatures: no value a reader fills in
+    value = _CONTROL.sub(" ", value).strip()
+    if not value:
+        return None
+    label = _utf16(pdfium_c.FPDFAnnot_GetFormFieldAlternateName, form, annot) or _short_name(
+        _utf16(pdfium_c.FPDFAnnot_GetFormFieldName, form, annot)
+    )
+    return _CONTROL.sub(" ", label).strip() or "field", value
+
+
+def _short_name(name: str) -> str:
+    """A field's own name without its parents' ("form1[0].page1[0].city[0]" -> "city")."""
+    return re.sub(r"\[\d+\]$", "", name.rsplit(".", 1)[-1])
+
+
+def _utf16(getter: Callable[..., int], form: Any, annot: Any) -> str:
+    """A UTF-16 string from one of PDFium's two-call getters (size first, then the text)."""
+    size = getter(form, annot, None, 0)
+    if size <= 2:
+        return ""
+    buffer = ctypes.create_string_buffer(size)
+    getter(form, annot, ctypes.cast(buffer, ctypes.POINTER(pdfium_c.FPDF_WCHAR)), size)
+    return buffer.raw[: size - 2].decode("utf-16-le", errors="replace")
+
+
+def _chars(lines: list[_Line]) -> int:
+    return sum(len(line.text) - line.text.count(" ") for line in lines)
+
+
+def _needs_ocr(page: pdfium.PdfPage, chars: int) -> bool:
+    return chars < _MIN_TEXT_CHARS and _has_drawing(page)
+
+
+def _render(page: pdfium.PdfPage, options: OcrOptions) -> tuple[Image, float]:
+    """The page as a grey image for OCR (a copy PDFium no longer owns), and its pixels per
+    point: `options.dpi`, less where the page is so large the image would pass `max_pixels`."""
+    width, height = page.get_size()
+    scale = min(options.dpi / 72, (options.max_pixels / max(width * height, 1.0)) ** 0.5)
+    bitmap = page.render(scale=scale, grayscale=True, may_draw_forms=True)
+    try:
+        image: Image = bitmap.to_numpy().copy()
+    finally:
+        bitmap.close()
+    return image, scale
+
+
+def _ocr_lines(image: Image, scale: float, *, threads: int) -> list[_Line]:
+    """The lines OCR reads in a page image, in PDF points, in reading order."""
+    try:
+        found = engine(threads=threads).lines(image)
+    except ModelFileError as exc:
+        raise NeedsOcrError(
+            f"a page has no text layer and OCR is not available here ({exc}); or run OCR "
+            "on the file (for example with ocrmypdf) and upload the result"
+        ) from exc
+    lines = _even_sizes([_ocr_line(line, scale, image.shape[0]) for line in found])
+    if _looks_multi_column(lines, image.shape[1] / scale):
+        return _column_order(lines)
+    return lines
+
+
+def _even_sizes(lines: list[_Line]) -> list[_Line]:
+    """OCR boxes of one font size differ by a point or two: lines near the page's typical
+    height get exactly that height, so only clearly larger lines can become headings."""
+    if not lines:
+        return lines
+    typical = sorted(line.size for line in lines)[len(lines) // 2]
+    for line in lines:
+        if abs(line.size - typical) <= 0.25 * typical:
+            line.size = typical
+    return lines
+
+
+_BULLETS = ("•", "·", "▪", "◦", "○", "■", "□", "➢", "►")
+
+
+def _split_at_bullets(paragraphs: list[_Paragraph]) -> list[_Paragraph]:
+    """A scanned list item starts a paragraph (text-layer pages keep PDFium's line breaks)."""
+    out: list[_Paragraph] = []
+    for paragraph in paragraphs:
+        current = _Paragraph([], paragraph.heading_level)
+        for line in paragraph.lines:
+            if current.lines and line.text.startswith(_BULLETS):
+                out.append(current)
+                current = _Paragraph([])
+            current.lines.append(line)
+        out.append(current)
+    return out
+
+
+def _ocr_line(line: OcrLine, scale: float, image_height: int) -> _Line:
+    # The box's bottom stands for the baseline and its height for the font size: both are
+    # only compared with other lines' (paragraph breaks, headings), never taken as exact.
+    bottom = (image_height - line.bottom) / scale
+    text = _clean(line.text) if _NEEDS_CLEANING.search(line.text) else line.text
+    return _Line(
+        text=text,
+        size=float(round((line.bottom - line.top) / scale)),
+        bold=False,
+        x=line.left / scale,
+        y=bottom,
+        right=line.right / scale,
+        y_end=bottom,
+    )
 
 
 def _on_page(lines: list[_Line], box: tuple[float, float, float, float]) -> list[_Line]:
@@ -478,10 +694,19 @@ def _clean(line: str) -> str:
 
 
 def _has_image(page: pdfium.PdfPage) -> bool:
+    return _has_object(page, (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_FORM))
+
+
+def _has_drawing(page: pdfium.PdfPage) -> bool:
+    """Whether anything is drawn on the page that could show text: an image, a form object,
+    vector paths (text drawn as outlines) or text in fonts that map no glyph to a character."""
+    return int(pdfium_c.FPDFPage_CountObjects(page.raw)) > 0
+
+
+def _has_object(page: pdfium.PdfPage, kinds: tuple[int, ...]) -> bool:
     raw = page.raw
     for i in range(min(pdfium_c.FPDFPage_CountObjects(raw), 1000)):
-        kind = pdfium_c.FPDFPageObj_GetType(pdfium_c.FPDFPage_GetObject(raw, i))
-        if kind in (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_FORM):
+        if pdfium_c.FPDFPageObj_GetType(pdfium_c.FPDFPage_GetObject(raw, i)) in kinds:
             return True
     return False
 
@@ -635,7 +860,7 @@ def page_furniture(data: bytes) -> list[tuple[int, str]]:
     document = _open(data)
     try:
         probe = _ColumnProbe()
-        raw_pages = [_read_page(document, index, probe) for index in range(len(document))]
+        raw_pages = [_read_page(document, index, None, probe) for index in range(len(document))]
     finally:
         document.close()
     return [

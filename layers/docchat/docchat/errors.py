@@ -78,6 +78,11 @@ class NeedsOcrError(ConversionError):
 
 
 @registered
+class OcrError(ConversionError):
+    code = "ocr_failed"
+
+
+@registered
 class PdfTooLargeError(ConversionError):
     code = "too_large"
 

@@ -17,6 +17,7 @@ from docchat.embed import Vectors
 from docchat.errors import ConversionError
 from docchat.isolate import pages_from_pdf_isolated
 from docchat.models import Chunk, ConvertedDocument, DocStatus, DocumentRecord
+from docchat.ocr import OcrOptions
 from docchat.ports import DocumentIndex, Embedder
 
 Progress = Callable[[str, int, int], None]
@@ -121,6 +122,7 @@ def ingest_bytes(
             "title": converted.title,
             "pages": len(converted.pages),
             "pages_without_text": converted.pages_without_text,
+            "pages_ocr": converted.pages_ocr,
         }
     )
     chunks = chunks_from_pages(
@@ -159,9 +161,15 @@ def convert_pdf(
         data,
         fallback_title=fallback_title,
         limits=ConvertLimits(max_pages=settings.max_pages, timeout_s=settings.convert_timeout_s),
+        ocr=ocr_options(settings),
         memory_mib=settings.convert_memory_mib,
         on_page=on_page,
     )
+
+
+def ocr_options(settings: Settings) -> OcrOptions | None:
+    """How pages without a text layer are OCR'd; None when OCR is off."""
+    return OcrOptions(dpi=settings.ocr_dpi) if settings.ocr == "local" else None
 
 
 def embed_chunks(

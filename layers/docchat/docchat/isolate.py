@@ -26,6 +26,7 @@ from typing import Any, Literal
 from docchat.convert import ConvertLimits, ProgressFn, pages_from_pdf
 from docchat.errors import ConversionCrashedError, ConversionTimeoutError, PdfTooLargeError
 from docchat.models import ConvertedDocument
+from docchat.ocr import OcrOptions
 
 MIB = 1024 * 1024
 # The engine's own deadline stops between pages; this one also stops a page that never ends.
@@ -43,6 +44,7 @@ def pages_from_pdf_isolated(
     *,
     fallback_title: str = "",
     limits: ConvertLimits = DEFAULT_LIMITS,
+    ocr: OcrOptions | None = None,
     memory_mib: int = 2048,
     on_page: ProgressFn | None = None,
 ) -> ConvertedDocument:
@@ -53,7 +55,16 @@ def pages_from_pdf_isolated(
         target=_convert_in_child,
         # The converter goes by reference (module and name), so the child runs what this
         # module's `pages_from_pdf` is now.
-        args=(send, pages_from_pdf, data, fallback_title, limits, memory_mib, on_page is not None),
+        args=(
+            send,
+            pages_from_pdf,
+            data,
+            fallback_title,
+            limits,
+            ocr,
+            memory_mib,
+            on_page is not None,
+        ),
         daemon=True,
     )
     child.start()
@@ -127,6 +138,7 @@ def _convert_in_child(
     data: bytes,
     fallback_title: str,
     limits: ConvertLimits,
+    ocr: OcrOptions | None,
     memory_mib: int,
     report: bool,
 ) -> None:
@@ -137,6 +149,7 @@ def _convert_in_child(
             data,
             fallback_title=fallback_title,
             limits=limits,
+            ocr=ocr,
             on_page=(lambda done, total: send.send(_Progress(done, total))) if report else None,
         )
     except MemoryError:

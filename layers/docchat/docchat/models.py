@@ -26,6 +26,11 @@ class ConvertedDocument(BaseModel):
     pages_without_text: int
     used_outline: bool
 
+    @property
+    def pages_ocr(self) -> int:
+        """How many pages were read by OCR."""
+        return sum(page.ocr for page in self.pages)
+
 
 def source_name(source: str) -> str:
     """What a user is shown of a document's source: a local file's name, never the server's
@@ -89,6 +94,7 @@ class DocumentRecord(BaseModel):
     status: DocStatus = DocStatus.QUEUED
     pages: int = 0
     pages_without_text: int = 0
+    pages_ocr: int = Field(default=0, ge=0, description="pages whose text came from OCR")
     chunks: int = 0
     error_code: str = ""
     error: str = ""

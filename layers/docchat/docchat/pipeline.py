@@ -130,6 +130,7 @@ def convert(
         title=converted.title,
         pages=len(converted.pages),
         pages_without_text=converted.pages_without_text,
+        pages_ocr=converted.pages_ocr,
     )
     return ConvertResult(doc=doc, title=converted.title, pages=len(converted.pages), pages_key=key)
 

@@ -121,7 +121,7 @@ def _decimalless(item: dict[str, Any]) -> dict[str, Any]:
 
 def _record(item: dict[str, Any]) -> DocumentRecord:
     values = {k: item[k] for k in _FIELDS if k in item}
-    for key in ("pages", "pages_without_text", "chunks"):
+    for key in ("pages", "pages_without_text", "pages_ocr", "chunks"):
         if key in values:
             values[key] = int(values[key])
     if "updated_at" in values:

@@ -36,7 +36,8 @@ CREATE TABLE IF NOT EXISTS documents (
     doc_id TEXT PRIMARY KEY, source TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL,
     status TEXT NOT NULL, pages INTEGER NOT NULL, pages_without_text INTEGER NOT NULL,
     chunks INTEGER NOT NULL, error_code TEXT NOT NULL, error TEXT NOT NULL,
-    updated_at REAL NOT NULL, revision INTEGER NOT NULL DEFAULT 1
+    updated_at REAL NOT NULL, revision INTEGER NOT NULL DEFAULT 1,
+    pages_ocr INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, doc_id TEXT NOT NULL,
@@ -211,7 +212,18 @@ class SqliteIndex:
                 f"(schema {meta.get('schema', '1')}, this one reads {SCHEMA_VERSION}): "
                 "delete that file or use another --data-dir, and ingest the documents again"
             )
+        self._add_pages_ocr()
         self._check_embedder(meta)
+
+    def _add_pages_ocr(self) -> None:
+        """Files written before OCR lack the OCR'd page count: a column with a default, which
+        older docchat versions ignore, so the schema version stays."""
+        with self._transaction():
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
+            if "pages_ocr" not in columns:
+                self._db.execute(
+                    "ALTER TABLE documents ADD COLUMN pages_ocr INTEGER NOT NULL DEFAULT 0"
+                )
 
     def _check_embedder(self, meta: dict[str, str]) -> None:
         if (meta["embedding_model"], int(meta["dimension"])) != (

@@ -1,0 +1,191 @@
+"""OCR quality and speed, and what it does for the real PDFs in ../shared/data (README, OCR).
+
+1. Word recall of docchat's OCR at several render resolutions: on ocrmypdf's scanned `linn.pdf`
+   against its transcript `linn.txt`, and on born-digital pages rendered at 300 DPI into
+   image-only PDFs (a scanner's output) against those pages' own text layer.
+2. OCR pages/s at the chosen DPI through `pages_from_pdf` next to raw rapidocr on the same page
+   images (the same models, rendered the same way) in the same run: docchat's overhead.
+3. The share of ../shared/data PDFs that convert (and so get indexed) without OCR (as before)
+   and with it, each file in the isolated converter (bench/reliability.py's loop).
+
+    .venv/bin/python bench/ocr.py [--dpis 100,150,200] [--skip-share]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pypdfium2 as pdfium
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from tests.pdfgen import scanned_copy  # noqa: E402
+
+from docchat import ocr  # noqa: E402
+from docchat.convert import ConvertLimits, pages_from_pdf  # noqa: E402
+from docchat.ocr import OcrOptions  # noqa: E402
+from reliability import SHARED, conversion_outcomes  # noqa: E402
+
+OCRMYPDF = SHARED / "ocrmypdf-test-resources" / "tests" / "resources"
+EXAMPLES = ROOT / "examples" / "pdfs"
+# Born-digital pages of different print: a statute in 12 pt, a tax form's small print.
+BORN_DIGITAL = [(EXAMPLES / "dmca.pdf", [0, 1, 2]), (EXAMPLES / "i1040nr.pdf", [0])]
+SCAN_DPI = 300
+LIMITS = ConvertLimits(max_pages=5000, timeout_s=3600)
+
+
+def words(text: str) -> Counter[str]:
+    return Counter(re.findall(r"[a-z0-9]+", text.casefold()))
+
+
+def recall(truth: str, found: str) -> float:
+    """Share of the truth's words (with repeats) that the OCR text has too."""
+    want, got = words(truth), words(found)
+    total = sum(want.values())
+    return sum(min(n, got[w]) for w, n in want.items()) / total if total else 1.0
+
+
+def text_layer(pdf: Path, index: int) -> str:
+    document = pdfium.PdfDocument(pdf)
+    try:
+        page = document[index]
+        text: str = page.get_textpage().get_text_bounded()
+        return text
+    finally:
+        document.close()
+
+
+def samples() -> list[tuple[str, bytes, list[str]]]:
+    """(name, image-only PDF, the true text of each of its pages)."""
+    out = [
+        (
+            "linn.pdf (scan)",
+            (OCRMYPDF / "linn.pdf").read_bytes(),
+            [(OCRMYPDF / "linn.txt").read_text()],
+        )
+    ]
+    for pdf, pages in BORN_DIGITAL:
+        scan = scanned_copy(pdf.read_bytes(), dpi=SCAN_DPI, pages=pages)
+        out.append(
+            (
+                f"{pdf.name} p.{pages[0] + 1}-{pages[-1] + 1} (rendered)",
+                scan,
+                [text_layer(pdf, i) for i in pages],
+            )
+        )
+    return out
+
+
+def sweep(dpis: list[int], cases: list[tuple[str, bytes, list[str]]]) -> dict[int, Any]:
+    print(f"| DPI | {' | '.join(name for name, _, _ in cases)} | all pages | s/page |")
+    print(f"|---|{'---|' * len(cases)}---|---|")
+    results = {}
+    for dpi in dpis:
+        cells, hits, total, seconds, pages = [], 0.0, 0, 0.0, 0
+        for _, scan, truths in cases:
+            started = time.perf_counter()
+            document = pages_from_pdf(scan, ocr=OcrOptions(dpi=dpi), limits=LIMITS)
+            seconds += time.perf_counter() - started
+            pages += len(truths)
+            text = "\n".join(p.markdown for p in document.pages)
+            truth = "\n".join(truths)
+            cells.append(f"{recall(truth, text):.3f}")
+            n = sum(words(truth).values())
+            hits += recall(truth, text) * n
+            total += n
+        results[dpi] = (hits / total, seconds / pages)
+        print(f"| {dpi} | {' | '.join(cells)} | {hits / total:.3f} | {seconds / pages:.1f} |")
+    return results
+
+
+def speed(dpi: int, cases: list[tuple[str, bytes, list[str]]], rounds: int) -> None:
+    from rapidocr import RapidOCR
+
+    raw = RapidOCR(
+        params={
+            "Global.log_level": "error",
+            **{f"{role}.model_path": path for role, path in ocr._model_paths().items()},
+        }
+    )
+    images = []
+    for _, scan, _ in cases:
+        document = pdfium.PdfDocument(scan)
+        for page in document:
+            images.append(page.render(scale=dpi / 72, grayscale=True).to_numpy())
+        document.close()
+    ocr.engine().lines(images[0])  # load both engines' models before timing
+    raw(images[0])
+    ours = theirs = 0.0
+    for _ in range(rounds):  # interleaved, so both see the same machine load
+        for _, scan, _ in cases:
+            started = time.perf_counter()
+            pages_from_pdf(scan, ocr=OcrOptions(dpi=dpi), limits=LIMITS)
+            ours += time.perf_counter() - started
+        started = time.perf_counter()
+        for image in images:
+            raw(image)
+        theirs += time.perf_counter() - started
+    pages = len(images) * rounds
+    print(f"| engine ({os.cpu_count()} cores, {dpi} DPI, {pages} pages) | pages/s | ratio |")
+    print("|---|---|---|")
+    print(f"| raw rapidocr (the same page images) | {pages / theirs:.3f} | 1.00x |")
+    print(f"| docchat `pages_from_pdf` | {pages / ours:.3f} | {ours / theirs:.2f}x |")
+
+
+def share() -> None:
+    files = {str(p.relative_to(SHARED)): p.read_bytes() for p in sorted(SHARED.rglob("*.pdf"))}
+    print(f"| ../shared/data PDFs ({len(files)}) | converted and indexed | typed errors |")
+    print("|---|---|---|")
+    failed: list[str] = []
+    for label, options in (("before (no OCR)", None), ("after (OCR)", OcrOptions())):
+        started = time.monotonic()
+        failed.clear()
+        outcomes, reasons, _ = conversion_outcomes(
+            files,
+            ocr=options,
+            limits=ConvertLimits(timeout_s=300),
+            on_failure=lambda name, why: failed.append(f"{name}: {why}"),
+        )
+        share = outcomes["converted"] / len(files)
+        errors = ", ".join(f"{k} {v}" for k, v in reasons.most_common())
+        print(
+            f"| {label} | {outcomes['converted']} ({share:.1%}) | {errors or 'none'} "
+            f"({time.monotonic() - started:.0f} s) |",
+            flush=True,
+        )
+    print("\nstill not indexed, and why:")
+    for line in failed:
+        print(f"- {line[:160]}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--dpis", default="100,150,200")
+    parser.add_argument("--dpi", type=int, default=OcrOptions().dpi, help="for the speed table")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--skip-share", action="store_true")
+    parser.add_argument("--share-only", action="store_true")
+    args = parser.parse_args()
+    if args.share_only:
+        share()
+        return 0
+    cases = samples()
+    sweep([int(d) for d in args.dpis.split(",")], cases)
+    print()
+    speed(args.dpi, cases, args.rounds)
+    if not args.skip_share:
+        print()
+        share()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

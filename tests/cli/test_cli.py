@@ -174,3 +174,35 @@ def test_cli_entry_point_runs_as_installed_command(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr
     assert "there is no docchat index in" in " ".join(result.stderr.split())
     assert not (tmp_path / "d").exists()
+
+
+def test_ask_lists_each_cited_source_once_by_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from docchat import cli
+    from docchat.models import Answer, Citation
+
+    def cited(number: int, page: int, quote: str) -> Citation:
+        return Citation(
+            number=number, doc_id="d", title="Guide", source="/x/guide.pdf", page=page, quote=quote
+        )
+
+    # Given an answer quoting passage 2 twice and passage 1 once
+    answer = Answer(
+        text="…",
+        citations=[cited(2, 3, "a"), cited(1, 4, "b"), cited(2, 3, "c")],
+        mode="extractive",
+    )
+    printed = io.StringIO()
+    monkeypatch.setattr(cli, "out", Console(file=printed, width=200))
+
+    # When its sources are printed
+    cli._print_sources(answer)
+
+    # Then each source is listed once, in number order
+    assert printed.getvalue().split("Sources\n", 1)[1].splitlines() == [
+        "  [1] Guide, page 4 (guide.pdf)",
+        "  [2] Guide, page 3 (guide.pdf)",
+    ]

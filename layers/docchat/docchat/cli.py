@@ -360,9 +360,11 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _print_sources(answer: Answer) -> None:
-    if answer.citations:
+    """Each cited source once, by number (two quotes may come from one passage and page)."""
+    shown = {(c.number, c.page): c for c in answer.citations}
+    if shown:
         out.print("\nSources")
-    for c in answer.citations:
+    for _, c in sorted(shown.items()):
         out.print(f"  [{c.number}] {c.title}, page {c.page} ({Path(c.source).name})", markup=False)
 
 

@@ -47,6 +47,7 @@ SLOW_PATHS = (
     "tests/cli/test_serve.py",
     "tests/functions/",
     "tests/cli/test_storage_faults.py",
+    "tests/cli/test_text.py",
 )
 
 

@@ -70,6 +70,9 @@ def hostile_cases(sample: bytes) -> dict[str, bytes]:
 
 
 def main() -> int:
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__)
+        return 0
     if "--data-only" in sys.argv:
         return data_safety()
     code = pdfs()

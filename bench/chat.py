@@ -70,6 +70,7 @@ from docchat.llm import Message, ModelEvent, TextDelta, ToolSpec, TurnEnd
 from docchat.models import Chunk, DocumentRecord
 from docchat.retrieve import hybrid_search
 from docchat.wiring import agent_config
+from docchat.wiring.cloud import CHAT_SETTINGS
 
 # What the product does by default (docchat/config.py), so the table measures that.
 DEFAULTS = Settings.from_env({})
@@ -98,11 +99,11 @@ COLD_CODE = {
     "fastapi": "import fastapi; fastapi.FastAPI()",
     "docchat": "from docchat.wiring.cloud import cloud_app; cloud_app()",
 }
-# The settings the chat function requires to start (docchat.wiring.cloud.CHAT_SETTINGS);
-# building the app makes no request to either.
+# The settings the chat function requires to start (taken from docchat.wiring.cloud, so a new one
+# cannot stop the cold start); building the app makes no request to any of them.
 CHAT_FUNCTION_ENV = {
-    "DOCCHAT_OPENSEARCH_ENDPOINT": "https://127.0.0.1:9",
-    "DOCCHAT_DOCUMENTS_TABLE": "docchat-documents",
+    f"DOCCHAT_{name.upper()}": "https://127.0.0.1:9" if name == "opensearch_endpoint" else name
+    for name in CHAT_SETTINGS
 }
 
 
@@ -601,6 +602,8 @@ def table(rows: Sequence[Row]) -> str:
 
 
 def main() -> int:
+    # The chat API logs each request as JSON on stdout; here stdout carries only the table.
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     parser = argparse.ArgumentParser(description="docchat chat-path budgets")
     parser.add_argument("--queries", type=int, default=200, help="retrieval queries to time")
     parser.add_argument("--requests", type=int, default=200, help="POST /chat requests to time")

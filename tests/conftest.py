@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import socket
@@ -164,3 +165,15 @@ def chat_function_env(dummy_aws: None, monkeypatch: pytest.MonkeyPatch) -> Itera
     services.cache_clear()
     yield
     services.cache_clear()
+
+
+def table_schema(resource: str) -> dict[str, Any]:
+    """The key schema, attribute definitions and billing mode of the DynamoDB table `resource`
+    in template.yaml: the tables tests make in moto are the stack's own."""
+    from cfnlint.decode import cfn_yaml
+
+    template = cfn_yaml.load(str(REPO / "template.yaml"))
+    properties = template["Resources"][resource]["Properties"]
+    keys = ("KeySchema", "AttributeDefinitions", "BillingMode")
+    schema: dict[str, Any] = json.loads(json.dumps({key: properties[key] for key in keys}))
+    return schema

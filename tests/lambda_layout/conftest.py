@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, table_schema
 from tests.lambda_layout.bedrock_stub import BedrockStub
 from tests.lambda_layout.harness import (
     Emulator,
@@ -107,15 +107,7 @@ def make_stack(
     # The template's ConversationsTable: the user's Cognito sub, then the conversation's id.
     moto_client("dynamodb", moto_endpoint).create_table(
         TableName=conversations,
-        KeySchema=[
-            {"AttributeName": "user", "KeyType": "HASH"},
-            {"AttributeName": "conversation_id", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "user", "AttributeType": "S"},
-            {"AttributeName": "conversation_id", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
+        **table_schema("ConversationsTable"),
     )
     known = {
         "DocumentsTable": table,

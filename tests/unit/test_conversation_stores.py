@@ -29,6 +29,7 @@ from docchat.events import (
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
 from docchat.models import Citation
 from docchat.ports import ConversationStore
+from tests.conftest import table_schema
 
 ANA, BO = "sub-ana", "sub-bo"
 CITED = Citation(
@@ -48,15 +49,7 @@ def conversations_table(name: str = "conversations", *, region: str = "eu-west-1
     dynamodb = boto3.resource("dynamodb", region_name=region)
     return dynamodb.create_table(
         TableName=name,
-        KeySchema=[
-            {"AttributeName": "user", "KeyType": "HASH"},
-            {"AttributeName": "conversation_id", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "user", "AttributeType": "S"},
-            {"AttributeName": "conversation_id", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
+        **table_schema("ConversationsTable"),
     )
 
 

@@ -33,6 +33,8 @@ import html
 import json
 import secrets
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -41,6 +43,8 @@ import yaml
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from docchat.api import SignIn
+from tests.chatkit import ServedApp
 from tests.conftest import REPO
 from tests.infra.test_statemachine import CloudFormationLoader
 
@@ -118,6 +122,16 @@ class FakeCognito:
             body["refresh_token"] = secrets.token_urlsafe(48)
             self.refresh_tokens[body["refresh_token"]] = user
         return body
+
+    def sign_in(self) -> SignIn:
+        """How the page signs in against this fake: the chat function's COGNITO settings."""
+        return SignIn(
+            mode="cognito",
+            region="us-east-1",
+            domain=self.url,
+            client_id=CLIENT_ID,
+            scopes="openid email",
+        )
 
     def app(self) -> FastAPI:
         app = FastAPI()
@@ -246,6 +260,18 @@ def open_operations() -> set[tuple[str, str]]:
         for method, operation in item.items()
         if operation.get("security") == []
     }
+
+
+@contextmanager
+def served(fake: FakeCognito) -> Iterator[FakeCognito]:
+    """`fake` answering on a loopback port (its `url`) while the block runs."""
+    server = ServedApp(fake.app())
+    fake.url = f"http://127.0.0.1:{server.port}"
+    server.start()
+    try:
+        yield fake
+    finally:
+        server.stop()
 
 
 class StageGate:

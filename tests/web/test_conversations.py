@@ -20,12 +20,10 @@ from typing import Any
 import httpx
 import pytest
 
-from docchat.api import SignIn
 from docchat.identity import cognito_user
-from tests.chatkit import ServedApp
 from tests.pdfgen import make_pdf
 from tests.web.browser import expect, launched_chromium
-from tests.web.fake_cognito import CLIENT_ID, FakeCognito, StageGate
+from tests.web.fake_cognito import FakeCognito, StageGate, served
 from tests.web.serving import LocalServer
 
 DOCCHAT = Path(sys.executable).parent / "docchat"
@@ -226,25 +224,17 @@ USERS = {"ana@example.com": "correct horse", "bo@example.com": "battery staple"}
 
 @pytest.fixture
 def cognito() -> Iterator[FakeCognito]:
-    fake = FakeCognito(users=dict(USERS))
-    served = ServedApp(fake.app())
-    fake.url = f"http://127.0.0.1:{served.port}"
-    served.start()
-    yield fake
-    served.stop()
+    with served(FakeCognito(users=dict(USERS))) as fake:
+        yield fake
 
 
 @pytest.fixture
 def stage(tmp_path: Path, cognito: FakeCognito) -> Iterator[str]:
-    sign_in = SignIn(
-        mode="cognito",
-        region="us-east-1",
-        domain=cognito.url,
-        client_id=CLIENT_ID,
-        scopes="openid email",
-    )
+    sign_in = cognito.sign_in()
     with LocalServer(
-        tmp_path, sign_in=lambda: sign_in, gate=lambda app: StageGate(app, cognito),
+        tmp_path,
+        sign_in=lambda: sign_in,
+        gate=lambda app: StageGate(app, cognito),
         user_of=cognito_user,
     ) as server:
         cognito.page_url = f"{server.url}v1/"

@@ -19,9 +19,8 @@ from typing import Any
 import pytest
 
 from docchat.api import SignIn
-from tests.chatkit import ServedApp
 from tests.web.browser import expect, launched_chromium
-from tests.web.fake_cognito import CLIENT_ID, FakeCognito, StageGate
+from tests.web.fake_cognito import CLIENT_ID, FakeCognito, StageGate, served
 from tests.web.serving import LocalServer
 
 USER, PASSWORD = "ana@example.com", "correct horse"
@@ -55,23 +54,13 @@ def _served(tmp_path: Path, sign_in: SignIn, cognito: FakeCognito) -> Iterator[S
 
 @pytest.fixture
 def cognito() -> Iterator[FakeCognito]:
-    fake = FakeCognito()
-    served = ServedApp(fake.app())
-    fake.url = f"http://127.0.0.1:{served.port}"
-    served.start()
-    yield fake
-    served.stop()
+    with served(FakeCognito()) as fake:
+        yield fake
 
 
 @pytest.fixture
 def stack(tmp_path: Path, cognito: FakeCognito) -> Iterator[Stack]:
-    sign_in = SignIn(
-        mode="cognito",
-        region="us-east-1",
-        domain=cognito.url,
-        client_id=CLIENT_ID,
-        scopes="openid email",
-    )
+    sign_in = cognito.sign_in()
     yield from _served(tmp_path, sign_in, cognito)
 
 

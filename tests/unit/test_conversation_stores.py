@@ -195,3 +195,51 @@ def test_remembered_saves_nothing_of_a_failed_answer_and_ends_a_full_one_with_an
     assert [e.type for e in events][-2:] == ["citations", "error"]
     last = events[-1]
     assert isinstance(last, ErrorEvent) and last.code == "conversation_full"
+
+
+def test_conversation_store_replaces_what_follows_after(store: ConversationStore) -> None:
+    # Given a conversation of two exchanges
+    store.start(ANA, "c1", title="Bridges")
+    store.append(ANA, "c1", EXCHANGE)
+    again = [
+        StoredMessage(role="user", content="And the tunnel?"),
+        StoredMessage(role="assistant", content="In 2010.", stopped=True),
+    ]
+    store.append(ANA, "c1", again)
+
+    # When the second question is asked again (after the first two messages)
+    answer = StoredMessage(role="assistant", content="The tunnel opened in 2010.")
+    saved = store.append(ANA, "c1", [again[0], answer], after=2)
+
+    # Then its first answer is replaced, not kept beside the new one
+    assert saved is not None
+    assert saved.messages == [*EXCHANGE, again[0], answer]
+    kept = store.conversation(ANA, "c1")
+    assert kept is not None and kept.messages == saved.messages
+    # and without `after` an exchange goes at the end
+    extended = store.append(ANA, "c1", EXCHANGE)
+    assert extended is not None and extended.messages == [*EXCHANGE, again[0], answer, *EXCHANGE]
+
+
+def test_remembered_saves_a_stopped_answer_as_far_as_it_came() -> None:
+    saved: list[list[StoredMessage]] = []
+    events = remembered(iter(_answer_events()), "When did the bridge open?", saved.append)
+    # When the reader stops after the first piece of text (the server closes the generator)
+    assert [next(events).type, next(events).type] == ["status", "delta"]
+    events.close()
+
+    # Then the question and the text so far are saved, marked stopped, without citations
+    assert saved == [
+        [
+            StoredMessage(role="user", content="When did the bridge open?"),
+            StoredMessage(role="assistant", content="In 2004 ", stopped=True),
+        ]
+    ]
+
+
+def test_remembered_saves_nothing_of_an_answer_stopped_before_any_text() -> None:
+    saved: list[list[StoredMessage]] = []
+    events = remembered(iter(_answer_events()), "q", saved.append)
+    assert next(events).type == "status"
+    events.close()
+    assert saved == []

@@ -165,6 +165,35 @@ def test_a_conversation_survives_a_reload_and_a_server_restart(browser: Any, ser
     context.close()
 
 
+def test_an_answer_asked_again_replaces_the_saved_one(browser: Any, serve: Serve) -> None:
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(serve.url)
+    # Given a saved question and answer
+    answer = _ask(page, QUESTION)
+    asked = _transcript(page)
+
+    # When Retry asks it again and the page is reloaded
+    answer.get_by_role("button", name="Ask the same question again").click()
+    expect(page.locator(".msg.assistant").last).to_have_attribute(
+        "aria-busy", "false", timeout=ANSWER_TIMEOUT_MS
+    )
+    assert _transcript(page) == asked
+    page.reload()
+
+    # Then the conversation holds the question once, with its newest answer
+    expect(page.locator(".msg.assistant")).to_have_count(1)
+    assert _transcript(page) == asked
+    # and only the newest answer offers Retry, which asks that question again
+    restored = page.locator(".msg.assistant").last
+    restored.get_by_role("button", name="Ask the same question again").click()
+    expect(page.locator(".msg.assistant").last).to_have_attribute(
+        "aria-busy", "false", timeout=ANSWER_TIMEOUT_MS
+    )
+    assert _transcript(page) == asked
+    context.close()
+
+
 def test_conversations_are_started_renamed_and_deleted_with_the_keyboard(
     browser: Any, serve: Serve
 ) -> None:

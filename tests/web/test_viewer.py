@@ -287,6 +287,46 @@ def test_stop_ends_the_stream_and_the_server_stops_generating(
     context.close()
 
 
+def test_a_stopped_answer_is_saved_as_far_as_it_came(
+    browser: Any, model_server: tuple[LocalServer, EndlessModel]
+) -> None:
+    server, model = model_server
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    page.goto(server.url)
+    # Given an answer stopped while it streamed
+    page.locator("#question").fill("Tell me everything")
+    page.locator("#question").press("Enter")
+    answer = page.locator(".msg.assistant").last
+    expect(answer.locator(".answer")).to_contain_text("word3")
+    page.get_by_role("button", name="Stop the answer").click()
+    expect(answer.locator(".msg-footer")).to_contain_text("Stopped.")
+    assert model.closed.wait(timeout=3)
+
+    # When the page is reloaded
+    page.reload()
+
+    # Then the saved conversation shows the question and the answer as far as it came, stopped
+    expect(page.locator(".msg.user .text")).to_have_text(["Tell me everything"])
+    restored = page.locator(".msg.assistant")
+    expect(restored).to_have_count(1)
+    expect(restored.locator(".answer")).to_contain_text("word3")
+    expect(restored.locator(".msg-footer")).to_contain_text("Stopped.")
+
+    # And Retry asks that question again in its place, also in the saved conversation
+    model.closed.clear()
+    restored.get_by_role("button", name="Ask the same question again").click()
+    expect(page.locator(".msg.assistant .answer")).to_contain_text("word2")
+    page.get_by_role("button", name="Stop the answer").click()
+    assert model.closed.wait(timeout=3)
+    saved = server.conversations.conversations("local")
+    assert len(saved) == 1
+    kept = server.conversations.conversation("local", saved[0].id)
+    assert kept is not None
+    assert [(m.role, m.stopped) for m in kept.messages] == [("user", False), ("assistant", True)]
+    context.close()
+
+
 def test_page_loads_pdfjs_only_from_its_static_files() -> None:
     # The bundle is what `make vendor` put there: the licence with it, no CDN URL in the page.
     assert "Apache License" in (VENDOR / "LICENSE").read_text()

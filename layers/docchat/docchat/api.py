@@ -137,11 +137,14 @@ class ChatMessage(BaseModel):
 
 class ChatRequest(BaseModel):
     """The conversation as the model should see it, an optional document filter, and an
-    optional saved conversation the question and its answer are added to."""
+    optional saved conversation the question and its answer are added to: after its first
+    `after` saved messages when given (what the page shows before the question; a saved answer
+    beyond them, asked again or stopped, is replaced), else at its end."""
 
     messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     doc_ids: list[str] | None = Field(None, max_length=MAX_DOC_IDS)
     conversation_id: str | None = Field(None, pattern=CONVERSATION_ID_PATTERN)
+    after: int | None = Field(None, ge=0)
 
     @field_validator("messages")
     @classmethod
@@ -413,10 +416,11 @@ def create_app(
             user, store, conversation_id = saving
             started = store.start(user, conversation_id, title=title_from(question))
             # Refused now (409) rather than after the answer when even the question is too much.
-            encoded_messages([*started.messages, StoredMessage(role="user", content=question)])
+            kept = started.messages[: request.after]
+            encoded_messages([*kept, StoredMessage(role="user", content=question)])
 
             def save(exchange: list[StoredMessage]) -> None:
-                if store.append(user, conversation_id, exchange) is None:
+                if store.append(user, conversation_id, exchange, after=request.after) is None:
                     logger.info("conversation %s was deleted during the answer", conversation_id)
 
         answer = live.agent().run(messages, doc_ids=request.doc_ids)

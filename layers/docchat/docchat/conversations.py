@@ -9,6 +9,7 @@ as one row or item, and refuse one that would grow past MAX_CONVERSATION_BYTES.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Literal
@@ -20,18 +21,22 @@ from docchat.events import ChatEvent, CitationsEvent, DeltaEvent, DoneEvent, Err
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
 from docchat.models import Citation
 
+logger = logging.getLogger(__name__)
+
 #: The one user of a local data directory.
 LOCAL_USER = "local"
 
 
 class StoredMessage(BaseModel):
-    """A question, or an answer with the passages it cites."""
+    """A question, or an answer with the passages it cites; `stopped`: an answer its reader
+    stopped (the page's Stop, a closed tab), kept as far as it had come."""
 
     model_config = ConfigDict(frozen=True)
 
     role: Literal["user", "assistant"]
     content: str
     citations: list[Citation] = Field(default_factory=list)
+    stopped: bool = False
 
 
 class ConversationSummary(BaseModel):
@@ -86,23 +91,39 @@ def remembered(
 ) -> Iterator[ChatEvent]:
     """`events`, passed on; when the answer is done, `save` gets the question and the answer
     (text and citations) before `done` is sent, so a client that reloads on `done` finds it.
-    A failed or abandoned answer saves nothing; an answer too large to keep ends with an
-    `error` event instead of `done`."""
+    An answer the client stopped (closing this generator) is saved as far as it had come,
+    marked `stopped`, as the page keeps it; one stopped before any text, like a failed answer,
+    saves nothing. An answer too large to keep ends with an `error` event instead of `done`."""
     text: list[str] = []
     citations: list[Citation] = []
-    for event in events:
-        if isinstance(event, DeltaEvent):
-            text.append(event.text)
-        elif isinstance(event, CitationsEvent):
-            citations = list(event.citations)
-        elif isinstance(event, DoneEvent):
-            exchange = [
-                StoredMessage(role="user", content=question),
-                StoredMessage(role="assistant", content="".join(text), citations=citations),
-            ]
+    try:
+        for event in events:
+            if isinstance(event, DeltaEvent):
+                text.append(event.text)
+            elif isinstance(event, CitationsEvent):
+                citations = list(event.citations)
+            elif isinstance(event, DoneEvent):
+                try:
+                    save(_exchange(question, text, citations))
+                except ConversationFullError as exc:
+                    yield ErrorEvent(code=exc.code, message=str(exc))
+                    return
+            yield event
+    except GeneratorExit:
+        if "".join(text).strip():
             try:
-                save(exchange)
-            except ConversationFullError as exc:
-                yield ErrorEvent(code=exc.code, message=str(exc))
-                return
-        yield event
+                save(_exchange(question, text, citations, stopped=True))
+            except Exception:  # the reader is gone: nobody to tell but the log
+                logger.exception("the stopped answer was not saved")
+        raise
+
+
+def _exchange(
+    question: str, text: list[str], citations: list[Citation], *, stopped: bool = False
+) -> list[StoredMessage]:
+    return [
+        StoredMessage(role="user", content=question),
+        StoredMessage(
+            role="assistant", content="".join(text), citations=citations, stopped=stopped
+        ),
+    ]

@@ -114,10 +114,17 @@ class ConversationStore(Protocol):
         ...
 
     def append(
-        self, user: str, conversation_id: str, messages: Sequence[StoredMessage]
+        self,
+        user: str,
+        conversation_id: str,
+        messages: Sequence[StoredMessage],
+        *,
+        after: int | None = None,
     ) -> Conversation | None:
-        """Add `messages` at the end; None if the conversation is gone (deleted meanwhile).
-        ConversationFullError if it would grow past MAX_CONVERSATION_BYTES."""
+        """Add `messages` after the first `after` saved ones (replacing any beyond them: an
+        answer asked again, or one that was stopped), or at the end; None if the conversation
+        is gone (deleted meanwhile). ConversationFullError if it would grow past
+        MAX_CONVERSATION_BYTES."""
         ...
 
     def rename(

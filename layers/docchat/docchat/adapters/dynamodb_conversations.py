@@ -95,14 +95,20 @@ class DynamoConversations:
         return found
 
     def append(
-        self, user: str, conversation_id: str, messages: Sequence[StoredMessage]
+        self,
+        user: str,
+        conversation_id: str,
+        messages: Sequence[StoredMessage],
+        *,
+        after: int | None = None,
     ) -> Conversation | None:
         """Read, add, write back on the condition that nobody wrote in between (optimistic)."""
         for _ in range(APPEND_TRIES):
             item = self._item(user, conversation_id)
             if item is None:
                 return None
-            text = encoded_messages([*decoded_messages(str(item["messages"])), *messages])
+            kept = decoded_messages(str(item["messages"]))[:after]
+            text = encoded_messages([*kept, *messages])
             stamp = Decimal(str(now()))
             try:
                 self._table.update_item(

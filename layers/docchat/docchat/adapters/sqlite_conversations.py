@@ -96,7 +96,12 @@ class SqliteConversations:
         return found
 
     def append(
-        self, user: str, conversation_id: str, messages: Sequence[StoredMessage]
+        self,
+        user: str,
+        conversation_id: str,
+        messages: Sequence[StoredMessage],
+        *,
+        after: int | None = None,
     ) -> Conversation | None:
         with self._transaction():
             row = self._db.execute(
@@ -105,7 +110,8 @@ class SqliteConversations:
             ).fetchone()
             if row is None:
                 return None
-            text = encoded_messages([*decoded_messages(row["messages"]), *messages])
+            kept = decoded_messages(row["messages"])[:after]
+            text = encoded_messages([*kept, *messages])
             self._db.execute(
                 "UPDATE conversations SET messages = ?, updated = ? WHERE user_id = ? AND id = ?",
                 (text, now(), user, conversation_id),

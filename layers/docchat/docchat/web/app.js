@@ -446,17 +446,24 @@ function restoreMessages(messages) {
   // A saved conversation ({role, content, citations}) back in the transcript, as it was answered.
   clearTranscript();
   showWelcome(!messages.length);
+  let question = "";
   for (const message of messages) {
     state.messages.push({ role: message.role, content: message.content });
     if (message.role === "user") {
       addUserMessage(message.content);
+      question = message.content;
       continue;
     }
     const view = new AnswerView();
+    view.question = question;
     view.stepsBox.hidden = true;
     view.delta(message.content);
     view.finish(message.citations || []);
+    if (message.stopped) view.stopped();
   }
+  // Retry asks the newest question again; older answers have no Retry, as while chatting.
+  const retries = [...$("transcript").querySelectorAll(".answer-tools .retry")];
+  for (const old of retries.slice(0, -1)) old.remove();
   if (!messages.length) renderSuggestions();
   scrollToEnd(true);
 }

@@ -181,7 +181,9 @@ chatHooks.body = (body) => {
     convos.list.unshift({ id: crypto.randomUUID(), title: title || "Conversation", updated: Date.now() / 1000 });
     setOpen(convos.list[0].id);
   }
-  return { ...body, conversation_id: convos.openId };
+  // `after`: the saved messages before this question. A saved answer beyond them (this question
+  // asked again, or an answer that was stopped) is replaced by the new one, as on the page.
+  return { ...body, conversation_id: convos.openId, after: state.messages.length - 1 };
 };
 
 chatHooks.answered = () => {

@@ -96,8 +96,15 @@ class ChatApi:
         self.auth = auth
 
     def get(self, path: str) -> httpx.Response:
+        return self.call("GET", path)
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
         url = self.stack.url(path)
-        return httpx.get(url, headers=self.auth.headers("GET", url, b""), timeout=60)
+        data = json.dumps(body).encode() if body is not None else b""
+        headers = self.auth.headers(method, url, data)
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        return httpx.request(method, url, content=data, headers=headers, timeout=60)
 
     def documents(self) -> list[dict[str, Any]]:
         response = self.get("documents")
@@ -105,12 +112,21 @@ class ChatApi:
         documents: list[dict[str, Any]] = response.json()["documents"]
         return documents
 
-    def ask(self, question: str, *, doc_ids: list[str] | None = None) -> ChatReply:
-        """POST /chat, read to the end of its event stream."""
+    def ask(
+        self,
+        question: str,
+        *,
+        doc_ids: list[str] | None = None,
+        conversation_id: str | None = None,
+    ) -> ChatReply:
+        """POST /chat (the question and answer saved in `conversation_id` when given), read to
+        the end of its event stream."""
         url = self.stack.url("chat")
         request: dict[str, Any] = {"messages": [{"role": "user", "content": question}]}
         if doc_ids is not None:
             request["doc_ids"] = doc_ids
+        if conversation_id is not None:
+            request["conversation_id"] = conversation_id
         body = json.dumps(request).encode()
         headers = {"Content-Type": "application/json", **self.auth.headers("POST", url, body)}
         # The stage keeps a stream open for up to 5 minutes (REGIONAL endpoint).
@@ -364,8 +380,9 @@ def leave_no_trace(session: Any, stack: Stack, key: str, doc_id: str) -> None:
         since = now()
         s3.delete_object(Bucket=stack.bucket, Key=key)
         try:
-            wait_removed(Registry(session, stack), Executions(session, stack, key), doc_id,
-                         since=since)
+            wait_removed(
+                Registry(session, stack), Executions(session, stack, key), doc_id, since=since
+            )
         except AssertionError as exc:
             log.warning("cleanup: %s", exc)
     remove_object(session, stack.bucket, key)

@@ -3,9 +3,11 @@ its old version deleted, and itself deleted. Run it with `make e2e STACK=<name>`
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from docchat.ingest import doc_id_for, version_of
@@ -25,7 +27,9 @@ from tests.e2e.live import (
     ChatApi,
     Executions,
     Registry,
+    TokenAuth,
     ask_until,
+    cognito_user,
     leave_no_trace,
     log,
     now,
@@ -100,6 +104,22 @@ def test_stack_indexes_answers_replaces_and_forgets_a_pdf(
         what="an answer citing the uploaded PDF",
     )
 
+    log.info("2b. open the PDF as the page's viewer does: a presigned GET from the page's origin")
+    link = api.get(f"documents/{doc_id}/file")
+    assert link.status_code == 200, f"GET documents/{doc_id}/file: {link.text[:300]}"
+    origin = "{0.scheme}://{0.netloc}".format(httpx.URL(stack.api_url))
+    pdf = httpx.get(link.json()["url"], headers={"Origin": origin}, timeout=60)
+    assert pdf.status_code == 200 and pdf.content == first, (
+        f"the presigned GET answered {pdf.status_code}: {pdf.text[:300]}"
+    )
+    # pdf.js fetches it cross-origin: the bucket's CORS rule must let the page read it
+    # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/cors.html).
+    allowed = pdf.headers.get("access-control-allow-origin")
+    assert allowed in ("*", origin), f"the bucket's CORS answer lets {allowed!r} read, not {origin}"
+    shown = api.get(f"documents/{doc_id}/pages/1")
+    assert shown.status_code == 200, shown.text[:300]
+    assert shown.json()["page"] == 1 and "DIGITAL MILLENNIUM" in shown.json()["text"]
+
     log.info("3. upload changed bytes to the same key; the old version's chunks must go")
     s3.put_object(Bucket=stack.bucket, Key=key, Body=second, ContentType="application/pdf")
     wait_indexed(registry, executions, doc_id, new, since=started)
@@ -172,3 +192,31 @@ def test_stack_indexes_answers_replaces_and_forgets_a_pdf(
         check=no_passage_of_the_document,
         what="an answer that searched the documents",
     )
+
+
+def test_stack_keeps_a_users_conversation_in_its_table_for_that_user_only(
+    stack: Stack, session: Any, api: ChatApi, run_id: str
+) -> None:
+    conversation_id = str(uuid.uuid4())
+    question = "Which documents are there?"
+    log.info("a question saved in conversation %s (the conversations table)", conversation_id)
+    api.ask(question, conversation_id=conversation_id)
+    listed = api.get("conversations")
+    assert listed.status_code == 200, listed.text[:300]
+    assert conversation_id in [c["id"] for c in listed.json()["conversations"]]
+    saved = api.get(f"conversations/{conversation_id}").json()
+    assert [m["role"] for m in saved["messages"]] == ["user", "assistant"]
+    assert saved["messages"][0]["content"] == question and saved["title"] == question
+    try:
+        if stack.auth == "COGNITO":
+            # Another signed-in user neither lists nor reads it (the table's key is the sub).
+            with cognito_user(session, stack, f"{run_id}-other") as other:
+                theirs = ChatApi(stack, TokenAuth(other))
+                assert conversation_id not in [
+                    c["id"] for c in theirs.get("conversations").json()["conversations"]
+                ]
+                assert theirs.get(f"conversations/{conversation_id}").status_code == 404
+                assert theirs.call("DELETE", f"conversations/{conversation_id}").status_code == 404
+    finally:
+        assert api.call("DELETE", f"conversations/{conversation_id}").status_code == 200
+    assert api.get(f"conversations/{conversation_id}").status_code == 404

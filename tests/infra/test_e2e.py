@@ -159,8 +159,8 @@ def test_e2e_tests_collect_and_skip_without_a_stack(tmp_path: Path) -> None:
     )
 
     assert done.returncode == 0, done.stdout[-3000:]
-    assert "3 skipped" in done.stdout
-    assert done.stdout.count("needs a deployed stack: make e2e STACK=<name>") == 3
+    assert "4 skipped" in done.stdout
+    assert done.stdout.count("needs a deployed stack: make e2e STACK=<name>") == 4
 
 
 # --- what the check reads from a stack ----------------------------------------------------------

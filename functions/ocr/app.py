@@ -15,7 +15,7 @@ REQUIRED = ("artifacts_bucket",)
 
 
 def _run(event: dict[str, Any]) -> OcrResult:
-    s = services().require(*REQUIRED, entry="the OCR function")
+    s = services().require(*REQUIRED, entry="the ocr function")
     task = OcrTask.model_validate(event)
     return ocr_range(task, objects=s.objects, settings=s.settings)
 

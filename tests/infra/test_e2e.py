@@ -142,7 +142,7 @@ def test_make_e2e_with_credentials_runs_the_checks_against_the_named_stack(
     assert done.returncode == 2, done.stdout[-3000:]  # make's status for a failed recipe
     assert "no stack 'docchat-absent' in eu-west-1: check STACK and AWS_REGION" in done.stdout
     assert "skipped" not in done.stdout.splitlines()[-1]
-    assert "3 errors" in done.stdout.splitlines()[-1]
+    assert "4 errors" in done.stdout.splitlines()[-1]
 
 
 def test_e2e_tests_collect_and_skip_without_a_stack(tmp_path: Path) -> None:

@@ -1,10 +1,14 @@
-"""Convert: PDF -> markdown pages, stored as an artifact."""
+"""Convert: PDF -> markdown pages, stored as an artifact.
+
+The state machine calls it with the document (DocRef); with cloud OCR, a PDF whose pages need
+OCR comes back with `ocr_ranges` instead of pages, and after the OCR step the state machine
+calls it again with that result (a ConvertResult) to build the pages with the OCR'd lines."""
 
 from typing import Any
 
 from docchat.lambda_handler import step_handler
 from docchat.models import ConvertResult, DocRef
-from docchat.pipeline import convert
+from docchat.pipeline import convert, convert_with_ocr
 from docchat.wiring.cloud import services
 
 #: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
@@ -13,6 +17,11 @@ REQUIRED = ("documents_table", "artifacts_bucket")
 
 def _run(event: dict[str, Any]) -> ConvertResult:
     s = services().require(*REQUIRED, entry="the convert function")
+    if "doc" in event:
+        first = ConvertResult.model_validate(event)
+        return convert_with_ocr(
+            first, objects=s.objects, registry=s.registry, settings=s.settings
+        )
     doc = DocRef.model_validate(event)
     return convert(doc, objects=s.objects, registry=s.registry, settings=s.settings)
 

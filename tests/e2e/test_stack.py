@@ -3,6 +3,7 @@ its old version deleted, and itself deleted. Run it with `make e2e STACK=<name>`
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -37,6 +38,7 @@ from tests.e2e.live import (
     wait_listed,
     wait_removed,
 )
+from tests.pdfgen import scanned_copy
 
 PDF = EXAMPLES / "dmca.pdf"
 QUESTION = "What does the DMCA say about circumvention of technological protection measures?"
@@ -220,3 +222,36 @@ def test_stack_keeps_a_users_conversation_in_its_table_for_that_user_only(
     finally:
         assert api.call("DELETE", f"conversations/{conversation_id}").status_code == 200
     assert api.get(f"conversations/{conversation_id}").status_code == 404
+
+
+@pytest.fixture
+def scan_key(stack: Stack, session: Any, run_id: str) -> Iterator[str]:
+    key = f"docchat-e2e/{run_id}/scanned-{PDF.name}"
+    yield key
+    leave_no_trace(session, stack, key, doc_id_for(f"{stack.bucket}/{key}"))
+
+
+def test_stack_ocrs_a_scanned_pdf_in_its_image_function(
+    stack: Stack, session: Any, api: ChatApi, scan_key: str
+) -> None:
+    # What only the cloud shows: the OCR image builds for arm64, starts, finds its models and
+    # reads pages there; and Convert, OCR map and Convert again run as the state machine says.
+    s3 = session.client("s3")
+    doc_id = doc_id_for(f"{stack.bucket}/{scan_key}")
+    registry, executions = Registry(session, stack), Executions(session, stack, scan_key)
+    scan = scanned_copy(PDF.read_bytes(), pages=[0, 1])  # two pages, images only
+    started = now()
+
+    log.info("OCR: upload a 2-page scan as s3://%s/%s and wait for INDEXED", stack.bucket, scan_key)
+    s3.put_object(Bucket=stack.bucket, Key=scan_key, Body=scan, ContentType="application/pdf")
+    item = wait_indexed(registry, executions, doc_id, version_of(scan), since=started)
+
+    assert (int(item["pages"]), int(item["pages_ocr"])) == (2, 2), item
+    page = api.get(f"documents/{doc_id}/pages/1")
+    assert page.status_code == 200, page.text[:300]
+    shown = page.json()
+    assert shown["ocr"] is True
+    # Most words of the page's own text layer come back (OCR may miss a few)
+    words = set(re.findall(r"[a-z]{4,}", page_texts(PDF.read_bytes())[0].casefold()))
+    read = set(re.findall(r"[a-z]{4,}", shown["text"].casefold()))
+    assert len(words & read) >= 0.8 * len(words), f"missed {sorted(words - read)[:40]}"

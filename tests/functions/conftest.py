@@ -42,6 +42,7 @@ TABLE = "docchat-documents"
 FUNCTIONS = (
     "register",
     "convert",
+    "ocr",
     "chunk",
     "embed",
     "index",
@@ -53,6 +54,7 @@ FUNCTIONS = (
 ARN_NAMES = {
     "RegisterFunctionArn": "register",
     "ConvertFunctionArn": "convert",
+    "OcrFunctionArn": "ocr",
     "ChunkFunctionArn": "chunk",
     "EmbedFunctionArn": "embed",
     "IndexFunctionArn": "index",
@@ -152,9 +154,9 @@ class Pipeline:
             },
         }
 
-    def upload(self, key: str, data: bytes) -> dict[str, Any]:
+    def upload(self, key: str, data: bytes, timeout: float = 120) -> dict[str, Any]:
         self.s3.put_object(Bucket=DOCS_BUCKET, Key=key, Body=data)
-        return self.run(self.event("Object Created", key))
+        return self.run(self.event("Object Created", key), timeout=timeout)
 
     def delete(self, key: str) -> dict[str, Any]:
         self.s3.delete_object(Bucket=DOCS_BUCKET, Key=key)
@@ -224,6 +226,10 @@ def pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pipeli
         "DOCCHAT_EMBED_DIMENSION": "256",
         "DOCCHAT_EMBED_CONCURRENCY": "2",
         "DOCCHAT_CHUNKS_PER_BATCH": "2",
+        # As the stack sets it on Convert (which has no OCR engine in the cloud): pages that
+        # need OCR go through the OCR map, two pages an item so a short scan makes several.
+        "DOCCHAT_OCR": "cloud",
+        "DOCCHAT_OCR_PAGES_PER_TASK": "2",
         # Required by the index-writing handlers; the index itself is replaced below.
         "DOCCHAT_OPENSEARCH_ENDPOINT": "https://127.0.0.1:9",
     }
@@ -270,9 +276,7 @@ def pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pipeli
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket=DOCS_BUCKET)
         # As the stack makes it: versioned, so deletions leave delete markers.
-        s3.put_bucket_versioning(
-            Bucket=DOCS_BUCKET, VersioningConfiguration={"Status": "Enabled"}
-        )
+        s3.put_bucket_versioning(Bucket=DOCS_BUCKET, VersioningConfiguration={"Status": "Enabled"})
         s3.create_bucket(Bucket=ARTIFACTS_BUCKET)
         boto3.client("dynamodb", region_name=REGION).create_table(
             TableName=TABLE,

@@ -24,6 +24,8 @@ def main(path: str, parameters: str) -> None:
         for key in ("CodeUri", "ContentUri", "DefinitionUri"):
             if key in properties:  # `sam package` would have uploaded these
                 properties[key] = "s3://packaged-artifacts/key"
+        if properties.get("PackageType") == "Image":  # `sam deploy` would have pushed it
+            properties["ImageUri"] = "123456789012.dkr.ecr.us-east-1.amazonaws.com/docchat:ocr"
     translated = transform(template, json.loads(parameters), _NoManagedPolicies())
     json.dump(translated, sys.stdout)
 

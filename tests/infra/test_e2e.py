@@ -124,6 +124,10 @@ def moto_server() -> Iterator[str]:
     server.stop()
 
 
+# Every check in tests/e2e needs the stack: each is skipped without one, and fails without it.
+E2E_CHECKS = sum(path.read_text().count("\ndef test_") for path in REPO.glob("tests/e2e/test_*.py"))
+
+
 def test_make_e2e_with_credentials_runs_the_checks_against_the_named_stack(
     tmp_path: Path, moto_server: str
 ) -> None:
@@ -142,7 +146,7 @@ def test_make_e2e_with_credentials_runs_the_checks_against_the_named_stack(
     assert done.returncode == 2, done.stdout[-3000:]  # make's status for a failed recipe
     assert "no stack 'docchat-absent' in eu-west-1: check STACK and AWS_REGION" in done.stdout
     assert "skipped" not in done.stdout.splitlines()[-1]
-    assert "4 errors" in done.stdout.splitlines()[-1]
+    assert f"{E2E_CHECKS} errors" in done.stdout.splitlines()[-1]
 
 
 def test_e2e_tests_collect_and_skip_without_a_stack(tmp_path: Path) -> None:
@@ -159,8 +163,8 @@ def test_e2e_tests_collect_and_skip_without_a_stack(tmp_path: Path) -> None:
     )
 
     assert done.returncode == 0, done.stdout[-3000:]
-    assert "4 skipped" in done.stdout
-    assert done.stdout.count("needs a deployed stack: make e2e STACK=<name>") == 4
+    assert f"{E2E_CHECKS} skipped" in done.stdout
+    assert done.stdout.count("needs a deployed stack: make e2e STACK=<name>") == E2E_CHECKS
 
 
 # --- what the check reads from a stack ----------------------------------------------------------

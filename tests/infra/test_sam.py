@@ -20,6 +20,7 @@ import yaml
 
 from tests.conftest import REPO
 from tests.infra.test_statemachine import CloudFormationLoader
+from tests.infra.zip_template import image_functions, zip_only_copy
 
 RUNTIME = (3, 13)
 EM_AARCH64 = 183  # ELF e_machine of AArch64
@@ -107,13 +108,15 @@ def build(tmp_path_factory: pytest.TempPathFactory) -> Build:
     sam, python = _sam(), _runtime_python()
     work = tmp_path_factory.mktemp("sam")
     out = work / "build"
+    # Without the container-image functions: building those needs Docker (zip_template).
+    template = zip_only_copy(REPO / "template.yaml", work / "template.yaml")
     # Run from the temporary folder so nothing (e.g. .aws-sam/) lands in the repository.
     result = subprocess.run(
         [
             str(sam),
             "build",
             "--template-file",
-            str(REPO / "template.yaml"),
+            str(template),
             "--build-dir",
             str(out),
             "--no-cached",
@@ -223,9 +226,16 @@ def test_sam_build_every_function_folder_is_built_with_its_handler(build: Build)
         name: resource["Properties"]
         for name, resource in source["Resources"].items()
         if resource["Type"] == "AWS::Serverless::Function"
+        and resource["Properties"].get("PackageType") != "Image"
+    }
+    # Every function folder is a zip function's code, or a container image's Dockerfile.
+    images = {
+        Path(source["Resources"][name]["Metadata"]["Dockerfile"]).parent.name
+        for name in image_functions((REPO / "template.yaml").read_text())
     }
     folders = {p.name for p in (REPO / "functions").iterdir() if p.is_dir()}
-    assert {Path(p["CodeUri"]).name for p in functions.values()} == folders
+    assert images == {"ocr"}
+    assert {Path(p["CodeUri"]).name for p in functions.values()} | images == folders
     for name, properties in functions.items():
         handler = _handler_file(properties["Handler"])
         code = build.succeeded() / built[name]["Properties"]["CodeUri"]

@@ -167,7 +167,8 @@ def test_stack_existing_domain_grants_http_on_its_index_paths() -> None:
 
 
 @pytest.mark.parametrize(
-    "role", ["RegisterFunctionRole", "ConvertFunctionRole", "RemoveFunctionRole"]
+    "role",
+    ["RegisterFunctionRole", "ConvertFunctionRole", "OcrFunctionRole", "RemoveFunctionRole"],
 )
 def test_stack_functions_reading_documents_may_list_the_bucket(role: str) -> None:
     resources = _stack().resources()
@@ -183,7 +184,7 @@ def test_stack_every_function_logs_to_a_group_with_retention() -> None:
     resources = _stack(LogRetentionDays="14").resources()
     functions = {n: r for n, r in resources.items() if r["Type"] == "AWS::Lambda::Function"}
 
-    assert len(functions) == 10
+    assert len(functions) == 11
     for name, function in functions.items():
         group = function["Properties"]["LoggingConfig"]["LogGroup"]
         assert group.startswith("<") and group.endswith(">"), (name, group)
@@ -259,3 +260,38 @@ def test_stack_chat_may_presign_reads_of_documents_for_the_viewer() -> None:
     # PDF is cross-origin, so the bucket's CORS rules must allow GET.
     rules = resources["DocumentsBucket"]["Properties"]["CorsConfiguration"]["CorsRules"]
     assert any("GET" in rule["AllowedMethods"] for rule in rules), rules
+
+
+# --- cloud OCR (issue 13) ----------------------------------------------------------------------
+
+
+def test_stack_ocr_function_reads_documents_and_writes_only_ocr_results() -> None:
+    resources = _stack().resources()
+    role = "OcrFunctionRole"
+
+    actions = sorted(
+        action
+        for statement in _statements(resources, role)
+        for action in (
+            [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+        )
+    )
+    assert actions == ["s3:GetObject", "s3:ListBucket", "s3:PutObject"]
+    assert _allowed(resources, role, "s3:GetObject") == ["<DocumentsBucket.Arn>/*"]
+    assert _allowed(resources, role, "s3:PutObject") == ["<ArtifactsBucket.Arn>/artifacts/*/ocr/*"]
+    # Convert reads those results on its second run
+    assert "<ArtifactsBucket.Arn>/artifacts/*/ocr/*" in _allowed(
+        resources, "ConvertFunctionRole", "s3:GetObject"
+    )
+
+
+def test_stack_ocr_function_is_an_arm64_image_with_room_for_a_range_of_pages() -> None:
+    function = _stack().resources()["OcrFunction"]["Properties"]
+
+    assert function["PackageType"] == "Image"
+    assert function["Architectures"] == ["arm64"]
+    assert "Layers" not in function and "Runtime" not in function
+    assert (function["MemorySize"], function["Timeout"]) == (3008, 900)
+    variables = function["Environment"]["Variables"]
+    # The child process's deadline ends before Lambda's: a typed timeout, not a killed sandbox
+    assert float(variables["DOCCHAT_CONVERT_TIMEOUT_S"]) < 900

@@ -131,7 +131,7 @@ def test_statemachine_substitutions_name_functions_of_the_template() -> None:
 
 def test_statemachine_every_task_retries_lambda_service_errors_with_full_jitter() -> None:
     tasks = _tasks()
-    assert len(tasks) == 12
+    assert len(tasks) == 14  # with the OCR map's task and Convert's second run
     for name, task, _ in tasks:
         retries = [r for r in task.get("Retry", []) if set(r["ErrorEquals"]) >= SERVICE_ERRORS]
         assert retries, f"{name} does not retry {sorted(SERVICE_ERRORS)}"
@@ -149,6 +149,8 @@ def test_statemachine_every_step_outside_the_map_catches_failures_into_mark_fail
     assert {name for name, _ in steps} == {
         "Register",
         "Convert",
+        "OcrPages",
+        "ConvertWithOcr",
         "Chunk",
         "EmbedAndIndex",
         "Finalize",

@@ -48,7 +48,7 @@ from typing import Any
 import yaml
 
 from tests.conftest import REPO
-from tests.infra import intrinsics
+from tests.infra import intrinsics, zip_template
 from tests.infra.test_statemachine import CloudFormationLoader
 
 PYTHON_VERSION = "3.13"
@@ -172,7 +172,8 @@ def _run(command: list[str], *, timeout: float, **kwargs: Any) -> None:
 
 def host_template(source: Path, dest: Path) -> Path:
     """template.yaml built for x86_64 (the arm64 wheels cannot run here), with every local
-    CodeUri/ContentUri/DefinitionUri made absolute so the copy builds from anywhere."""
+    CodeUri/ContentUri/DefinitionUri made absolute so the copy builds from anywhere, and without
+    the container-image functions (no Docker here: tests/infra/zip_template.py says more)."""
     text = source.read_text()
     swaps = (
         (r"Architectures: \[arm64\]", "Architectures: [x86_64]"),
@@ -181,13 +182,9 @@ def host_template(source: Path, dest: Path) -> Path:
     for pattern, replacement in swaps:
         text, count = re.subn(pattern, replacement, text)
         assert count, f"template.yaml has no {pattern!r} any more: update the harness"
-    text = re.sub(
-        r"^(\s+(?:CodeUri|ContentUri|DefinitionUri): )(?!s3://)(\S+)$",
-        lambda m: m.group(1) + str((source.parent / m.group(2)).resolve()),
-        text,
-        flags=re.MULTILINE,
+    dest.write_text(
+        zip_template.absolute_paths(zip_template.without_image_functions(text), source.parent)
     )
-    dest.write_text(text)
     return dest
 
 
@@ -245,7 +242,9 @@ class Layout:
         source = yaml.load((REPO / "template.yaml").read_text(), Loader=CloudFormationLoader)
         found = {}
         for name, resource in source["Resources"].items():
-            if resource["Type"] == "AWS::Serverless::Function":
+            if resource["Type"] == "AWS::Serverless::Function" and (
+                "CodeUri" in resource["Properties"]  # not the image functions
+            ):
                 found[Path(resource["Properties"]["CodeUri"]).name] = name
         return found
 
@@ -455,11 +454,15 @@ class Emulator:
         variables = {**template_environment(self.layout, folder, self.known), **self.extra}
         return lambda_environment(self.layout, folder, variables=variables)
 
-    def invoke(self, folder: str, event: Any) -> Invocation:
+    def invoke(
+        self, folder: str, event: Any, *, environment: Mapping[str, str] | None = None
+    ) -> Invocation:
+        """Invoke the built function of functions/<folder>; with `environment`, the function
+        those variables describe (its LAMBDA_TASK_ROOT: a container image's task root)."""
         port, runtime_port = free_port(), free_port()
         self.invocations += 1
         log = self.logs / f"{self.invocations:02d}-{folder}.log"
-        env = self.environment(folder)
+        env = dict(environment) if environment is not None else self.environment(folder)
         timeout = int(env["AWS_LAMBDA_FUNCTION_TIMEOUT"])
         command = self.layout.in_namespace(
             [
@@ -475,7 +478,7 @@ class Emulator:
         with log.open("wb") as out:
             process = subprocess.Popen(
                 command,
-                cwd=self.layout.task_root(folder),
+                cwd=env["LAMBDA_TASK_ROOT"],
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,

@@ -48,10 +48,19 @@ class Settings(BaseModel):
         2048, ge=256, description="memory one PDF's conversion may take (a child process)"
     )
     # The DPI comes from `bench/ocr.py` (README, OCR).
-    ocr: Literal["local", "off"] = Field(
-        "local", description="OCR of pages without a text layer: local (rapidocr) or off"
+    # `cloud`: the Convert Lambda has no OCR engine (it does not fit a zip function with the
+    # docchat layer); the state machine's OCR step, a container-image Lambda, reads the pages.
+    ocr: Literal["local", "cloud", "off"] = Field(
+        "local",
+        description=(
+            "OCR of pages without a text layer: local (rapidocr in process), cloud (the state "
+            "machine's OCR step; local runs OCR in process) or off"
+        ),
     )
     ocr_dpi: int = Field(150, ge=50, le=600, description="resolution pages are OCR'd at")
+    ocr_pages_per_task: int = Field(
+        8, ge=1, le=100, description="pages one invocation of the cloud OCR step reads"
+    )
     top_k: int = Field(5, ge=1, le=50, description="passages an answer draws on")
     candidates: int = Field(
         100, ge=1, le=1000, description="k-NN and BM25 candidates before fusion"

@@ -23,7 +23,7 @@ from docchat.errors import (
     NeedsOcrError,
     PdfTooLargeError,
 )
-from docchat.models import ConvertedDocument, Page
+from docchat.models import ConvertedDocument, OcrPage, OcrText, Page
 from docchat.ocr import Image, OcrLine, OcrOptions, available, engine
 
 ProgressFn = Callable[[int, int], None]
@@ -92,6 +92,24 @@ class _RawPage:
     ocr: bool = False
     # The page's filled-in form fields, after its text.
     fields: list[_Paragraph] = field(default_factory=list)
+    # The page needs OCR that `OcrResults` did not bring (read elsewhere, later).
+    ocr_pending: bool = False
+
+
+@dataclass(frozen=True)
+class OcrResults:
+    """OCR read elsewhere, by page number: the cloud's OCR step (`ocr_pages`) runs the engine
+    and Convert reads its results. A page that needs OCR but is not here is reported in
+    `ConvertedDocument.ocr_pending` and read without it."""
+
+    lines: dict[int, list[_Line]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, pages: Iterable[OcrPage]) -> OcrResults:
+        return cls({page.number: [_from_text(line) for line in page.lines] for page in pages})
+
+
+OcrSource = OcrOptions | OcrResults
 
 
 def pages_from_pdf(
@@ -99,14 +117,15 @@ def pages_from_pdf(
     *,
     fallback_title: str = "",
     limits: ConvertLimits = ConvertLimits(),
-    ocr: OcrOptions | None = None,
+    ocr: OcrSource | None = None,
     on_page: ProgressFn | None = None,
 ) -> ConvertedDocument:
     """Convert PDF bytes to markdown pages; raises a `ConversionError` subclass on bad input.
 
-    With `ocr`, pages without a usable text layer are rendered and read by OCR; without it (or
-    where the OCR engine is not installed), a PDF of mostly such pages is refused with
-    `NeedsOcrError`."""
+    With `ocr` options, pages without a usable text layer are rendered and read by OCR; with
+    `OcrResults`, their lines come from those results (the pages missing there are listed in
+    `ocr_pending`); without either (or where the OCR engine is not installed), a PDF of mostly
+    such pages is refused with `NeedsOcrError`."""
     if not data:
         raise EmptyPdfError("the file is empty (0 bytes): upload the PDF again")
     document = _open(data)
@@ -152,7 +171,7 @@ def _convert(
     *,
     fallback_title: str,
     limits: ConvertLimits,
-    ocr: OcrOptions | None,
+    ocr: OcrSource | None,
     on_page: ProgressFn | None,
 ) -> ConvertedDocument:
     count = len(document)
@@ -165,7 +184,7 @@ def _convert(
         )
     deadline = time.monotonic() + limits.timeout_s
     probe = _ColumnProbe()
-    if ocr is not None and not available():
+    if isinstance(ocr, OcrOptions) and not available():
         ocr = None
     raw_pages: list[_RawPage] = []
     for index in range(count):
@@ -181,9 +200,10 @@ def _convert(
     # After the pages are loaded PDFium finds an outline entry's page quickly.
     outline = _outline_by_page(document, count)
     textless = sum(page.chars == 0 for page in raw_pages)
+    pending = [i + 1 for i, page in enumerate(raw_pages) if page.ocr_pending]
     if ocr is None:
         _check_has_text(raw_pages, textless)
-    elif textless == count:
+    elif textless == count and not pending:
         _check_ocr_found_text(raw_pages)
     _drop_running_lines(raw_pages)
     for page in raw_pages:
@@ -208,6 +228,7 @@ def _convert(
         pages=pages,
         pages_without_text=textless,
         used_outline=bool(outline),
+        ocr_pending=pending,
     )
 
 
@@ -239,7 +260,7 @@ def _check_ocr_found_text(raw_pages: list[_RawPage]) -> None:
 def _read_page(
     document: pdfium.PdfDocument,
     index: int,
-    ocr: OcrOptions | None,
+    ocr: OcrSource | None,
     probe: _ColumnProbe | None = None,
 ) -> _RawPage:
     try:
@@ -256,13 +277,18 @@ def _read_page(
             textpage.close()
         chars = _chars(lines)
         image_only = chars == 0 and _has_image(page)
-        render = _render(page, ocr) if ocr and _needs_ocr(page, chars) else None
+        wants_ocr = ocr is not None and _needs_ocr(page, chars)
+        render = _render(page, ocr) if wants_ocr and isinstance(ocr, OcrOptions) else None
         fields = _form_fields(document, page)
     finally:
         # Closing the page frees the images PDFium decoded to draw it (a scan's can take
         # hundreds of MiB) before OCR needs its own memory.
         page.close()
-    ocr_lines = _ocr_lines(*render, threads=ocr.threads) if render and ocr else None
+    ocr_lines: list[_Line] | None = None
+    if render and isinstance(ocr, OcrOptions):
+        ocr_lines = _ocr_lines(*render, threads=ocr.threads)
+    elif wants_ocr and isinstance(ocr, OcrResults):
+        ocr_lines = ocr.lines.get(index + 1)
     # What the page shows wins over a text layer as short, which is then often glyph codes of a
     # font that maps none to characters ('"7+%-' where the page shows "Phone").
     if ocr_lines and _chars(ocr_lines) >= chars:
@@ -278,7 +304,44 @@ def _read_page(
         chars=chars + sum(_chars(p.lines) for p in fields),
         image_only=image_only and not fields,
         fields=fields,
+        ocr_pending=ocr_lines is None and wants_ocr and isinstance(ocr, OcrResults),
     )
+
+
+def ocr_pages(data: bytes, numbers: Iterable[int], *, options: OcrOptions) -> list[OcrPage]:
+    """The OCR lines of the pages `numbers` (1-based) of a PDF, read exactly as
+    `pages_from_pdf` reads a page without a usable text layer: the cloud's OCR step runs this
+    where the engine is installed, and Convert takes the results as `OcrResults`."""
+    document = _open(data)
+    try:
+        found = []
+        for number in numbers:
+            try:
+                page = document[number - 1]
+            except (pdfium.PdfiumError, IndexError):
+                found.append(OcrPage(number=number, lines=[]))  # a damaged page reads as blank
+                continue
+            try:
+                render = _render(page, options)
+            finally:
+                page.close()  # its decoded images go before OCR needs the memory
+            lines = _ocr_lines(*render, threads=options.threads)
+            found.append(OcrPage(number=number, lines=[_to_text(line) for line in lines]))
+        return found
+    except pdfium.PdfiumError as exc:
+        raise _damaged(exc) from exc
+    finally:
+        document.close()
+
+
+def _to_text(line: _Line) -> OcrText:
+    return OcrText(
+        text=line.text, size=line.size, x=line.x, y=line.y, right=line.right, y_end=line.y_end
+    )
+
+
+def _from_text(line: OcrText) -> _Line:
+    return _Line(line.text, line.size, False, line.x, line.y, line.right, line.y_end)
 
 
 # --- form fields ----------------------------------------------------------------------------

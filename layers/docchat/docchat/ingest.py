@@ -12,7 +12,7 @@ from pathlib import Path
 
 from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
-from docchat.convert import ConvertLimits, ProgressFn
+from docchat.convert import ConvertLimits, OcrSource, ProgressFn
 from docchat.embed import Vectors
 from docchat.errors import ConversionError
 from docchat.isolate import pages_from_pdf_isolated
@@ -154,22 +154,30 @@ def next_revision(current: DocumentRecord | None, version: str) -> int:
 
 
 def convert_pdf(
-    data: bytes, settings: Settings, *, fallback_title: str, on_page: ProgressFn | None = None
+    data: bytes,
+    settings: Settings,
+    *,
+    fallback_title: str,
+    on_page: ProgressFn | None = None,
+    ocr: OcrSource | None = None,
 ) -> ConvertedDocument:
-    """PDF bytes -> markdown pages, in a child process within the settings' limits."""
+    """PDF bytes -> markdown pages, in a child process within the settings' limits; pages
+    without a text layer are read as `ocr` says, else as the settings say."""
     return pages_from_pdf_isolated(
         data,
         fallback_title=fallback_title,
         limits=ConvertLimits(max_pages=settings.max_pages, timeout_s=settings.convert_timeout_s),
-        ocr=ocr_options(settings),
+        ocr=ocr if ocr is not None else ocr_options(settings),
         memory_mib=settings.convert_memory_mib,
         on_page=on_page,
     )
 
 
 def ocr_options(settings: Settings) -> OcrOptions | None:
-    """How pages without a text layer are OCR'd; None when OCR is off."""
-    return OcrOptions(dpi=settings.ocr_dpi) if settings.ocr == "local" else None
+    """How pages without a text layer are OCR'd in this process; None when OCR is off. With
+    `cloud` the cloud pipeline hands OCR to its own step (pipeline.convert); a local run has no
+    such step and reads them here."""
+    return OcrOptions(dpi=settings.ocr_dpi) if settings.ocr != "off" else None
 
 
 def embed_chunks(

@@ -19,13 +19,14 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
 from typing import Any, Literal
 
-from docchat.convert import ConvertLimits, ProgressFn, pages_from_pdf
+from docchat.convert import ConvertLimits, OcrSource, ProgressFn, ocr_pages, pages_from_pdf
 from docchat.errors import ConversionCrashedError, ConversionTimeoutError, PdfTooLargeError
-from docchat.models import ConvertedDocument
+from docchat.models import ConvertedDocument, OcrPage
 from docchat.ocr import OcrOptions
 
 MIB = 1024 * 1024
@@ -44,38 +45,56 @@ def pages_from_pdf_isolated(
     *,
     fallback_title: str = "",
     limits: ConvertLimits = DEFAULT_LIMITS,
-    ocr: OcrOptions | None = None,
+    ocr: OcrSource | None = None,
     memory_mib: int = 2048,
     on_page: ProgressFn | None = None,
 ) -> ConvertedDocument:
     """`pages_from_pdf` in a child process with a memory cap and a hard deadline."""
+    # The converter goes by reference (module and name), so the child runs what this module's
+    # `pages_from_pdf` is now.
+    work = partial(pages_from_pdf, data, fallback_title=fallback_title, limits=limits, ocr=ocr)
+    outcome = _run_isolated(
+        work, timeout_s=limits.timeout_s, memory_mib=memory_mib, on_page=on_page
+    )
+    assert isinstance(outcome, ConvertedDocument)
+    return outcome
+
+
+def ocr_pages_isolated(
+    data: bytes,
+    numbers: list[int],
+    *,
+    options: OcrOptions,
+    timeout_s: float,
+    memory_mib: int,
+) -> list[OcrPage]:
+    """`ocr_pages` in a child process with a memory cap and a hard deadline (the cloud's OCR
+    step: a hostile scan costs the child, and its failure is a typed error)."""
+    work = partial(ocr_pages, data, numbers, options=options)
+    outcome = _run_isolated(work, timeout_s=timeout_s, memory_mib=memory_mib, on_page=None)
+    assert isinstance(outcome, list)
+    return outcome
+
+
+def _run_isolated(
+    work: Callable[..., Any], *, timeout_s: float, memory_mib: int, on_page: ProgressFn | None
+) -> Any:
     context = _context()
     receive, send = context.Pipe(duplex=False)
     child = context.Process(
         target=_convert_in_child,
-        # The converter goes by reference (module and name), so the child runs what this
-        # module's `pages_from_pdf` is now.
-        args=(
-            send,
-            pages_from_pdf,
-            data,
-            fallback_title,
-            limits,
-            ocr,
-            memory_mib,
-            on_page is not None,
-        ),
+        args=(send, work, memory_mib, on_page is not None),
         daemon=True,
     )
     child.start()
     send.close()
-    deadline = time.monotonic() + limits.timeout_s + GRACE_S
+    deadline = time.monotonic() + timeout_s + GRACE_S
     outcome: Any = None
     try:
         while True:
             if not receive.poll(max(deadline - time.monotonic(), 0)):
                 raise ConversionTimeoutError(
-                    f"conversion did not finish within {limits.timeout_s:g} s "
+                    f"conversion did not finish within {timeout_s:g} s "
                     "(DOCCHAT_CONVERT_TIMEOUT_S): split the document or raise the limit"
                 )
             outcome = receive.recv()
@@ -90,11 +109,11 @@ def pages_from_pdf_isolated(
         if child.is_alive():
             child.kill()
         child.join(5)
-    if isinstance(outcome, ConvertedDocument):
-        return outcome
     if isinstance(outcome, Exception):
         raise outcome
-    raise _crashed(child.exitcode, memory_mib)
+    if outcome is None:
+        raise _crashed(child.exitcode, memory_mib)
+    return outcome
 
 
 def _context() -> ForkServerContext | SpawnContext | ForkContext:
@@ -134,24 +153,17 @@ class _Progress:
 
 def _convert_in_child(
     send: Connection,
-    convert: Callable[..., ConvertedDocument],
-    data: bytes,
-    fallback_title: str,
-    limits: ConvertLimits,
-    ocr: OcrOptions | None,
+    work: Callable[..., Any],
     memory_mib: int,
     report: bool,
 ) -> None:
     _limit_memory(memory_mib)
     outcome: Any
     try:
-        outcome = convert(
-            data,
-            fallback_title=fallback_title,
-            limits=limits,
-            ocr=ocr,
-            on_page=(lambda done, total: send.send(_Progress(done, total))) if report else None,
-        )
+        if report:
+            outcome = work(on_page=lambda done, total: send.send(_Progress(done, total)))
+        else:
+            outcome = work()
     except MemoryError:
         outcome = _too_large(memory_mib)
     except Exception as exc:  # the parent re-raises typed errors; anything else is a crash

@@ -20,11 +20,32 @@ class Page(BaseModel):
     ocr: bool = Field(default=False, description="the page's text came from OCR of its image")
 
 
+class OcrText(BaseModel):
+    """One line OCR read on a page, placed in PDF points as conversion places a text line
+    (`y`: its baseline, from the page's bottom; `size`: its height)."""
+
+    text: str
+    size: float
+    x: float
+    y: float
+    right: float
+    y_end: float
+
+
+class OcrPage(BaseModel):
+    """The lines OCR read on one page (1-based `number`), in reading order."""
+
+    number: int = Field(ge=1)
+    lines: list[OcrText]
+
+
 class ConvertedDocument(BaseModel):
     title: str
     pages: list[Page]
     pages_without_text: int
     used_outline: bool
+    # Pages that need OCR whose results were not given (the cloud's OCR step reads them).
+    ocr_pending: list[int] = Field(default_factory=list)
 
     @property
     def pages_ocr(self) -> int:
@@ -187,11 +208,37 @@ class RegisterResult(BaseModel):
     doc: DocRef | None = None
 
 
+class OcrRange(BaseModel):
+    """Pages of one document for one OCR invocation; its results go to `key`."""
+
+    pages: list[int] = Field(min_length=1)
+    key: str
+
+
 class ConvertResult(BaseModel):
+    """Converted pages at `pages_key`; or, when pages need OCR that has not run yet, no pages
+    (`pages_key` empty) and the `ocr_ranges` the OCR step reads, after which Convert runs again
+    with this result as its event."""
+
     doc: DocRef
     title: str
     pages: int
-    pages_key: str
+    pages_key: str = ""
+    ocr_ranges: list[OcrRange] = Field(default_factory=list)
+
+
+class OcrTask(BaseModel):
+    """One item of the OCR map: a document and the pages to read."""
+
+    doc: DocRef
+    range: OcrRange
+
+
+class OcrResult(BaseModel):
+    doc: DocRef
+    key: str
+    pages: int
+    lines: int
 
 
 class ChunkResult(BaseModel):

@@ -13,14 +13,17 @@ from pathlib import PurePosixPath
 
 from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
+from docchat.convert import OcrResults
 from docchat.errors import (
     EmptyPdfError,
     ObjectMissingError,
+    OcrError,
     StaleWriteError,
     SupersededError,
     code_for_name,
 )
 from docchat.ingest import convert_pdf, doc_id_for, embed_chunks, version_of
+from docchat.isolate import ocr_pages_isolated
 from docchat.models import (
     BatchResult,
     BatchTask,
@@ -32,11 +35,16 @@ from docchat.models import (
     DocumentRecord,
     FailureTask,
     FinalizeTask,
+    OcrPage,
+    OcrRange,
+    OcrResult,
+    OcrTask,
     Page,
     RegisterResult,
     StepEvent,
     StepResult,
 )
+from docchat.ocr import OcrOptions
 from docchat.pagetext import pages_document, pages_key
 from docchat.ports import ChunkIndex, Embedder, Objects, Registry
 
@@ -111,12 +119,49 @@ def _needs_rerun(current: dict[str, object], settings: Settings) -> bool:
 def convert(
     doc: DocRef, *, objects: Objects, registry: Registry, settings: Settings
 ) -> ConvertResult:
-    """PDF -> markdown pages, stored as one JSON artifact."""
+    """PDF -> markdown pages, stored as one JSON artifact. With cloud OCR, a PDF with pages
+    that need it yields no pages yet but the page ranges the OCR step reads
+    (`ConvertResult.ocr_ranges`); `convert_with_ocr` then finishes the job."""
     _advance(registry, doc, DocStatus.CONVERTING)
+    ocr = OcrResults() if settings.ocr == "cloud" else None
+    return _convert(doc, ocr, objects=objects, registry=registry, settings=settings)
+
+
+def convert_with_ocr(
+    first: ConvertResult, *, objects: Objects, registry: Registry, settings: Settings
+) -> ConvertResult:
+    """Convert again, with the lines the OCR step read for `first.ocr_ranges`: the pages are
+    built exactly as a local conversion builds them (running headers, headings, title)."""
+    pages = [
+        OcrPage.model_validate(page)
+        for part in first.ocr_ranges
+        for page in _read_list(objects, settings, part.key)
+    ]
+    ocr = OcrResults.of(pages)
+    result = _convert(first.doc, ocr, objects=objects, registry=registry, settings=settings)
+    if result.ocr_ranges:
+        missing = [n for part in result.ocr_ranges for n in part.pages]
+        raise OcrError(f"the OCR step left out pages {missing}: upload the file again")
+    return result
+
+
+def _convert(
+    doc: DocRef,
+    ocr: OcrResults | None,
+    *,
+    objects: Objects,
+    registry: Registry,
+    settings: Settings,
+) -> ConvertResult:
     data = objects.read(doc.bucket, doc.key)
     if version_of(data) != doc.version:
         raise SupersededError(f"{doc.key} changed after it was registered; the newer upload wins")
-    converted = convert_pdf(data, settings, fallback_title=PurePosixPath(doc.key).stem)
+    converted = convert_pdf(data, settings, fallback_title=PurePosixPath(doc.key).stem, ocr=ocr)
+    if converted.ocr_pending:
+        ranges = ocr_ranges(doc, converted.ocr_pending, settings=settings)
+        return ConvertResult(
+            doc=doc, title=converted.title, pages=len(converted.pages), ocr_ranges=ranges
+        )
     # Kept beyond the run (outside the expiring artifacts): GET /documents/{id}/pages/{n} reads
     # it; Remove deletes it.
     key = pages_key(doc.doc_id, doc.version)
@@ -133,6 +178,42 @@ def convert(
         pages_ocr=converted.pages_ocr,
     )
     return ConvertResult(doc=doc, title=converted.title, pages=len(converted.pages), pages_key=key)
+
+
+def ocr_ranges(doc: DocRef, numbers: list[int], *, settings: Settings) -> list[OcrRange]:
+    """The pages that need OCR in groups of `ocr_pages_per_task`, each with its artifact key."""
+    size = settings.ocr_pages_per_task
+    groups = [numbers[start : start + size] for start in range(0, len(numbers), size)]
+    return [
+        OcrRange(pages=group, key=_artifact(settings, doc, f"ocr/{group[0]}-{group[-1]}.json"))
+        for group in groups
+    ]
+
+
+def ocr_range(task: OcrTask, *, objects: Objects, settings: Settings) -> OcrResult:
+    """Read one range of pages by OCR (the engine, in a child process within the settings'
+    limits) and store their lines at the range's key."""
+    data = objects.read(task.doc.bucket, task.doc.key)
+    if version_of(data) != task.doc.version:
+        raise SupersededError(
+            f"{task.doc.key} changed after it was registered; the newer upload wins"
+        )
+    pages = ocr_pages_isolated(
+        data,
+        task.range.pages,
+        options=OcrOptions(dpi=settings.ocr_dpi),
+        timeout_s=settings.convert_timeout_s,
+        memory_mib=settings.convert_memory_mib,
+    )
+    objects.write_json(
+        settings.artifacts_bucket, task.range.key, [p.model_dump(mode="json") for p in pages]
+    )
+    return OcrResult(
+        doc=task.doc,
+        key=task.range.key,
+        pages=len(pages),
+        lines=sum(len(p.lines) for p in pages),
+    )
 
 
 def chunk(
@@ -342,18 +423,24 @@ def _vectors_key(batch_key: str) -> str:
 
 
 def _read_chunks(objects: Objects, settings: Settings, key: str) -> list[Chunk]:
+    return [Chunk.model_validate(c) for c in _read_list(objects, settings, key)]
+
+
+def _read_list(objects: Objects, settings: Settings, key: str) -> list[object]:
     stored = objects.read_json(settings.artifacts_bucket, key)
     assert isinstance(stored, list)
-    return [Chunk.model_validate(c) for c in stored]
+    return stored
 
 
 __all__ = [
     "chunk",
     "convert",
+    "convert_with_ocr",
     "embed_batch",
     "finalize",
     "index_batch",
     "mark_failed",
+    "ocr_range",
     "register",
     "remove",
 ]

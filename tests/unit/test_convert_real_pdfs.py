@@ -28,6 +28,7 @@ from docchat.errors import (
     PdfTooLargeError,
 )
 from docchat.models import ConvertedDocument
+from tests.conftest import EXAMPLES
 
 PDFS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "pdfs"
 
@@ -441,3 +442,21 @@ def test_convert_every_pdf_converts_or_raises_conversion_error(pdf: str) -> None
         assert count == entry["pages"]
     assert document.pages_without_text == sum(p.chars == 0 for p in document.pages)
     assert any(p.chars > 0 for p in document.pages), "converted, but no page has any text"
+
+
+def test_convert_footnote_mark_and_footnote_keep_out_of_the_sentence_and_come_last() -> None:
+    # The DMCA summary's page 1: "(DMCA)" carries a raised footnote mark "1" (8 pt in 13.6 pt
+    # text), read as a line of its own, and the page draws its footnote ("Pub. L. No. 105-304")
+    # before anything else although it stands at the foot of the page.
+    page = pages_from_pdf((EXAMPLES / "dmca.pdf").read_bytes()).pages[0]
+    blocks = page.markdown.split("\n\n")
+
+    assert blocks[0].startswith("# THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998")
+    assert blocks[-1].startswith("Pub. L. No. 105-304, 112 Stat. 2860 (Oct. 28, 1998).")
+    assert any(
+        block.startswith(
+            "The Digital Millennium Copyright Act (DMCA) was signed into law by President Clinton "
+            "on October 28, 1998. The legislation implements"
+        )
+        for block in blocks
+    )

@@ -270,8 +270,10 @@ def _read_page(
     try:
         textpage = page.get_textpage()
         try:
-            lines = _without_margin_notes(
-                _on_page(_lines(textpage, page.get_width(), probe), page.get_cropbox())
+            lines = _footnotes_last(
+                _without_margin_notes(
+                    _on_page(_lines(textpage, page.get_width(), probe), page.get_cropbox())
+                )
             )
         finally:
             textpage.close()
@@ -848,6 +850,39 @@ def _without_margin_notes(lines: list[_Line]) -> list[_Line]:
     # A label stacked on a note found beside the text ("!" above "CAUTION") is part of it.
     drop = {id(label) for label in labels for note in notes if _stacked(label, note)}
     return [line for line in lines if id(line) not in drop]
+
+
+# A footnote's mark in the text: a number or a dagger raised above the line it follows.
+_MARK = re.compile(r"\d{1,3}|[*\u2020\u2021]{1,3}")
+
+
+def _footnotes_last(lines: list[_Line]) -> list[_Line]:
+    """Lines without the footnote marks in the text (a raised "1" in a line is read as a line
+    of its own, which would end the paragraph there), and with the lines a PDF draws first at
+    the foot of the page (footnotes, a footer) read after the rest, as the page is read."""
+    if not lines or not all(line.size for line in lines):
+        return lines
+    kept = [
+        line
+        for prev, line in zip([None, *lines], lines, strict=False)
+        if prev is None or not _is_footnote_mark(line, prev)
+    ]
+    heights = sorted(line.y for line in kept)
+    low = heights[len(heights) // 5]  # the foot: the lowest fifth of the page's lines
+    lead = next((i for i, line in enumerate(kept) if line.y > low), 0)
+    return kept[lead:] + kept[:lead]
+
+
+def _is_footnote_mark(mark: _Line, prev: _Line) -> bool:
+    """A short mark in under three quarters of the previous line's size, raised above its
+    baseline by less than a line, within that line's width."""
+    height = max(prev.size, 1.0)
+    return (
+        bool(_MARK.fullmatch(mark.text.strip()))
+        and mark.size < 0.75 * prev.size
+        and 0 < mark.y - prev.y_end < height
+        and prev.x <= mark.x <= prev.right + 0.5 * height
+    )
 
 
 def _is_margin_note(note: _Line, lines: list[_Line]) -> bool:

@@ -87,6 +87,36 @@ def test_chunk_embed_text_carries_title_and_heading_path() -> None:
     assert chunk.embed_text == "Doc\nGuide > Install\nRun the installer."
 
 
+def test_chunk_embed_text_carries_file_name_title_and_heading_path_before_the_page_text() -> None:
+    [chunk] = chunks_from_pages(
+        [_page(1, "# Results\n\n## Liquidity\n\nCapital expenditures were $11.9 billion.")],
+        doc_id="doc",
+        version="0123456789abcdef",
+        source="bucket/reports/amazon-10k-2017.pdf",
+        title="Annual report",
+        **SIZES,
+    )
+
+    assert chunk.context == "amazon-10k-2017\nAnnual report\nResults > Liquidity"
+    assert chunk.embed_text == f"{chunk.context}\nCapital expenditures were $11.9 billion."
+    assert chunk.text == "Capital expenditures were $11.9 billion."  # what is shown and quoted
+
+
+def test_chunk_context_names_the_file_only_when_it_adds_to_the_title() -> None:
+    # A PDF without a title is titled by its file name: that name once, not twice
+    [chunk] = chunks_from_pages(
+        [_page(1, "Some text.")],
+        doc_id="d",
+        version="v",
+        source="/x/Notes.pdf",
+        title="notes",
+        **SIZES,
+    )
+
+    assert chunk.context == "notes"
+    assert chunk.embed_text == "notes\nSome text."
+
+
 def test_chunk_rejects_overlap_not_below_size() -> None:
     with pytest.raises(
         ConfigError, match=r"chunk overlap \(300\) must be between 0 and the chunk size \(200\)"

@@ -165,3 +165,13 @@ def test_a_heading_with_no_text_under_it_is_still_indexed() -> None:
         pages[:1], doc_id="d", version="v" * 12, source="s", title="abc", **SIZES
     )
     assert [(c.page_start, c.text) for c in only] == [(1, "abc")]
+
+
+def test_chunk_text_keeps_thin_and_no_break_spaces_tabs_and_private_use_glyphs() -> None:
+    # langchain's markdown splitter drops unprintable characters: "35 000" became "35000"
+    markdown = "# Part\u00a01\n\nThe fee is 35\u202f000 euros.\u2009Paid\tyearly \uf050 each."
+
+    [chunk] = _chunks([_page(1, markdown)])
+
+    assert chunk.text == "The fee is 35\u202f000 euros.\u2009Paid\tyearly \uf050 each."
+    assert chunk.headings == ["Part\u00a01"]  # and no second chunk for that heading

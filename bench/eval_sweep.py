@@ -21,11 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
+from docchat.adapters import bm25
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.config import Settings
 from docchat.evaluate import (
     DEPTH,
     Chunking,
+    Context,
     Retrieval,
     beir_scores,
     cached_vectors,
@@ -36,7 +38,7 @@ from docchat.evaluate import (
     load_beir,
     load_squad,
 )
-from docchat.retrieve import fuse_by_rank, fuse_by_score
+from docchat.retrieve import RRF_K, fuse_by_rank, fuse_by_score
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 CACHE = Path(".docchat-eval")
@@ -60,10 +62,10 @@ def fusions() -> dict[str, Fuse]:
     return table
 
 
-def _rank(candidates: int) -> Fuse:
+def _rank(candidates: int, *, k: int = RRF_K) -> Fuse:
     def fuse(vector: Hits, keyword: Hits) -> list[str]:
         lists = [[c for c, _ in vector[:candidates]], [c for c, _ in keyword[:candidates]]]
-        return [c for c, _ in fuse_by_rank(lists)]
+        return [c for c, _ in fuse_by_rank(lists, k=k)]
 
     return fuse
 
@@ -102,6 +104,93 @@ def sweep_fusion(folder: Path, *, split: str, chunking: Chunking) -> None:
         f"{time.monotonic() - started:.0f} s\n"
     )
     _table(["setting", "ndcg@10", "recall@10", "recall@100"], rows, best)
+
+
+TITLE_WEIGHTS = (0.0, 1.0, 2.0, 3.0)  # BM25 weight of a document's title; 0: plain text
+RANK_KS = (10, 20, 40, 60)
+
+
+def sweep_context(folder: Path, *, split: str, vectors: Sequence[Context], cache: Path) -> None:
+    """nDCG@10 / recall on `split` for each pair of embedded text (plain or contextual) and
+    BM25 title weight, under each fusion setting (score weights, candidates, RRF k)."""
+    started = time.monotonic()
+    data = load_beir(folder, split=split)
+    embedder = LocalEmbedder()
+    queries = {qid: embedder.embed_query(text) for qid, text in data.queries.items()}
+    contextual = corpus_chunks(data.corpus, Chunking(), version="beir", context="contextual")
+    doc_of = {c.chunk_id: c.doc_id for c in contextual}
+    vector_pools: dict[str, dict[str, Hits]] = {}
+    for context in vectors:
+        chunks = corpus_chunks(data.corpus, Chunking(), version="beir", context=context)
+        matrix = cached_vectors(chunks, embedder=embedder, cache_dir=cache, on_progress=_dots)
+        ids = [c.chunk_id for c in chunks]
+        vector_pools[context] = {}
+        for qid, query in queries.items():
+            scores = matrix @ query
+            top = np.argsort(-scores, kind="stable")[:POOL]
+            vector_pools[context][qid] = [(ids[i], float(scores[i])) for i in top]
+    keyword_pools: dict[float, dict[str, Hits]] = {}
+    saved = dict(bm25.FIELD_WEIGHTS)
+    try:
+        for weight in TITLE_WEIGHTS:
+            bm25.FIELD_WEIGHTS["title"] = weight or 1.0
+            chunks = (
+                contextual
+                if weight
+                else corpus_chunks(data.corpus, Chunking(), version="beir", context="plain")
+            )
+            empty = np.zeros((len(chunks), embedder.dimension), dtype=np.float32)
+            with filled_index(chunks, empty, embedder=embedder) as index:
+                keyword_pools[weight] = {
+                    qid: index.keyword_search(text, k=POOL) for qid, text in data.queries.items()
+                }
+    finally:
+        bm25.FIELD_WEIGHTS.update(saved)
+    settings: dict[str, Fuse] = {f"rank k={k}, 100 candidates": _rank(100, k=k) for k in RANK_KS}
+    for candidates in CANDIDATES:
+        for weight in WEIGHTS:
+            settings[f"score w={weight:.2f}, {candidates} candidates"] = _score(candidates, weight)
+    rows: list[tuple[str, dict[str, float]]] = []
+    for context, vector_pool in vector_pools.items():
+        rows.append(
+            (
+                f"vectors {context}",
+                _scores(
+                    data.qrels,
+                    _pair(vector_pool, vector_pool),
+                    doc_of,
+                    lambda v, k: [c for c, _ in v],
+                ),
+            )
+        )
+    for weight, keyword_pool in keyword_pools.items():
+        rows.append(
+            (
+                f"bm25 title x{weight:g}",
+                _scores(
+                    data.qrels,
+                    _pair(keyword_pool, keyword_pool),
+                    doc_of,
+                    lambda v, k: [c for c, _ in k],
+                ),
+            )
+        )
+    hybrid_start = len(rows)
+    for context, vector_pool in vector_pools.items():
+        for weight, keyword_pool in keyword_pools.items():
+            pools = _pair(vector_pool, keyword_pool)
+            for label, fuse in settings.items():
+                name = f"vectors {context}, bm25 title x{weight:g}, {label}"
+                rows.append((name, _scores(data.qrels, pools, doc_of, fuse)))
+    best = max(rows[hybrid_start:], key=lambda row: row[1]["ndcg@10"])[0]
+    print(f"\nSciFact {split} ({len(data.queries)} queries), {time.monotonic() - started:.0f} s\n")
+    _table(["setting", "ndcg@10", "recall@10", "recall@100"], rows, best)
+
+
+def _pair(
+    vector_pool: dict[str, Hits], keyword_pool: dict[str, Hits]
+) -> dict[str, tuple[Hits, Hits]]:
+    return {qid: (vector_pool[qid], keyword_pool[qid]) for qid in vector_pool}
 
 
 def _scores(
@@ -165,12 +254,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     fusion.add_argument("--qrels", choices=["train", "test"], default="train")
     fusion.add_argument("--chunk-size", type=int, default=0, help="default: whole abstracts")
     fusion.add_argument("--chunk-overlap", type=int, default=0)
+    context = sweeps.add_parser(
+        "context", help="plain vs contextual text, BM25 title weight and fusion on SciFact"
+    )
+    context.add_argument("--data", type=Path, default=SHARED / "beir-scifact")
+    context.add_argument("--qrels", choices=["train", "test"], default="train")
+    context.add_argument(
+        "--vectors", default="contextual", help="embedded texts: contextual, plain or both"
+    )
+    context.add_argument("--cache", type=Path, default=CACHE)
     chunks = sweeps.add_parser("chunks", help="chunk sizes on COVID-QA")
     chunks.add_argument("--file", type=Path, default=SHARED / "covid-qa" / "200423_covidQA.json")
     args = parser.parse_args(argv)
     if args.sweep == "fusion":
         chunking = Chunking(args.chunk_size, args.chunk_overlap)
         sweep_fusion(args.data, split=args.qrels, chunking=chunking)
+    elif args.sweep == "context":
+        kinds: list[Context] = ["plain", "contextual"]
+        chosen = [k for k in kinds if args.vectors in (k, "both")]
+        sweep_context(args.data, split=args.qrels, vectors=chosen, cache=args.cache)
     else:
         sweep_chunks(args.file, chunkings=CHUNKINGS)
     return 0

@@ -26,8 +26,10 @@ from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.config import Settings
 from docchat.evaluate import (
     DEPTH,
+    QA_CUTOFFS,
     Chunking,
     Context,
+    QaSplit,
     Retrieval,
     beir_scores,
     cached_vectors,
@@ -35,8 +37,11 @@ from docchat.evaluate import (
     documents_in_order,
     evaluate_qa,
     filled_index,
+    first_hit,
+    hit_rates,
     load_beir,
     load_squad,
+    qa_split,
 )
 from docchat.retrieve import RRF_K, fuse_by_rank, fuse_by_score
 
@@ -115,17 +120,75 @@ def sweep_context(folder: Path, *, split: str, vectors: Sequence[Context], cache
     BM25 title weight, under each fusion setting (score weights, candidates, RRF k)."""
     started = time.monotonic()
     data = load_beir(folder, split=split)
+    vector_pools, keyword_pools = _pools(
+        data.corpus, Chunking(), version="beir", queries=data.queries, vectors=vectors, cache=cache
+    )
+    chunks = corpus_chunks(data.corpus, Chunking(), version="beir")
+    doc_of = {c.chunk_id: c.doc_id for c in chunks}
+
+    def score(pools: dict[str, tuple[Hits, Hits]], fuse: Fuse) -> dict[str, float]:
+        return _scores(data.qrels, pools, doc_of, fuse)
+
+    rows = _context_rows(vector_pools, keyword_pools, score)
+    best = max(rows, key=lambda row: row[1]["ndcg@10"] if "," in row[0] else -1)[0]
+    print(f"\nSciFact {split} ({len(data.queries)} queries), {time.monotonic() - started:.0f} s\n")
+    _table(["setting", "ndcg@10", "recall@10", "recall@100"], rows, best)
+
+
+def sweep_qa_context(
+    path: Path, *, split: QaSplit, vectors: Sequence[Context], cache: Path, chunking: Chunking
+) -> None:
+    """hit@1/5/10 on the `split` questions of a SQuAD file, as `sweep_context` varies them."""
+    started = time.monotonic()
+    data = qa_split(load_squad(path), split)
+    queries = {q.qid: q.question for q in data.questions}
+    vector_pools, keyword_pools = _pools(
+        data.documents,
+        chunking,
+        version=data.sha256,
+        queries=queries,
+        vectors=vectors,
+        cache=cache,
+    )
+    text_of = {
+        c.chunk_id: c.text for c in corpus_chunks(data.documents, chunking, version=data.sha256)
+    }
+
+    def score(pools: dict[str, tuple[Hits, Hits]], fuse: Fuse) -> dict[str, float]:
+        firsts = [
+            first_hit(q.answers, [text_of[c] for c in fuse(*pools[q.qid])[: max(QA_CUTOFFS)]])
+            for q in data.questions
+        ]
+        return hit_rates(firsts)
+
+    rows = _context_rows(vector_pools, keyword_pools, score)
+    best = max(rows, key=lambda row: row[1]["hit@5"] if "," in row[0] else -1)[0]
+    print(
+        f"\n{path.name} {split} ({len(data.questions)} questions, {chunking.label}), "
+        f"{time.monotonic() - started:.0f} s\n"
+    )
+    _table(["setting", "hit@1", "hit@5", "hit@10"], rows, best)
+
+
+def _pools(
+    documents: dict[str, tuple[str, str]],
+    chunking: Chunking,
+    *,
+    version: str,
+    queries: dict[str, str],
+    vectors: Sequence[Context],
+    cache: Path,
+) -> tuple[dict[str, dict[str, Hits]], dict[float, dict[str, Hits]]]:
+    """Per embedded text, and per BM25 title weight: each query's POOL best chunks."""
     embedder = LocalEmbedder()
-    queries = {qid: embedder.embed_query(text) for qid, text in data.queries.items()}
-    contextual = corpus_chunks(data.corpus, Chunking(), version="beir", context="contextual")
-    doc_of = {c.chunk_id: c.doc_id for c in contextual}
+    embedded = {qid: embedder.embed_query(text) for qid, text in queries.items()}
     vector_pools: dict[str, dict[str, Hits]] = {}
     for context in vectors:
-        chunks = corpus_chunks(data.corpus, Chunking(), version="beir", context=context)
+        chunks = corpus_chunks(documents, chunking, version=version, context=context)
         matrix = cached_vectors(chunks, embedder=embedder, cache_dir=cache, on_progress=_dots)
         ids = [c.chunk_id for c in chunks]
         vector_pools[context] = {}
-        for qid, query in queries.items():
+        for qid, query in embedded.items():
             scores = matrix @ query
             top = np.argsort(-scores, kind="stable")[:POOL]
             vector_pools[context][qid] = [(ids[i], float(scores[i])) for i in top]
@@ -134,57 +197,43 @@ def sweep_context(folder: Path, *, split: str, vectors: Sequence[Context], cache
     try:
         for weight in TITLE_WEIGHTS:
             bm25.FIELD_WEIGHTS["title"] = weight or 1.0
-            chunks = (
-                contextual
-                if weight
-                else corpus_chunks(data.corpus, Chunking(), version="beir", context="plain")
-            )
+            context: Context = "contextual" if weight else "plain"
+            chunks = corpus_chunks(documents, chunking, version=version, context=context)
             empty = np.zeros((len(chunks), embedder.dimension), dtype=np.float32)
             with filled_index(chunks, empty, embedder=embedder) as index:
                 keyword_pools[weight] = {
-                    qid: index.keyword_search(text, k=POOL) for qid, text in data.queries.items()
+                    qid: index.keyword_search(text, k=POOL) for qid, text in queries.items()
                 }
     finally:
         bm25.FIELD_WEIGHTS.update(saved)
+    return vector_pools, keyword_pools
+
+
+def _context_rows(
+    vector_pools: dict[str, dict[str, Hits]],
+    keyword_pools: dict[float, dict[str, Hits]],
+    score: Callable[[dict[str, tuple[Hits, Hits]], Fuse], dict[str, float]],
+) -> list[tuple[str, dict[str, float]]]:
     settings: dict[str, Fuse] = {f"rank k={k}, 100 candidates": _rank(100, k=k) for k in RANK_KS}
     for candidates in CANDIDATES:
         for weight in WEIGHTS:
             settings[f"score w={weight:.2f}, {candidates} candidates"] = _score(candidates, weight)
     rows: list[tuple[str, dict[str, float]]] = []
-    for context, vector_pool in vector_pools.items():
+    for context, pool in vector_pools.items():
         rows.append(
-            (
-                f"vectors {context}",
-                _scores(
-                    data.qrels,
-                    _pair(vector_pool, vector_pool),
-                    doc_of,
-                    lambda v, k: [c for c, _ in v],
-                ),
-            )
+            (f"vectors {context}", score(_pair(pool, pool), lambda v, k: [c for c, _ in v]))
         )
-    for weight, keyword_pool in keyword_pools.items():
+    for weight, pool in keyword_pools.items():
         rows.append(
-            (
-                f"bm25 title x{weight:g}",
-                _scores(
-                    data.qrels,
-                    _pair(keyword_pool, keyword_pool),
-                    doc_of,
-                    lambda v, k: [c for c, _ in k],
-                ),
-            )
+            (f"bm25 title x{weight:g}", score(_pair(pool, pool), lambda v, k: [c for c, _ in k]))
         )
-    hybrid_start = len(rows)
     for context, vector_pool in vector_pools.items():
         for weight, keyword_pool in keyword_pools.items():
             pools = _pair(vector_pool, keyword_pool)
             for label, fuse in settings.items():
                 name = f"vectors {context}, bm25 title x{weight:g}, {label}"
-                rows.append((name, _scores(data.qrels, pools, doc_of, fuse)))
-    best = max(rows[hybrid_start:], key=lambda row: row[1]["ndcg@10"])[0]
-    print(f"\nSciFact {split} ({len(data.queries)} queries), {time.monotonic() - started:.0f} s\n")
-    _table(["setting", "ndcg@10", "recall@10", "recall@100"], rows, best)
+                rows.append((name, score(pools, fuse)))
+    return rows
 
 
 def _pair(
@@ -263,6 +312,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--vectors", default="contextual", help="embedded texts: contextual, plain or both"
     )
     context.add_argument("--cache", type=Path, default=CACHE)
+    qa = sweeps.add_parser(
+        "qa-context", help="plain vs contextual text, BM25 title weight and fusion on COVID-QA"
+    )
+    qa.add_argument("--file", type=Path, default=SHARED / "covid-qa" / "200423_covidQA.json")
+    qa.add_argument("--split", choices=["all", "tune", "test"], default="tune")
+    qa.add_argument("--vectors", default="contextual", help="contextual, plain or both")
+    qa.add_argument("--cache", type=Path, default=CACHE)
+    qa.add_argument("--chunk-size", type=int, default=Settings().chunk_size)
+    qa.add_argument("--chunk-overlap", type=int, default=Settings().chunk_overlap)
     chunks = sweeps.add_parser("chunks", help="chunk sizes on COVID-QA")
     chunks.add_argument("--file", type=Path, default=SHARED / "covid-qa" / "200423_covidQA.json")
     args = parser.parse_args(argv)
@@ -273,6 +331,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         kinds: list[Context] = ["plain", "contextual"]
         chosen = [k for k in kinds if args.vectors in (k, "both")]
         sweep_context(args.data, split=args.qrels, vectors=chosen, cache=args.cache)
+    elif args.sweep == "qa-context":
+        kinds = ["plain", "contextual"]
+        chosen = [k for k in kinds if args.vectors in (k, "both")]
+        chunking = Chunking(args.chunk_size, args.chunk_overlap)
+        sweep_qa_context(
+            args.file, split=args.split, vectors=chosen, cache=args.cache, chunking=chunking
+        )
     else:
         sweep_chunks(args.file, chunkings=CHUNKINGS)
     return 0

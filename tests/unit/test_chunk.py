@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pytest
 
 from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
 from docchat.convert import pages_from_pdf
 from docchat.errors import ConfigError
+from docchat.ingest import embed_chunks
 from docchat.models import Page
+from tests.conftest import WordEmbedder
 from tests.pdfgen import make_pdf
 
 TUNED = Settings()
@@ -175,3 +180,30 @@ def test_chunk_text_keeps_thin_and_no_break_spaces_tabs_and_private_use_glyphs()
 
     assert chunk.text == "The fee is 35\u202f000 euros.\u2009Paid\tyearly \uf050 each."
     assert chunk.headings == ["Part\u00a01"]  # and no second chunk for that heading
+
+
+def test_embed_chunks_embeds_each_chunks_contextual_text() -> None:
+    # What ingestion (local, and the cloud Embed step) hands the embedder
+    class Recording(WordEmbedder):
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def embed_documents(self, texts: Sequence[str], **kwargs: Any) -> Any:
+            self.texts.extend(texts)
+            return super().embed_documents(texts, **kwargs)
+
+    [chunk] = chunks_from_pages(
+        [_page(1, "## Liquidity\n\nCapital expenditures rose.")],
+        doc_id="d",
+        version="v",
+        source="bucket/reports/amazon-10k-2017.pdf",
+        title="Annual report",
+        **SIZES,
+    )
+    embedder = Recording()
+
+    embed_chunks([chunk], embedder=embedder)
+
+    assert embedder.texts == [
+        "amazon-10k-2017\nAnnual report\nLiquidity\nCapital expenditures rose."
+    ]

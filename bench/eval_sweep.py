@@ -312,6 +312,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--vectors", default="contextual", help="embedded texts: contextual, plain or both"
     )
     context.add_argument("--cache", type=Path, default=CACHE)
+    context.add_argument(
+        "--title-weights", default="0,1,2,3", help="BM25 title weights to try (0: plain text)"
+    )
+    context.add_argument("--k1", type=float, default=bm25.K1, help="BM25 k1")
+    context.add_argument("--b", type=float, default=bm25.B, help="BM25 b")
     qa = sweeps.add_parser(
         "qa-context", help="plain vs contextual text, BM25 title weight and fusion on COVID-QA"
     )
@@ -330,6 +335,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.sweep == "context":
         kinds: list[Context] = ["plain", "contextual"]
         chosen = [k for k in kinds if args.vectors in (k, "both")]
+        global TITLE_WEIGHTS
+        TITLE_WEIGHTS = tuple(float(w) for w in args.title_weights.split(","))
+        bm25.K1, bm25.B = args.k1, args.b  # read when postings are built and searched
         sweep_context(args.data, split=args.qrels, vectors=chosen, cache=args.cache)
     elif args.sweep == "qa-context":
         kinds = ["plain", "contextual"]

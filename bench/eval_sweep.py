@@ -21,11 +21,15 @@ from pathlib import Path
 
 import numpy as np
 
+from docchat.adapters import bm25
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.config import Settings
 from docchat.evaluate import (
     DEPTH,
+    QA_CUTOFFS,
     Chunking,
+    Context,
+    QaSplit,
     Retrieval,
     beir_scores,
     cached_vectors,
@@ -33,10 +37,13 @@ from docchat.evaluate import (
     documents_in_order,
     evaluate_qa,
     filled_index,
+    first_hit,
+    hit_rates,
     load_beir,
     load_squad,
+    qa_split,
 )
-from docchat.retrieve import fuse_by_rank, fuse_by_score
+from docchat.retrieve import RRF_K, fuse_by_rank, fuse_by_score
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 CACHE = Path(".docchat-eval")
@@ -60,10 +67,10 @@ def fusions() -> dict[str, Fuse]:
     return table
 
 
-def _rank(candidates: int) -> Fuse:
+def _rank(candidates: int, *, k: int = RRF_K) -> Fuse:
     def fuse(vector: Hits, keyword: Hits) -> list[str]:
         lists = [[c for c, _ in vector[:candidates]], [c for c, _ in keyword[:candidates]]]
-        return [c for c, _ in fuse_by_rank(lists)]
+        return [c for c, _ in fuse_by_rank(lists, k=k)]
 
     return fuse
 
@@ -102,6 +109,137 @@ def sweep_fusion(folder: Path, *, split: str, chunking: Chunking) -> None:
         f"{time.monotonic() - started:.0f} s\n"
     )
     _table(["setting", "ndcg@10", "recall@10", "recall@100"], rows, best)
+
+
+TITLE_WEIGHTS = (0.0, 1.0, 2.0, 3.0)  # BM25 weight of a document's title; 0: plain text
+RANK_KS = (10, 20, 40, 60)
+
+
+def sweep_context(folder: Path, *, split: str, vectors: Sequence[Context], cache: Path) -> None:
+    """nDCG@10 / recall on `split` for each pair of embedded text (plain or contextual) and
+    BM25 title weight, under each fusion setting (score weights, candidates, RRF k)."""
+    started = time.monotonic()
+    data = load_beir(folder, split=split)
+    vector_pools, keyword_pools = _pools(
+        data.corpus, Chunking(), version="beir", queries=data.queries, vectors=vectors, cache=cache
+    )
+    chunks = corpus_chunks(data.corpus, Chunking(), version="beir")
+    doc_of = {c.chunk_id: c.doc_id for c in chunks}
+
+    def score(pools: dict[str, tuple[Hits, Hits]], fuse: Fuse) -> dict[str, float]:
+        return _scores(data.qrels, pools, doc_of, fuse)
+
+    rows = _context_rows(vector_pools, keyword_pools, score)
+    best = max(rows, key=lambda row: row[1]["ndcg@10"] if "," in row[0] else -1)[0]
+    print(f"\nSciFact {split} ({len(data.queries)} queries), {time.monotonic() - started:.0f} s\n")
+    _table(["setting", "ndcg@10", "recall@10", "recall@100"], rows, best)
+
+
+def sweep_qa_context(
+    path: Path, *, split: QaSplit, vectors: Sequence[Context], cache: Path, chunking: Chunking
+) -> None:
+    """hit@1/5/10 on the `split` questions of a SQuAD file, as `sweep_context` varies them."""
+    started = time.monotonic()
+    data = qa_split(load_squad(path), split)
+    queries = {q.qid: q.question for q in data.questions}
+    vector_pools, keyword_pools = _pools(
+        data.documents,
+        chunking,
+        version=data.sha256,
+        queries=queries,
+        vectors=vectors,
+        cache=cache,
+    )
+    text_of = {
+        c.chunk_id: c.text for c in corpus_chunks(data.documents, chunking, version=data.sha256)
+    }
+
+    def score(pools: dict[str, tuple[Hits, Hits]], fuse: Fuse) -> dict[str, float]:
+        firsts = [
+            first_hit(q.answers, [text_of[c] for c in fuse(*pools[q.qid])[: max(QA_CUTOFFS)]])
+            for q in data.questions
+        ]
+        return hit_rates(firsts)
+
+    rows = _context_rows(vector_pools, keyword_pools, score)
+    best = max(rows, key=lambda row: row[1]["hit@5"] if "," in row[0] else -1)[0]
+    print(
+        f"\n{path.name} {split} ({len(data.questions)} questions, {chunking.label}), "
+        f"{time.monotonic() - started:.0f} s\n"
+    )
+    _table(["setting", "hit@1", "hit@5", "hit@10"], rows, best)
+
+
+def _pools(
+    documents: dict[str, tuple[str, str]],
+    chunking: Chunking,
+    *,
+    version: str,
+    queries: dict[str, str],
+    vectors: Sequence[Context],
+    cache: Path,
+) -> tuple[dict[str, dict[str, Hits]], dict[float, dict[str, Hits]]]:
+    """Per embedded text, and per BM25 title weight: each query's POOL best chunks."""
+    embedder = LocalEmbedder()
+    embedded = {qid: embedder.embed_query(text) for qid, text in queries.items()}
+    vector_pools: dict[str, dict[str, Hits]] = {}
+    for context in vectors:
+        chunks = corpus_chunks(documents, chunking, version=version, context=context)
+        matrix = cached_vectors(chunks, embedder=embedder, cache_dir=cache, on_progress=_dots)
+        ids = [c.chunk_id for c in chunks]
+        vector_pools[context] = {}
+        for qid, query in embedded.items():
+            scores = matrix @ query
+            top = np.argsort(-scores, kind="stable")[:POOL]
+            vector_pools[context][qid] = [(ids[i], float(scores[i])) for i in top]
+    keyword_pools: dict[float, dict[str, Hits]] = {}
+    saved = dict(bm25.FIELD_WEIGHTS)
+    try:
+        for weight in TITLE_WEIGHTS:
+            bm25.FIELD_WEIGHTS["title"] = weight or 1.0
+            context: Context = "contextual" if weight else "plain"
+            chunks = corpus_chunks(documents, chunking, version=version, context=context)
+            empty = np.zeros((len(chunks), embedder.dimension), dtype=np.float32)
+            with filled_index(chunks, empty, embedder=embedder) as index:
+                keyword_pools[weight] = {
+                    qid: index.keyword_search(text, k=POOL) for qid, text in queries.items()
+                }
+    finally:
+        bm25.FIELD_WEIGHTS.update(saved)
+    return vector_pools, keyword_pools
+
+
+def _context_rows(
+    vector_pools: dict[str, dict[str, Hits]],
+    keyword_pools: dict[float, dict[str, Hits]],
+    score: Callable[[dict[str, tuple[Hits, Hits]], Fuse], dict[str, float]],
+) -> list[tuple[str, dict[str, float]]]:
+    settings: dict[str, Fuse] = {f"rank k={k}, 100 candidates": _rank(100, k=k) for k in RANK_KS}
+    for candidates in CANDIDATES:
+        for weight in WEIGHTS:
+            settings[f"score w={weight:.2f}, {candidates} candidates"] = _score(candidates, weight)
+    rows: list[tuple[str, dict[str, float]]] = []
+    for context, pool in vector_pools.items():
+        rows.append(
+            (f"vectors {context}", score(_pair(pool, pool), lambda v, k: [c for c, _ in v]))
+        )
+    for weight, pool in keyword_pools.items():
+        rows.append(
+            (f"bm25 title x{weight:g}", score(_pair(pool, pool), lambda v, k: [c for c, _ in k]))
+        )
+    for context, vector_pool in vector_pools.items():
+        for weight, keyword_pool in keyword_pools.items():
+            pools = _pair(vector_pool, keyword_pool)
+            for label, fuse in settings.items():
+                name = f"vectors {context}, bm25 title x{weight:g}, {label}"
+                rows.append((name, score(pools, fuse)))
+    return rows
+
+
+def _pair(
+    vector_pool: dict[str, Hits], keyword_pool: dict[str, Hits]
+) -> dict[str, tuple[Hits, Hits]]:
+    return {qid: (vector_pool[qid], keyword_pool[qid]) for qid in vector_pool}
 
 
 def _scores(
@@ -165,12 +303,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     fusion.add_argument("--qrels", choices=["train", "test"], default="train")
     fusion.add_argument("--chunk-size", type=int, default=0, help="default: whole abstracts")
     fusion.add_argument("--chunk-overlap", type=int, default=0)
+    context = sweeps.add_parser(
+        "context", help="plain vs contextual text, BM25 title weight and fusion on SciFact"
+    )
+    context.add_argument("--data", type=Path, default=SHARED / "beir-scifact")
+    context.add_argument("--qrels", choices=["train", "test"], default="train")
+    context.add_argument(
+        "--vectors", default="contextual", help="embedded texts: contextual, plain or both"
+    )
+    context.add_argument("--cache", type=Path, default=CACHE)
+    context.add_argument(
+        "--title-weights", default="0,1,2,3", help="BM25 title weights to try (0: plain text)"
+    )
+    context.add_argument("--k1", type=float, default=bm25.K1, help="BM25 k1")
+    context.add_argument("--b", type=float, default=bm25.B, help="BM25 b")
+    qa = sweeps.add_parser(
+        "qa-context", help="plain vs contextual text, BM25 title weight and fusion on COVID-QA"
+    )
+    qa.add_argument("--file", type=Path, default=SHARED / "covid-qa" / "200423_covidQA.json")
+    qa.add_argument("--split", choices=["all", "tune", "test"], default="tune")
+    qa.add_argument("--vectors", default="contextual", help="contextual, plain or both")
+    qa.add_argument("--cache", type=Path, default=CACHE)
+    qa.add_argument("--chunk-size", type=int, default=Settings().chunk_size)
+    qa.add_argument("--chunk-overlap", type=int, default=Settings().chunk_overlap)
     chunks = sweeps.add_parser("chunks", help="chunk sizes on COVID-QA")
     chunks.add_argument("--file", type=Path, default=SHARED / "covid-qa" / "200423_covidQA.json")
     args = parser.parse_args(argv)
     if args.sweep == "fusion":
         chunking = Chunking(args.chunk_size, args.chunk_overlap)
         sweep_fusion(args.data, split=args.qrels, chunking=chunking)
+    elif args.sweep == "context":
+        kinds: list[Context] = ["plain", "contextual"]
+        chosen = [k for k in kinds if args.vectors in (k, "both")]
+        global TITLE_WEIGHTS
+        TITLE_WEIGHTS = tuple(float(w) for w in args.title_weights.split(","))
+        bm25.K1, bm25.B = args.k1, args.b  # read when postings are built and searched
+        sweep_context(args.data, split=args.qrels, vectors=chosen, cache=args.cache)
+    elif args.sweep == "qa-context":
+        kinds = ["plain", "contextual"]
+        chosen = [k for k in kinds if args.vectors in (k, "both")]
+        chunking = Chunking(args.chunk_size, args.chunk_overlap)
+        sweep_qa_context(
+            args.file, split=args.split, vectors=chosen, cache=args.cache, chunking=chunking
+        )
     else:
         sweep_chunks(args.file, chunkings=CHUNKINGS)
     return 0

@@ -26,7 +26,6 @@ Corpus embeddings are cached in --cache (default .docchat-eval/).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import subprocess
 import sys
 import types
@@ -44,7 +43,6 @@ from docchat.config import Settings
 from docchat.convert import pages_from_pdf
 from docchat.evaluate import (
     Chunking,
-    QaData,
     Quoter,
     Retrieval,
     cached_vectors,
@@ -53,6 +51,7 @@ from docchat.evaluate import (
     extractive_quoter,
     filled_index,
     load_squad,
+    qa_split,
     ranked_chunks,
 )
 from docchat.models import Chunk
@@ -92,19 +91,8 @@ def main_quoter() -> Quoter:
     return quote
 
 
-def split(data: QaData, half: str) -> QaData:
-    """The questions about the `tune` or `test` half of the documents (all documents kept, so
-    the cached corpus embeddings serve every split)."""
-    if half == "all":
-        return data
-    order = sorted(data.documents, key=lambda d: hashlib.sha256(d.encode()).hexdigest())
-    tune = set(order[: len(order) // 2])
-    kept = [q for q in data.questions if (q.doc_id in tune) == (half == "tune")]
-    return replace(data, questions=kept)
-
-
 def compare(args: argparse.Namespace, settings: Settings) -> None:
-    data = split(load_squad(COVID), args.split)
+    data = qa_split(load_squad(COVID), args.split)
     data = replace(data, questions=data.questions[: args.limit])
     scores = evaluate_qa(
         data,
@@ -172,7 +160,7 @@ def threshold(args: argparse.Namespace, settings: Settings) -> None:
     demo = demo_chunks(settings)
     halves: dict[str, Any] = {}
     for half in ("tune", "test"):
-        questions = [q.question for q in split(data, half).questions]
+        questions = [q.question for q in qa_split(data, half).questions]
         halves[half] = (
             np.array(coverages(covid, questions, settings, args.cache)),
             np.array(coverages(demo, questions, settings, args.cache)),

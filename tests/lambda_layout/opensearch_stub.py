@@ -7,6 +7,11 @@ in the shapes OpenSearch documents:
 - PUT /<index> -> {"acknowledged", "shards_acknowledged", "index"}; an existing index is a 400
   resource_already_exists_exception:
   https://docs.opensearch.org/docs/latest/api-reference/index-apis/create-index/
+- PUT /<index>/_mapping {"properties": …} adds fields -> {"acknowledged": true}:
+  https://docs.opensearch.org/2.13/api-reference/index-apis/put-mapping; with a `"dynamic":
+  "strict"` mapping a bulk item with an unmapped field fails with
+  strict_dynamic_mapping_exception (400):
+  https://docs.opensearch.org/3.5/mappings/mapping-parameters/dynamic/
 - POST /<index>/_bulk, NDJSON `index` (no `_id`: one is made) and `delete` actions ->
   {"took", "errors", "items": [{"index"|"delete": {"_index", "_id", "result", "status"}}]},
   a delete of a missing `_id` being a 404 item:
@@ -60,6 +65,13 @@ class _Index:
     def __init__(self, body: dict[str, Any]) -> None:
         self.body = body
         self.docs: dict[str, Doc] = {}
+
+    def unmapped(self, doc: Doc) -> str:
+        """The first field of `doc` a strict mapping lacks, or ""."""
+        mappings = self.body.get("mappings", {})
+        if mappings.get("dynamic") != "strict":
+            return ""
+        return next((f for f in doc if f not in mappings.get("properties", {})), "")
 
     def matches(self, query: dict[str, Any], doc: Doc) -> bool:
         [(kind, spec)] = query.items()
@@ -133,8 +145,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_PUT(self) -> None:
         name, *rest = self._parts()
+        if rest == ["_mapping"]:
+            self._put_mapping(name)
+            return
         if rest:
-            self._answer(405, {"error": f"the stand-in takes PUT /<index> only, not {self.path}"})
+            self._answer(
+                405, {"error": f"the stand-in takes PUT /<index>[/_mapping], not {self.path}"}
+            )
             return
         with self.server.lock:
             if name in self.server.indexes:
@@ -143,6 +160,23 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self.server.indexes[name] = _Index(self._json())
         self._answer(200, {"acknowledged": True, "shards_acknowledged": True, "index": name})
+
+    def _put_mapping(self, name: str) -> None:
+        """Add fields to an index's mapping (an existing field mapped again the same way is
+        accepted), answering {"acknowledged": true}."""
+        with self.server.lock:
+            index = self.server.indexes.get(name)
+            if index is None:
+                self._error(404, "index_not_found_exception", f"no such index [{name}]", name)
+                return
+            mapped = index.body.setdefault("mappings", {}).setdefault("properties", {})
+            for field, spec in self._json()["properties"].items():
+                if field in mapped and mapped[field] != spec:
+                    reason = f"mapper [{field}] cannot be changed"
+                    self._error(400, "illegal_argument_exception", reason, name)
+                    return
+                mapped[field] = spec
+        self._answer(200, {"acknowledged": True})
 
     def do_POST(self) -> None:
         name, *rest = self._parts()
@@ -173,8 +207,19 @@ class _Handler(BaseHTTPRequestHandler):
             position += 1
             if action == "index":
                 doc_id = meta.get("_id") or uuid.uuid4().hex[:20]
-                index.docs[doc_id] = lines[position]
+                unmapped = index.unmapped(lines[position])
                 position += 1
+                if unmapped:  # "dynamic": "strict" refuses a field the mapping lacks
+                    reason = (
+                        f"mapping set to strict, dynamic introduction of [{unmapped}] "
+                        "is not allowed"
+                    )
+                    error = {"type": "strict_dynamic_mapping_exception", "reason": reason}
+                    items.append(
+                        {"index": {"_index": name, "_id": doc_id, "status": 400, "error": error}}
+                    )
+                    continue
+                index.docs[doc_id] = lines[position - 1]
                 items.append(
                     {"index": {"_index": name, "_id": doc_id, "result": "created", "status": 201}}
                 )

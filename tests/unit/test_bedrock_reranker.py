@@ -100,7 +100,7 @@ def test_bedrock_reranker_sends_rerank_request_with_passage_context(
     reranker.rerank(QUERY, PASSAGES, top_n=1)
 
     assert embed_texts(PASSAGES)[2] == (
-        "Service manual\nEngine\nTighten the M8 head bolts to 25 N·m."
+        "manual\nService manual\nEngine\nTighten the M8 head bolts to 25 N·m."
     )
 
 
@@ -166,7 +166,11 @@ def test_bedrock_reranker_sends_a_space_for_blank_text(
 ) -> None:
     reranker, stubber = stubbed
     blank = passage(0, "").model_copy(
-        update={"chunk": passage(0, "").chunk.model_copy(update={"title": "", "headings": []})}
+        update={
+            "chunk": passage(0, "").chunk.model_copy(
+                update={"source": "", "title": "", "headings": []}
+            )
+        }
     )
     stubber.add_response(
         "rerank",

@@ -49,18 +49,19 @@ def _fts5_reference(tmp_path: Path, query: str) -> list[tuple[int, float]]:
     db = sqlite3.connect(tmp_path / "fts5.sqlite3")
     db.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS t USING fts5"
-        " (title, headings, text, tokenize = 'porter unicode61 remove_diacritics 2')"
+        " (file, title, headings, text, tokenize = 'porter unicode61 remove_diacritics 2')"
     )
     if not db.execute("SELECT count(*) FROM t").fetchone()[0]:
+        # The file name (/docs/<doc id>.pdf) is context too: its own column.
         db.executemany(
-            "INSERT INTO t (rowid, title, headings, text) VALUES (?, ?, ?, ?)",
-            [(n, title, " ".join(h), text) for n, (_, title, h, text) in enumerate(CHUNKS)],
+            "INSERT INTO t (rowid, file, title, headings, text) VALUES (?, ?, ?, ?, ?)",
+            [(n, doc, title, " ".join(h), text) for n, (doc, title, h, text) in enumerate(CHUNKS)],
         )
     words = query.replace("?", " ").replace("(", " ").replace(")", " ").split()
     content = [w for w in words if w.casefold() not in STOPWORDS] or words
     match = " OR ".join(f'"{w}"' for w in dict.fromkeys(content))
     rows = db.execute(
-        "SELECT rowid, bm25(t, 2.0, 3.0, 1.0) AS r FROM t WHERE t MATCH ? ORDER BY r, rowid",
+        "SELECT rowid, bm25(t, 2.0, 2.0, 3.0, 1.0) AS r FROM t WHERE t MATCH ? ORDER BY r, rowid",
         (match,),
     ).fetchall()
     db.close()
@@ -134,12 +135,20 @@ def test_bm25_forgets_a_replaced_version_and_sees_other_writers(
     assert [hit for hit, _ in index.keyword_search("ribosome", k=5)] == ["a-v2"]
 
 
-def test_tokenizer_weighs_title_and_headings_and_counts_tokens() -> None:
-    [(frequencies, length)] = Tokenizer().analyse([("Cells", "Cell division", "Cells split.")])
+def test_tokenizer_weighs_file_name_title_and_headings_and_counts_tokens() -> None:
+    [(frequencies, length)] = Tokenizer().analyse(
+        [("biology-notes", "Cells", "Cell division", "Cells split.")]
+    )
 
-    # title x2, heading x3, text x1; porter stems "cells" and "division"
-    assert frequencies == {"cell": 2.0 + 3.0 + 1.0, "divis": 3.0, "split": 1.0}
-    assert length == 5
+    # file name x2, title x2, heading x3, text x1; porter stems "cells" and "division"
+    assert frequencies == {
+        "biologi": 2.0,
+        "note": 2.0,
+        "cell": 2.0 + 3.0 + 1.0,
+        "divis": 3.0,
+        "split": 1.0,
+    }
+    assert length == 7
 
 
 def test_tokenizer_drops_function_words_unless_nothing_else_is_left() -> None:
@@ -164,6 +173,6 @@ def test_tokenizer_recovers_from_a_failed_call() -> None:
     tokenizer = Tokenizer()
     with pytest.raises(sqlite3.Error):
         # the first row goes in, the second has a field too many
-        tokenizer.analyse([("t", "h", "pears"), ("t", "h", "x", "y")])  # type: ignore[list-item]
+        tokenizer.analyse([("f", "t", "h", "pears"), ("f", "t", "h", "x", "y")])  # type: ignore[list-item]
 
-    assert tokenizer.analyse([("", "", "apples")]) == [({"appl": 1.0}, 1)]
+    assert tokenizer.analyse([("", "", "", "apples")]) == [({"appl": 1.0}, 1)]

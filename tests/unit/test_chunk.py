@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pytest
 
 from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
 from docchat.convert import pages_from_pdf
 from docchat.errors import ConfigError
+from docchat.ingest import embed_chunks
 from docchat.models import Page
+from tests.conftest import WordEmbedder
 from tests.pdfgen import make_pdf
 
 TUNED = Settings()
@@ -87,6 +92,36 @@ def test_chunk_embed_text_carries_title_and_heading_path() -> None:
     assert chunk.embed_text == "Doc\nGuide > Install\nRun the installer."
 
 
+def test_chunk_embed_text_carries_file_name_title_and_heading_path_before_the_page_text() -> None:
+    [chunk] = chunks_from_pages(
+        [_page(1, "# Results\n\n## Liquidity\n\nCapital expenditures were $11.9 billion.")],
+        doc_id="doc",
+        version="0123456789abcdef",
+        source="bucket/reports/amazon-10k-2017.pdf",
+        title="Annual report",
+        **SIZES,
+    )
+
+    assert chunk.context == "amazon-10k-2017\nAnnual report\nResults > Liquidity"
+    assert chunk.embed_text == f"{chunk.context}\nCapital expenditures were $11.9 billion."
+    assert chunk.text == "Capital expenditures were $11.9 billion."  # what is shown and quoted
+
+
+def test_chunk_context_names_the_file_only_when_it_adds_to_the_title() -> None:
+    # A PDF without a title is titled by its file name: that name once, not twice
+    [chunk] = chunks_from_pages(
+        [_page(1, "Some text.")],
+        doc_id="d",
+        version="v",
+        source="/x/Notes.pdf",
+        title="notes",
+        **SIZES,
+    )
+
+    assert chunk.context == "notes"
+    assert chunk.embed_text == "notes\nSome text."
+
+
 def test_chunk_rejects_overlap_not_below_size() -> None:
     with pytest.raises(
         ConfigError, match=r"chunk overlap \(300\) must be between 0 and the chunk size \(200\)"
@@ -135,3 +170,40 @@ def test_a_heading_with_no_text_under_it_is_still_indexed() -> None:
         pages[:1], doc_id="d", version="v" * 12, source="s", title="abc", **SIZES
     )
     assert [(c.page_start, c.text) for c in only] == [(1, "abc")]
+
+
+def test_chunk_text_keeps_thin_and_no_break_spaces_tabs_and_private_use_glyphs() -> None:
+    # langchain's markdown splitter drops unprintable characters: "35 000" became "35000"
+    markdown = "# Part\u00a01\n\nThe fee is 35\u202f000 euros.\u2009Paid\tyearly \uf050 each."
+
+    [chunk] = _chunks([_page(1, markdown)])
+
+    assert chunk.text == "The fee is 35\u202f000 euros.\u2009Paid\tyearly \uf050 each."
+    assert chunk.headings == ["Part\u00a01"]  # and no second chunk for that heading
+
+
+def test_embed_chunks_embeds_each_chunks_contextual_text() -> None:
+    # What ingestion (local, and the cloud Embed step) hands the embedder
+    class Recording(WordEmbedder):
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def embed_documents(self, texts: Sequence[str], **kwargs: Any) -> Any:
+            self.texts.extend(texts)
+            return super().embed_documents(texts, **kwargs)
+
+    [chunk] = chunks_from_pages(
+        [_page(1, "## Liquidity\n\nCapital expenditures rose.")],
+        doc_id="d",
+        version="v",
+        source="bucket/reports/amazon-10k-2017.pdf",
+        title="Annual report",
+        **SIZES,
+    )
+    embedder = Recording()
+
+    embed_chunks([chunk], embedder=embedder)
+
+    assert embedder.texts == [
+        "amazon-10k-2017\nAnnual report\nLiquidity\nCapital expenditures rose."
+    ]

@@ -28,6 +28,7 @@ from docchat.evaluate import (
     load_beir,
     load_squad,
     ndcg_at_k,
+    qa_split,
     recall_at_k,
     verbatim,
 )
@@ -212,6 +213,52 @@ def test_eval_beir_command_prints_a_table_and_writes_json(
     assert "0.8770" in capsys.readouterr().out
 
 
+def _titled_beir(tmp_path: Path) -> Path:
+    """A BEIR folder whose one query only the relevant document's title answers."""
+    corpus = [
+        {"_id": "d1", "title": "Storm damage", "text": "The roof was repaired."},
+        {"_id": "d2", "title": "Spring", "text": "The storm season starts in May."},
+        {"_id": "d3", "title": "Bees", "text": "Bees make honey."},
+    ]
+    (tmp_path / "qrels").mkdir(parents=True)
+    (tmp_path / "corpus.jsonl").write_text("\n".join(json.dumps(row) for row in corpus))
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "storm damage"}))
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    return tmp_path
+
+
+def test_eval_beir_compares_plain_and_contextual_text_in_one_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(eval_cli, "local_embedder", lambda settings: WordEmbedder())
+    folder = _titled_beir(tmp_path / "beir")
+    out = tmp_path / "scores.json"
+
+    code = eval_cli.main(
+        ["beir", str(folder), "--context", "both", "--json", str(out), "--cache", str(tmp_path)]
+    )
+
+    assert code == 0
+    written = json.loads(out.read_text())
+    methods = ["bm25", "vector", "hybrid"]
+    assert list(written) == [f"{m} ({c})" for c in ("plain", "contextual") for m in methods]
+    # The text alone says "storm" of the wrong document; with its title the right one is first
+    assert written["bm25 (plain)"]["ndcg@10"] < 0.7
+    assert written["bm25 (contextual)"]["ndcg@10"] == 1.0
+    assert written["hybrid (contextual)"]["ndcg@10"] == 1.0
+
+
+def test_corpus_chunks_plain_drop_title_and_headings_and_no_chunk_names_a_file() -> None:
+    documents = {"d": ("Title", "# Part\n\nSome text.")}
+
+    [plain] = corpus_chunks(documents, Chunking(200, 0), version="v", context="plain")
+    [contextual] = corpus_chunks(documents, Chunking(200, 0), version="v")
+
+    assert (plain.embed_text, plain.text) == ("Some text.", "Some text.")
+    assert contextual.embed_text == "Title\nPart\nSome text."
+    assert plain.source == contextual.source == ""
+
+
 # --- document QA -----------------------------------------------------------------------------
 
 
@@ -327,10 +374,24 @@ def test_evaluate_qa_scores_each_quoter_on_recall_fidelity_and_answers(tmp_path:
     assert scores["altered"]["quote fidelity"] == 0.0
 
 
-def test_verbatim_ignores_whitespace_and_unprintable_characters_only() -> None:
+def test_qa_split_halves_the_questions_by_document(tmp_path: Path) -> None:
+    data = load_squad(_squad(tmp_path))
+
+    tune, test = qa_split(data, "tune"), qa_split(data, "test")
+
+    assert qa_split(data, "all") == data
+    assert sorted(q.qid for q in tune.questions + test.questions) == ["0-0", "1-0"]
+    assert {q.doc_id for q in tune.questions}.isdisjoint(q.doc_id for q in test.questions)
+    assert tune.documents == test.documents == data.documents  # every document stays indexed
+
+
+def test_verbatim_ignores_whitespace_only() -> None:
     page = "An estimated 35\u202f000 ventilators\nwere needed \uf057 in 2020."
 
-    assert verbatim("estimated 35000 ventilators were needed in 2020.", page)
+    assert verbatim("estimated 35\u202f000 ventilators were needed \uf057 in 2020.", page)
+    assert verbatim("estimated 35 000 ventilators were\tneeded \uf057 in 2020.", page)
+    # Chunks keep private-use glyphs (and every other character of the page): so must quotes
+    assert not verbatim("ventilators were needed in 2020.", page)
     assert not verbatim("estimated 35,000 ventilators", page)
     assert not verbatim("Estimated 35000 ventilators", page)
 

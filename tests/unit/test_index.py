@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from docchat.adapters.bm25 import FIELD_WEIGHTS
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.errors import DocumentNotFoundError, EmbedderMismatchError, IndexSchemaError
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page
@@ -384,3 +386,60 @@ def test_index_keeps_page_text_of_each_content_until_nothing_has_it(index: Sqlit
     with sqlite3.connect(index.path) as db:
         assert db.execute("SELECT COUNT(*) FROM pages").fetchone() == (0,)
     db.close()
+
+
+def _report(doc_id: str, source: str, text: str) -> tuple[DocumentRecord, list[Chunk]]:
+    chunk = Chunk(
+        chunk_id=f"{doc_id}:v1:00000",
+        doc_id=doc_id,
+        version="v1",
+        source=source,
+        title="Annual report",
+        headings=["Liquidity"],
+        page_start=1,
+        page_end=1,
+        text=text,
+    )
+    record = DocumentRecord(doc_id=doc_id, source=source, title="Annual report", version="v1")
+    return record, [chunk]
+
+
+def test_index_keyword_search_reads_the_file_name_of_each_chunk(index: SqliteIndex) -> None:
+    # Given two annual reports that say the same, told apart only by their file names
+    text = "Capital expenditures were $11.9 billion."
+    for doc_id, name in (("w", "walmart-10k-2017"), ("a", "amazon-10k-2017")):
+        record, chunks = _report(doc_id, f"/reports/{name}.pdf", text)
+        index.replace_document(record, chunks, WordEmbedder().embed_documents([text]))
+
+    # When the question names the company, Then its report ranks first
+    hits = index.keyword_search("Amazon's capital expenditures", k=2)
+
+    assert [chunk_id for chunk_id, _ in hits] == ["a:v1:00000", "w:v1:00000"]
+    assert hits[0][1] > hits[1][1]
+    # The stored, shown and quoted text stays the page text
+    assert index.chunks(["a:v1:00000"])["a:v1:00000"].text == text
+
+
+def test_index_analyses_a_file_written_before_file_names_were_context_again(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "index.sqlite3"
+    index = SqliteIndex(path, embedding_model="test-words", dimension=64)
+    record, chunks = _report("a", "/reports/amazon-10k-2017.pdf", "Capital expenditures rose.")
+    index.replace_document(record, chunks, WordEmbedder().embed_documents([chunks[0].text]))
+    index.close()
+    with sqlite3.connect(path) as db:  # terms as docchat stored them before: no file name
+        db.execute("DELETE FROM meta WHERE key = 'bm25_fields'")
+        db.execute("UPDATE chunks SET length = 0, term_ids = x'', term_freqs = x''")
+    db.close()
+
+    reopened = SqliteIndex(path, embedding_model="test-words", dimension=64)
+
+    assert [c for c, _ in reopened.keyword_search("amazon", k=5)] == ["a:v1:00000"]
+    assert [c for c, _ in reopened.keyword_search("liquidity", k=5)] == ["a:v1:00000"]
+    reopened.close()
+    with sqlite3.connect(path) as db:
+        stored = dict(db.execute("SELECT key, value FROM meta").fetchall())
+    db.close()
+    assert json.loads(stored["bm25_fields"]) == FIELD_WEIGHTS
+    assert stored["schema"] == "5"  # older docchat versions still read the file

@@ -21,6 +21,8 @@ from docchat.models import Chunk
 
 INDEX = "docchat-chunks-test-words-4"
 OK_BULK: dict[str, Any] = {"took": 1, "errors": False, "items": []}
+# https://docs.opensearch.org/2.13/api-reference/index-apis/put-mapping (its response)
+ACK = {"acknowledged": True}
 
 
 @dataclass
@@ -129,6 +131,8 @@ def _stored(chunk: Chunk, vector: list[float]) -> dict[str, Any]:
         "page_breaks": chunk.page_breaks,
         "text": chunk.text,
         "embedding_model": "test-words",
+        # BM25 reads the chunk with its context: file name, title, heading path
+        "contextual_text": f"{chunk.doc_id}\nFruit\nTrees > Pears\n{chunk.text}",
         "vector": vector,
     }
 
@@ -224,6 +228,7 @@ def test_opensearch_index_creates_the_index_with_knn_and_bm25_mapping() -> None:
                     "method": {"name": "hnsw", "engine": "faiss", "space_type": "innerproduct"},
                 },
                 "text": english,
+                "contextual_text": english,
                 "title": english,
                 "headings": english,
                 "chunk_id": {"type": "keyword"},
@@ -239,12 +244,19 @@ def test_opensearch_index_creates_the_index_with_knn_and_bm25_mapping() -> None:
     }
 
 
-def test_opensearch_index_ensure_index_leaves_an_existing_index_alone() -> None:
-    server = FakeOpenSearch().reply(200)
+def test_opensearch_index_ensure_index_maps_the_contextual_field_of_an_existing_index() -> None:
+    # An index made before chunks carried their contextual text: its strict mapping would
+    # refuse them, so the field is added (adding a field leaves the rest alone).
+    server = FakeOpenSearch().reply(200).reply(200, ACK)
 
     _index(server, serverless=False).ensure_index()
 
-    assert [(r.method, r.path) for r in server.requests] == [("HEAD", f"/{INDEX}")]
+    head, mapping = server.requests
+    assert (head.method, head.path) == ("HEAD", f"/{INDEX}")
+    assert (mapping.method, mapping.path) == ("PUT", f"/{INDEX}/_mapping")
+    assert mapping.json() == {
+        "properties": {"contextual_text": {"type": "text", "analyzer": "english"}}
+    }
 
 
 def test_opensearch_index_ensure_index_accepts_a_concurrent_creation() -> None:
@@ -252,23 +264,27 @@ def test_opensearch_index_ensure_index_accepts_a_concurrent_creation() -> None:
         "error": {"type": "resource_already_exists_exception", "reason": "index exists"},
         "status": 400,
     }
-    server = FakeOpenSearch().reply(404).reply(400, already)
+    server = FakeOpenSearch().reply(404).reply(400, already).reply(200, ACK)
 
     _index(server, serverless=False).ensure_index()
 
-    assert [r.method for r in server.requests] == ["HEAD", "PUT"]
+    assert [(r.method, r.path) for r in server.requests] == [
+        ("HEAD", f"/{INDEX}"),
+        ("PUT", f"/{INDEX}"),
+        ("PUT", f"/{INDEX}/_mapping"),
+    ]
 
 
 # --- writing -----------------------------------------------------------------------------------
 
 
 def test_opensearch_index_writes_serverless_chunks_without_ids() -> None:
-    server = FakeOpenSearch().reply(200).reply(200, OK_BULK)
+    server = FakeOpenSearch().reply(200).reply(200, ACK).reply(200, OK_BULK)
     chunks = [_chunk(0), _chunk(1)]
 
     _index(server, serverless=True).write_chunks(chunks, VECTORS)
 
-    bulk = server.requests[1]
+    bulk = server.requests[2]
     assert (bulk.method, bulk.path) == ("POST", f"/{INDEX}/_bulk")
     assert bulk.ndjson() == [
         {"index": {}},
@@ -279,12 +295,12 @@ def test_opensearch_index_writes_serverless_chunks_without_ids() -> None:
 
 
 def test_opensearch_index_writes_domain_chunks_with_chunk_ids() -> None:
-    server = FakeOpenSearch().reply(200).reply(200, OK_BULK)
+    server = FakeOpenSearch().reply(200).reply(200, ACK).reply(200, OK_BULK)
     chunks = [_chunk(0), _chunk(1)]
 
     _index(server, serverless=False).write_chunks(chunks, VECTORS)
 
-    assert server.requests[1].ndjson() == [
+    assert server.requests[2].ndjson() == [
         {"index": {"_id": "a:v1:00000"}},
         _stored(chunks[0], [1.0, 0.0, 0.0, 0.0]),
         {"index": {"_id": "a:v1:00001"}},
@@ -296,20 +312,20 @@ def test_opensearch_index_splits_bulk_requests_by_bytes() -> None:
     # Given the size of five same-sized chunks sent in one request
     chunks = [_chunk(i) for i in range(5)]
     vectors = np.eye(5, 4, dtype=np.float32)
-    one = FakeOpenSearch().reply(200).reply(200, OK_BULK)
+    one = FakeOpenSearch().reply(200).reply(200, ACK).reply(200, OK_BULK)
     _index(one, serverless=True).write_chunks(chunks, vectors)
-    body = one.requests[1].body
+    body = one.requests[2].body
     assert body is not None and len(body) % 5 == 0
     per_chunk = len(body) // 5
 
     # When the limit fits two and a half chunks
     limit = 2 * per_chunk + per_chunk // 2
-    split = FakeOpenSearch().reply(200).reply(200, OK_BULK).reply(200, OK_BULK)
+    split = FakeOpenSearch().reply(200).reply(200, ACK).reply(200, OK_BULK).reply(200, OK_BULK)
     split.reply(200, OK_BULK)
     _index(split, serverless=True, max_bulk_bytes=limit).write_chunks(chunks, vectors)
 
     # Then three requests carry 2, 2 and 1 chunks, in order, each within the limit
-    bulks = split.requests[1:]
+    bulks = split.requests[2:]
     assert [len(r.ndjson()) // 2 for r in bulks] == [2, 2, 1]
     assert all(r.body is not None and len(r.body) <= limit for r in bulks)
     written = [line["chunk_id"] for r in bulks for line in r.ndjson()[1::2]]
@@ -317,11 +333,11 @@ def test_opensearch_index_splits_bulk_requests_by_bytes() -> None:
 
 
 def test_opensearch_index_sends_an_oversized_chunk_alone() -> None:
-    server = FakeOpenSearch().reply(200).reply(200, OK_BULK).reply(200, OK_BULK)
+    server = FakeOpenSearch().reply(200).reply(200, ACK).reply(200, OK_BULK).reply(200, OK_BULK)
 
     _index(server, serverless=True, max_bulk_bytes=10).write_chunks([_chunk(0), _chunk(1)], VECTORS)
 
-    assert [len(r.ndjson()) for r in server.requests[1:]] == [2, 2]
+    assert [len(r.ndjson()) for r in server.requests[2:]] == [2, 2]
 
 
 def test_opensearch_index_bulk_item_429_is_unavailable() -> None:
@@ -337,7 +353,7 @@ def test_opensearch_index_bulk_item_429_is_unavailable() -> None:
             },
         ],
     }
-    server = FakeOpenSearch().reply(200).reply(200, response)
+    server = FakeOpenSearch().reply(200).reply(200, ACK).reply(200, response)
 
     with pytest.raises(SearchIndexUnavailableError, match=r"1 of 2 items.*retry later"):
         _index(server, serverless=True).write_chunks([_chunk(0), _chunk(1)], VECTORS)
@@ -355,7 +371,7 @@ def test_opensearch_index_bulk_item_mapping_failure_is_a_search_index_error() ->
         "errors": True,
         "items": [{"index": {"status": 201}}, {"index": refused}],
     }
-    server = FakeOpenSearch().reply(200).reply(200, response)
+    server = FakeOpenSearch().reply(200).reply(200, ACK).reply(200, response)
 
     with pytest.raises(SearchIndexError) as caught:
         _index(server, serverless=False).write_chunks([_chunk(0), _chunk(1)], VECTORS)
@@ -506,7 +522,7 @@ def test_opensearch_index_keyword_search_sends_multi_match() -> None:
                     {
                         "multi_match": {
                             "query": "ripe pears",
-                            "fields": ["text", "title^2", "headings^3"],
+                            "fields": ["contextual_text", "text", "title^2", "headings^3"],
                             "type": "best_fields",
                         }
                     }
@@ -528,7 +544,7 @@ def test_opensearch_index_keyword_search_filters_documents() -> None:
                 {
                     "multi_match": {
                         "query": "pears",
-                        "fields": ["text", "title^2", "headings^3"],
+                        "fields": ["contextual_text", "text", "title^2", "headings^3"],
                         "type": "best_fields",
                     }
                 }
@@ -928,3 +944,33 @@ def test_document_chunks_lists_a_documents_chunks_in_order() -> None:
     assert [c.text for c in chunks] == ["page 1", "page 2"]
     assert client.bodies[0]["query"] == {"term": {"doc_id": "d"}}
     assert client.bodies[1]["query"] == {"terms": {"chunk_id": ["d:v:00000", "d:v:00001"]}}
+
+
+def test_opensearch_index_written_before_contextual_text_takes_new_chunks_and_finds_both() -> None:
+    # Given an index made before chunks carried their contextual text (its strict mapping
+    # lacks the field), holding a chunk written then
+    from docchat.adapters.opensearch_index import CONTEXTUAL_FIELD, index_body
+    from tests.lambda_layout.opensearch_stub import OpenSearchStub
+
+    old_body = index_body(4)
+    del old_body["mappings"]["properties"][CONTEXTUAL_FIELD]
+    with OpenSearchStub() as stub:
+        client = client_for(stub.endpoint, region="us-east-1", service="es")
+        client.indices.create(index=INDEX, body=old_body)
+        old = _chunk(0, doc_id="old", text="capital expenditures of the year")
+        stub.indexes[INDEX].docs["old-id"] = old.model_dump() | {"vector": [0.5] * 4}
+        index = OpenSearchIndex(
+            client=client, embedding_model="test-words", dimension=4, serverless=True
+        )
+
+        # When a chunk of amazon-10k-2017.pdf is written now
+        new = _chunk(0, doc_id="new", text="capital expenditures of the year").model_copy(
+            update={"source": "bucket/reports/amazon-10k-2017.pdf"}
+        )
+        index.write_chunks([new], VECTORS[:1])
+
+        # Then the file name finds the new chunk, and the old one is still found by its text
+        assert [c for c, _ in index.keyword_search("amazon", k=5)] == [new.chunk_id]
+        found = [c for c, _ in index.keyword_search("capital expenditures", k=5)]
+        assert sorted(found) == sorted([new.chunk_id, old.chunk_id])
+        assert index.chunks([new.chunk_id])[new.chunk_id].text == new.text

@@ -171,8 +171,10 @@ def test_citation_opens_the_pdf_at_the_quote_with_no_network(
     body, _, sources = copied.partition("\n\nSources:\n")
     assert squash(body) == squash(text)  # the page shows a marker [3] as a button "3"
     assert re.search(r"\[\d+\]", body), body
+    # (the first chip is the first quote's source, whichever retrieved passage that is)
+    number = chip.get_attribute("data-number")
     assert sources.startswith(
-        f"[1] The Digital Millennium Copyright Act of 1998, page {cited_page}: “"
+        f"[{number}] The Digital Millennium Copyright Act of 1998, page {cited_page}: “"
     ), sources
 
     _screenshots(page, chip, tmp_path)

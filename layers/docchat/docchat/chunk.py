@@ -12,8 +12,12 @@ from docchat.errors import ConfigError
 from docchat.models import Chunk, Page
 
 _HEADERS = [("#", "h1"), ("##", "h2"), ("###", "h3")]
-# A page marker on its own line survives both splitters (they keep printable text only).
+# A page marker on its own line survives both splitters (the header splitter keeps printable
+# text only: see `_printable`).
 _MARK = "⟦{}⟧"
+# Where `_printable` finds stand-ins: CJK ideographs are printable, not whitespace, and no
+# splitter separator, so a stand-in changes neither lengths nor split points.
+_STAND_INS = range(0x4E00, 0xA000)
 _MARK_RE = re.compile(r"⟦(\d+)⟧")
 _HEADING_RE = re.compile(r"^#{1,3} (.*)$", re.MULTILINE)
 
@@ -36,7 +40,9 @@ def chunks_from_pages(
         raise ConfigError(
             f"chunk overlap ({chunk_overlap}) must be between 0 and the chunk size ({chunk_size})"
         )
-    marked = "\n".join(f"{_MARK.format(p.number)}\n{p.markdown}\n" for p in pages)
+    marked, restore = _printable(
+        "\n".join(f"{_MARK.format(p.number)}\n{p.markdown}\n" for p in pages)
+    )
     sections = MarkdownHeaderTextSplitter(_HEADERS, strip_headers=True).split_text(marked)
     splitter = RecursiveCharacterTextSplitter(
         chunk_size=chunk_size, chunk_overlap=chunk_overlap, add_start_index=True
@@ -44,8 +50,10 @@ def chunks_from_pages(
     built: list[tuple[list[str], str, list[int]]] = []
     page = pages[0].number if pages else 1
     for section in sections:
-        headings = [section.metadata[key] for _, key in _HEADERS if key in section.metadata]
-        content = section.page_content.replace("  \n", "\n")
+        headings = [
+            restore(section.metadata[key]).strip() for _, key in _HEADERS if key in section.metadata
+        ]
+        content = restore(section.page_content).replace("  \n", "\n")
         page_at = _page_finder(content, page)
         for piece in splitter.create_documents([content]):
             text, spans = _unmark(piece.page_content, page_at(piece.metadata["start_index"]))
@@ -77,6 +85,21 @@ def chunks_from_pages(
         for n, (headings, text, spans) in enumerate(built)
     ]
     return chunks
+
+
+def _printable(text: str) -> tuple[str, Callable[[str], str]]:
+    """`text` with each unprintable character (a thin or no-break space, a tab, a private-use
+    glyph) but line ends swapped for a printable stand-in that `text` lacks, and the function
+    that swaps them back. langchain's markdown splitter drops unprintable characters, which
+    glued "35 000" into "35000": chunk text must be the page text."""
+    kinds = sorted({c for c in text if not c.isprintable() and c not in "\n\r"})
+    if not kinds:
+        return text, lambda piece: piece
+    present = set(text)
+    free = (chr(code) for code in _STAND_INS if chr(code) not in present)
+    swap: dict[str, str | int | None] = dict(zip(kinds, free, strict=False))
+    back = str.maketrans({str(stand_in): kind for kind, stand_in in swap.items()})
+    return text.translate(str.maketrans(swap)), lambda piece: piece.translate(back)
 
 
 def _headings(pages: Sequence[Page]) -> list[tuple[int, str]]:

@@ -26,13 +26,16 @@ from rich.table import Table
 from docchat.config import Settings
 from docchat.errors import DocchatError
 from docchat.evaluate import (
+    CONTEXTS,
     Chunking,
+    Context,
     Retrieval,
     evaluate_beir,
     evaluate_qa,
     extractive_quoter,
     load_beir,
     load_squad,
+    qa_split,
 )
 from docchat.ports import Reranker
 from docchat.wiring.local import local_embedder
@@ -57,6 +60,13 @@ def add_eval_commands(
         help=f"where corpus embeddings are kept between runs (default: {DEFAULT_CACHE}/)",
     )
     search.add_argument("--json", type=Path, metavar="PATH", help="also write the scores here")
+    search.add_argument(
+        "--context",
+        choices=[*CONTEXTS, "both"],
+        default="contextual",
+        help="index each chunk's text alone (plain), with its title and heading path as "
+        "ingestion does (contextual, the default), or both in one run",
+    )
     # Unset, each is the chat's own setting: DOCCHAT_<NAME>, else the tuned default.
     search.add_argument(
         "--fusion",
@@ -110,6 +120,13 @@ def add_eval_commands(
     qa.add_argument(
         "--limit", type=int, default=None, help="only the first N questions (and their documents)"
     )
+    qa.add_argument(
+        "--split",
+        choices=["all", "tune", "test"],
+        default="all",
+        help="only the questions about the tune or the test half of the documents (tune on "
+        "one, report on the other; every document stays indexed)",
+    )
     qa.set_defaults(run=run_qa)
 
 
@@ -117,16 +134,20 @@ def run_beir(args: argparse.Namespace, settings: Settings) -> int:
     """Evaluate each search method on a BEIR folder; print a table, optionally write JSON."""
     data = load_beir(args.folder, split=args.qrels, limit=args.limit)
     started = time.monotonic()
+    scores: dict[str, dict[str, float]] = {}
     with _progress() as report:
-        scores = evaluate_beir(
-            data,
-            embedder=local_embedder(settings),
-            chunking=Chunking(args.chunk_size, args.chunk_overlap),
-            retrieval=_retrieval(args, settings),
-            cache_dir=args.cache,
-            reranker=_reranker(settings),
-            on_progress=report,
-        )
+        for context in _contexts(args):
+            found = evaluate_beir(
+                data,
+                embedder=local_embedder(settings),
+                chunking=Chunking(args.chunk_size, args.chunk_overlap),
+                context=context,
+                retrieval=_retrieval(args, settings),
+                cache_dir=args.cache,
+                reranker=_reranker(settings),
+                on_progress=report,
+            )
+            scores |= _labelled(found, context, args)
     title = (
         f"{args.folder.name}: {len(data.queries)} {args.qrels} queries, "
         f"{len(data.corpus)} documents ({time.monotonic() - started:.0f} s)"
@@ -137,28 +158,46 @@ def run_beir(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_qa(args: argparse.Namespace, settings: Settings) -> int:
     """Evaluate answer hit rates on a SQuAD-style file; print a table, optionally write JSON."""
-    data = load_squad(args.file, limit=args.limit)
+    data = qa_split(load_squad(args.file, limit=args.limit), args.split)
     size = args.chunk_size or settings.chunk_size
     overlap = settings.chunk_overlap if args.chunk_overlap is None else args.chunk_overlap
     started = time.monotonic()
+    scores: dict[str, dict[str, float]] = {}
     with _progress() as report:
-        scores = evaluate_qa(
-            data,
-            embedder=local_embedder(settings),
-            chunking=Chunking(size, overlap),
-            retrieval=_retrieval(args, settings),
-            cache_dir=args.cache,
-            reranker=_reranker(settings),
-            on_progress=report,
-            quoters={"extractive": extractive_quoter(threshold=settings.answer_threshold)},
-            answer_passages=settings.top_k,
-        )
+        for context in _contexts(args):
+            found = evaluate_qa(
+                data,
+                embedder=local_embedder(settings),
+                chunking=Chunking(size, overlap),
+                context=context,
+                retrieval=_retrieval(args, settings),
+                cache_dir=args.cache,
+                reranker=_reranker(settings),
+                on_progress=report,
+                quoters={"extractive": extractive_quoter(threshold=settings.answer_threshold)},
+                answer_passages=settings.top_k,
+            )
+            scores |= _labelled(found, context, args)
+    half = "" if args.split == "all" else f" about the {args.split} half of the documents"
     title = (
-        f"{args.file.name}: {len(data.questions)} questions, {len(data.documents)} documents, "
-        f"chunks of {size} (overlap {overlap}) ({time.monotonic() - started:.0f} s)"
+        f"{args.file.name}: {len(data.questions)} questions{half}, {len(data.documents)} "
+        f"documents, chunks of {size} (overlap {overlap}) ({time.monotonic() - started:.0f} s)"
     )
     _show(scores, title=title, json_path=args.json)
     return 0
+
+
+def _contexts(args: argparse.Namespace) -> tuple[Context, ...]:
+    return CONTEXTS if args.context == "both" else (args.context,)
+
+
+def _labelled(
+    scores: dict[str, dict[str, float]], context: Context, args: argparse.Namespace
+) -> dict[str, dict[str, float]]:
+    """Rows named by method alone, or by method and context when both are compared."""
+    if args.context != "both":
+        return scores
+    return {f"{method} ({context})": values for method, values in scores.items()}
 
 
 def _tuned(name: str) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -190,6 +190,12 @@ def _qrels(path: Path) -> dict[str, dict[str, int]]:
 # --- indexing a corpus -----------------------------------------------------------------------
 
 
+# What BM25 reads and the embedder embeds of a chunk: its text alone, or its contextual text
+# (`Chunk.embed_text`: title and heading path before the text; benchmark documents have no file).
+Context = Literal["plain", "contextual"]
+CONTEXTS: tuple[Context, ...] = ("plain", "contextual")
+
+
 @dataclass(frozen=True)
 class Chunking:
     """How corpus documents become chunks: whole (size 0), or split as ingestion splits pages."""
@@ -203,9 +209,15 @@ class Chunking:
 
 
 def corpus_chunks(
-    documents: Mapping[str, tuple[str, str]], chunking: Chunking, *, version: str
+    documents: Mapping[str, tuple[str, str]],
+    chunking: Chunking,
+    *,
+    version: str,
+    context: Context = "contextual",
 ) -> list[Chunk]:
-    """Each (title, text) document as chunks carrying its title, in document order."""
+    """Each (title, text) document as chunks, in document order: with `context="contextual"`
+    each chunk carries its document's title and heading path, with "plain" neither. A
+    benchmark document is no file: its chunks have no source, so no file name."""
     chunks: list[Chunk] = []
     for doc_id, (title, text) in documents.items():
         pieces = []
@@ -214,12 +226,15 @@ def corpus_chunks(
                 [Page(number=1, markdown=text, chars=len(text))],
                 doc_id=doc_id,
                 version=version,
-                source=doc_id,
+                source="",
                 title=title,
                 chunk_size=chunking.size,
                 chunk_overlap=chunking.overlap,
             )
-        chunks.extend(pieces or [_whole(doc_id, title, text, version)])
+        pieces = pieces or [_whole(doc_id, title, text, version)]
+        if context == "plain":
+            pieces = [p.model_copy(update={"title": "", "headings": []}) for p in pieces]
+        chunks.extend(pieces)
     return chunks
 
 
@@ -228,7 +243,7 @@ def _whole(doc_id: str, title: str, text: str, version: str) -> Chunk:
         chunk_id=f"{doc_id}:{version[:12]}:00000",
         doc_id=doc_id,
         version=version,
-        source=doc_id,
+        source="",
         title=title,
         headings=[],
         page_start=1,
@@ -401,13 +416,15 @@ def evaluate_beir(
     embedder: Embedder,
     retrieval: Retrieval,
     chunking: Chunking | None = None,
+    context: Context = "contextual",
     cache_dir: Path | None = None,
     reranker: Reranker | None = None,
     on_progress: Progress | None = None,
 ) -> dict[str, dict[str, float]]:
-    """nDCG@10, recall@10 and recall@100 per method (bm25, vector, hybrid[, hybrid+rerank])."""
+    """nDCG@10, recall@10 and recall@100 per method (bm25, vector, hybrid[, hybrid+rerank]),
+    each document indexed with its `context` (see `corpus_chunks`)."""
     chunking = chunking or Chunking()
-    chunks = corpus_chunks(data.corpus, chunking, version="beir")
+    chunks = corpus_chunks(data.corpus, chunking, version="beir", context=context)
     vectors = cached_vectors(
         chunks, embedder=embedder, cache_dir=cache_dir, on_progress=on_progress
     )
@@ -494,6 +511,21 @@ def _squad(articles: list[dict[str, Any]]) -> tuple[dict[str, tuple[str, str]], 
     return documents, questions
 
 
+QaSplit = Literal["all", "tune", "test"]
+
+
+def qa_split(data: QaData, half: QaSplit) -> QaData:
+    """The questions about the `tune` or the `test` half of the documents (a fixed hash order
+    of document ids, so no document is in both halves), or all of them. Every document stays
+    indexed: the task is as hard in each half, and cached corpus embeddings serve every split."""
+    if half == "all":
+        return data
+    order = sorted(data.documents, key=lambda d: hashlib.sha256(d.encode()).hexdigest())
+    tune = set(order[: len(order) // 2])
+    kept = [q for q in data.questions if (q.doc_id in tune) == (half == "tune")]
+    return replace(data, questions=kept)
+
+
 def normalised(text: str) -> str:
     """Casefolded, each run of whitespace one space: how answers are matched to passages."""
     return _SPACE.sub(" ", text).strip().casefold()
@@ -536,14 +568,14 @@ def extractive_quoter(*, threshold: float) -> Quoter:
 
 
 def verbatim(quote: str, page_text: str) -> bool:
-    """Whether `quote` stands in `page_text` character for character, whitespace and
-    unprintable characters aside: chunking keeps printable text only (langchain's markdown
-    splitter), so U+202F in "35 000" or a private-use glyph never reaches a quote."""
+    """Whether `quote` stands in `page_text` character for character, whitespace aside (a
+    quote may join the lines of a page); a private-use glyph or a zero-width space must be
+    there too, since chunks keep them."""
     return _visible(quote) in _visible(page_text)
 
 
 def _visible(text: str) -> str:
-    return "".join(c for c in text if c.isprintable() and not c.isspace())
+    return "".join(c for c in text if not c.isspace())
 
 
 @dataclass
@@ -569,6 +601,7 @@ def evaluate_qa(
     embedder: Embedder,
     chunking: Chunking,
     retrieval: Retrieval,
+    context: Context = "contextual",
     cache_dir: Path | None = None,
     reranker: Reranker | None = None,
     on_progress: Progress | None = None,
@@ -580,13 +613,14 @@ def evaluate_qa(
     Each of `quoters` also answers from the first `answer_passages` hybrid passages (the chat's
     `top_k`): its row has the share of questions whose answer text is inside its quotes
     (answer recall), of quotes found verbatim on the page they cite (quote fidelity), and of
-    questions it answered at all.
+    questions it answered at all. Chunks are indexed with their `context` (see
+    `corpus_chunks`).
     """
     if not chunking.size:
         raise EvaluationDataError("document QA needs a chunk size: contexts are whole papers")
     if quoters and answer_passages <= 0:
         raise EvaluationDataError(f"answers need passages to quote (got {answer_passages})")
-    chunks = corpus_chunks(data.documents, chunking, version=data.sha256)
+    chunks = corpus_chunks(data.documents, chunking, version=data.sha256, context=context)
     vectors = cached_vectors(
         chunks, embedder=embedder, cache_dir=cache_dir, on_progress=on_progress
     )

@@ -70,6 +70,14 @@ def file_name(source: str) -> str:
     return PurePosixPath(source_name(source).replace("\\", "/")).name
 
 
+def file_label(source: str, title: str) -> str:
+    """A document's file name without its extension ("amazon-10k-2017" of
+    ".../amazon-10k-2017.pdf"), or "" when it only repeats the title (a PDF without a title of
+    its own is titled by its file name) or there is no file."""
+    label = PurePosixPath(file_name(source)).stem if source else ""
+    return "" if label.casefold() == title.strip().casefold() else label
+
+
 class Chunk(BaseModel):
     """A retrievable piece of a document with its exact page span."""
 
@@ -87,10 +95,22 @@ class Chunk(BaseModel):
     embedding_model: str = ""
 
     @property
+    def file_label(self) -> str:
+        """What the file's name adds to the title (see `file_label`)."""
+        return file_label(self.source, self.title)
+
+    @property
+    def context(self) -> str:
+        """Where the chunk comes from, one line each: file name, document title, heading path
+        (contextual retrieval without a model: what a chunk alone does not say)."""
+        parts = [self.file_label, self.title, " > ".join(self.headings)]
+        return "\n".join(part for part in parts if part.strip())
+
+    @property
     def embed_text(self) -> str:
-        """The text that gets embedded: document title and heading path give context."""
-        context = [self.title, " > ".join(self.headings)]
-        return "\n".join(part for part in [*context, self.text] if part)
+        """The contextual text: what gets embedded and what BM25 reads (its context, then its
+        text). What is stored, shown and quoted is `text` alone."""
+        return "\n".join(part for part in (self.context, self.text) if part)
 
     def page_at(self, offset: int) -> int:
         """The page the character at `offset` of `text` is on."""

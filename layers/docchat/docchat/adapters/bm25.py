@@ -23,8 +23,9 @@ from numpy.typing import NDArray
 
 K1 = 1.2
 B = 0.75
-# Column weights of bm25(): a word in a heading or the title says more than one in the text.
-FIELD_WEIGHTS = {"title": 2.0, "headings": 3.0, "text": 1.0}
+# Column weights of bm25(): a word in a heading, the title or the file name says more than one
+# in the text. The first three are a chunk's context (`Chunk.context`): contextual BM25.
+FIELD_WEIGHTS = {"file": 2.0, "title": 2.0, "headings": 3.0, "text": 1.0}
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 # Function words match nearly every chunk and carry almost no BM25 weight; a query keeps them
 # only when it has nothing else.
@@ -41,7 +42,7 @@ _FUNCTION_WORDS = """
 STOPWORDS = frozenset(_FUNCTION_WORDS.split())
 _WORD = re.compile(r"\w+", re.UNICODE)
 
-Fields = tuple[str, str, str]  # title, headings, text
+Fields = tuple[str, str, str, str]  # file label, title, headings, text
 TermFrequencies = dict[str, float]
 
 
@@ -63,7 +64,7 @@ class Tokenizer:
         lengths = [0] * len(documents)
         with self._lock, self._emptied():
             self._db.executemany(
-                "INSERT INTO fields (rowid, title, headings, text) VALUES (?, ?, ?, ?)",
+                f"INSERT INTO fields (rowid, {', '.join(FIELD_WEIGHTS)}) VALUES (?, ?, ?, ?, ?)",
                 [(n, *fields) for n, fields in enumerate(documents)],
             )
             rows = self._db.execute(

@@ -58,6 +58,15 @@ CHUNK_FIELDS = (
     "text",
     "embedding_model",
 )
+#: BM25 reads a chunk with its context (`Chunk.embed_text`: file name, title, heading path,
+#: text) from this field; `text` stays the page text that is shown and quoted.
+CONTEXTUAL_FIELD = "contextual_text"
+#: Fields of the BM25 query, boosted with `^` (multi_match, best_fields: the best field's score;
+#: https://docs.opensearch.org/3.5/query-dsl/full-text/multi-match). `text` still finds the
+#: chunks written before CONTEXTUAL_FIELD existed, which lack it until their file is ingested
+#: again.
+KEYWORD_FIELDS = [CONTEXTUAL_FIELD, "text", "title^2", "headings^3"]
+_ENGLISH = {"type": "text", "analyzer": "english"}
 _PREFIX = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _MAX_INDEX_NAME = 255
 _MAX_RESULT_WINDOW = 10_000
@@ -76,7 +85,7 @@ _NOTHING: list[dict[str, Any]] = [{"match_none": {}}]
 
 def index_body(dimension: int) -> dict[str, Any]:
     """Settings and mapping of a chunk index whose vectors have `dimension` components."""
-    english = {"type": "text", "analyzer": "english"}
+    english = _ENGLISH
     keyword = {"type": "keyword"}
     return {
         "settings": {"index": {"knn": True}},
@@ -90,6 +99,7 @@ def index_body(dimension: int) -> dict[str, Any]:
                     "method": {"name": "hnsw", "engine": "faiss", "space_type": "innerproduct"},
                 },
                 "text": english,
+                CONTEXTUAL_FIELD: english,
                 "title": english,
                 "headings": english,
                 "chunk_id": keyword,
@@ -153,17 +163,26 @@ class OpenSearchIndex:
     # --- writing -----------------------------------------------------------------------------
 
     def ensure_index(self) -> None:
-        """Create the index with its k-NN and BM25 mapping unless it exists already."""
+        """Create the index with its k-NN and BM25 mapping unless it exists already; an index
+        made before chunks carried their contextual text gets that field added."""
         with _translated(f"creating index {self.index_name}"):
             if not self._client.indices.exists(index=self.index_name):
                 try:
                     self._client.indices.create(
                         index=self.index_name, body=index_body(self.dimension)
                     )
+                    self._index_ready = True
+                    return
                 except RequestError as exc:
                     # Another worker created it between our check and our request.
                     if exc.error != "resource_already_exists_exception":
                         raise
+            # The mapping is strict: a new field must be mapped before a chunk carries it.
+            # Mapping a field again the same way changes nothing, so this is safe to repeat.
+            # https://docs.opensearch.org/2.13/api-reference/index-apis/put-mapping
+            self._client.indices.put_mapping(
+                index=self.index_name, body={"properties": {CONTEXTUAL_FIELD: _ENGLISH}}
+            )
         self._index_ready = True
 
     def write_chunks(self, chunks: Sequence[Chunk], vectors: Vectors) -> None:
@@ -262,14 +281,15 @@ class OpenSearchIndex:
         doc_ids: Sequence[str] | None = None,
         versions: Mapping[str, str] | None = None,
     ) -> list[tuple[str, float]]:
-        """BM25 top-k over text, title and headings as (chunk id, score), best first."""
+        """BM25 top-k over the contextual text (and text, title and headings) as (chunk id,
+        score), best first."""
         filters = _scope_filters(doc_ids, versions)
         if k <= 0 or not query.strip() or filters == _NOTHING:
             return []
         match = {
             "multi_match": {
                 "query": query,
-                "fields": ["text", "title^2", "headings^3"],
+                "fields": KEYWORD_FIELDS,
                 "type": "best_fields",
             }
         }
@@ -356,6 +376,7 @@ class OpenSearchIndex:
             )
         document = chunk.model_dump(include=set(CHUNK_FIELDS))
         document["embedding_model"] = self.embedding_model
+        document[CONTEXTUAL_FIELD] = chunk.embed_text
         document["vector"] = vector.tolist()
         return document
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from docchat.adapters.bm25 import Fields, Postings, Tokenizer, best_rows
+from docchat.adapters.bm25 import FIELD_WEIGHTS, Fields, Postings, Tokenizer, best_rows
 from docchat.embed import Vectors
 from docchat.errors import (
     DocumentNotFoundError,
@@ -28,7 +28,7 @@ from docchat.errors import (
     StorageError,
     StorageFullError,
 )
-from docchat.models import Chunk, DocStatus, DocumentRecord, Page
+from docchat.models import Chunk, DocStatus, DocumentRecord, Page, file_label
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,6 +58,10 @@ CREATE TABLE IF NOT EXISTS pages (
 );
 """
 SCHEMA_VERSION = "5"
+# What the stored BM25 term frequencies were computed from: the fields and their weights. A
+# file whose chunks were analysed otherwise (before file names joined a chunk's context) is
+# analysed again when opened writable; the schema stays, so older versions still read it.
+BM25_FIELDS = json.dumps(FIELD_WEIGHTS)
 
 
 class SqliteIndex:
@@ -198,6 +202,7 @@ class SqliteIndex:
                         ("embedding_model", self.embedding_model),
                         ("dimension", str(self.dimension)),
                         ("schema", SCHEMA_VERSION),
+                        ("bm25_fields", BM25_FIELDS),
                     ],
                 )
                 return
@@ -214,6 +219,8 @@ class SqliteIndex:
             )
         self._add_pages_ocr()
         self._check_embedder(meta)
+        if meta.get("bm25_fields") != BM25_FIELDS:
+            self._analyse_again()
 
     def _add_pages_ocr(self) -> None:
         """Files written before OCR lack the OCR'd page count: a column with a default, which
@@ -241,21 +248,33 @@ class SqliteIndex:
         with self._transaction():
             for column in ("length INTEGER", "term_ids BLOB", "term_freqs BLOB"):
                 self._db.execute(f"ALTER TABLE chunks ADD COLUMN {column} NOT NULL DEFAULT 0")
-            rows = self._db.execute("SELECT id, title, headings, text FROM chunks").fetchall()
-            for start in range(0, len(rows), 500):
-                batch = rows[start : start + 500]
-                fields = [
-                    (r["title"], " ".join(json.loads(r["headings"])), r["text"]) for r in batch
-                ]
-                self._db.executemany(
-                    "UPDATE chunks SET length = ?, term_ids = ?, term_freqs = ? WHERE id = ?",
-                    [
-                        (*terms, r["id"])
-                        for terms, r in zip(self._terms(fields), batch, strict=True)
-                    ],
-                )
+            self._store_terms()
             self._db.execute("DROP TABLE chunks_fts")
             self._db.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
+
+    def _analyse_again(self) -> None:
+        """Compute every chunk's BM25 terms again from its stored fields (see BM25_FIELDS).
+        Its vector stays: it is the same model's, and the file is re-embedded with its context
+        when its content changes or it is ingested again after `docchat rm`."""
+        with self._transaction():
+            self._store_terms()
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('bm25_fields', ?)", (BM25_FIELDS,)
+            )
+
+    def _store_terms(self) -> None:
+        self._chunk_generation += 1
+        rows = self._db.execute("SELECT id, source, title, headings, text FROM chunks").fetchall()
+        for start in range(0, len(rows), 500):
+            batch = rows[start : start + 500]
+            fields = [
+                _row_fields(r["source"], r["title"], json.loads(r["headings"]), r["text"])
+                for r in batch
+            ]
+            self._db.executemany(
+                "UPDATE chunks SET length = ?, term_ids = ?, term_freqs = ? WHERE id = ?",
+                [(*terms, r["id"]) for terms, r in zip(self._terms(fields), batch, strict=True)],
+            )
 
     def _upgrade_from_3(self) -> None:
         """Schema 4 counts a document's revisions (its `aliases` table the schema script made);
@@ -714,7 +733,12 @@ class SqliteIndex:
 
 
 def _fields(chunk: Chunk) -> Fields:
-    return (chunk.title, " ".join(chunk.headings), chunk.text)
+    return _row_fields(chunk.source, chunk.title, chunk.headings, chunk.text)
+
+
+def _row_fields(source: str, title: str, headings: Sequence[str], text: str) -> Fields:
+    """What BM25 reads of a chunk: its context (`Chunk.context`), field by field, and its text."""
+    return (file_label(source, title), title, " ".join(headings), text)
 
 
 def _name(source: str) -> str:

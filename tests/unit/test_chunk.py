@@ -172,6 +172,26 @@ def test_a_heading_with_no_text_under_it_is_still_indexed() -> None:
     assert [(c.page_start, c.text) for c in only] == [(1, "abc")]
 
 
+def test_a_heading_a_heading_of_its_level_follows_joins_the_headings_below_it() -> None:
+    # The DMCA summary: "Circumvention of ..." and then "General approach", both ###. The first
+    # was a chunk of its own, ranked above the text under it and quoted as an answer.
+    pages = [
+        _page(3, "## Title I\n\nIt implements the treaties.\n\n### Circumvention of measures"),
+        _page(4, "### General approach\n\nArticle 11 of the WCT states it."),
+    ]
+
+    chunks = _chunks(pages)
+
+    assert [(c.page_start, c.headings, c.text) for c in chunks] == [
+        (3, ["Title I"], "It implements the treaties."),
+        (
+            4,
+            ["Title I", "Circumvention of measures", "General approach"],
+            "Article 11 of the WCT states it.",
+        ),
+    ]
+
+
 def test_chunk_text_keeps_thin_and_no_break_spaces_tabs_and_private_use_glyphs() -> None:
     # langchain's markdown splitter drops unprintable characters: "35 000" became "35000"
     markdown = "# Part\u00a01\n\nThe fee is 35\u202f000 euros.\u2009Paid\tyearly \uf050 each."

@@ -61,14 +61,26 @@ def chunks_from_pages(
                 built.append((headings, text, spans))
         page = page_at(len(content))
     # A heading with no text under it lives on in the headings of the chunks below it; the
-    # splitter drops one that none follow (a one-line PDF whose line is a heading, a last
-    # heading): that heading is a chunk of its own, in page order.
+    # splitter drops one that a heading of its own level follows ("Circumvention of ..." then
+    # "General approach"): it joins the headings of the first chunk under the next heading,
+    # before that heading. One that nothing follows (a one-line PDF whose line is a heading, a
+    # last heading) is a chunk of its own, in page order: never a chunk next to the text it
+    # names, where its words alone would outrank the text (and be quoted as an answer).
     carried = {heading for headings, _, _ in built for heading in headings}
-    for number, heading in _headings(pages):
-        if heading not in carried:
-            at = next((i for i, b in enumerate(built) if b[2][0] > number), len(built))
-            built.insert(at, ([], heading, [number]))
-            carried.add(heading)
+    found = _headings(pages)
+    for k, (number, heading) in enumerate(found):
+        if heading in carried:
+            continue
+        carried.add(heading)
+        after = next((later for _, later in found[k + 1 :] if later in carried), None)
+        under = next((i for i, b in enumerate(built) if after and after in b[0]), None)
+        if under is not None:
+            headings, text, spans = built[under]
+            place = headings.index(after) if after in headings else len(headings)
+            built[under] = ([*headings[:place], heading, *headings[place:]], text, spans)
+            continue
+        at = next((i for i, b in enumerate(built) if b[2][0] > number), len(built))
+        built.insert(at, ([], heading, [number]))
     chunks = [
         Chunk(
             chunk_id=f"{doc_id}:{version[:12]}:{n:05d}",

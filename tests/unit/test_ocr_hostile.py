@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from docchat.convert import ConvertLimits, pages_from_pdf
+from docchat.convert import ConvertLimits, ocr_pages, pages_from_pdf
 from docchat.isolate import pages_from_pdf_isolated
 from docchat.ocr import OcrOptions
 from tests.conftest import SHARED_PDFS
@@ -58,3 +58,15 @@ def test_ocr_reads_text_the_text_layer_does_not_hold(name: str, shown: str) -> N
 
     assert page.ocr
     assert page.markdown.startswith(shown)
+
+
+def test_ocr_reads_small_print_in_a_drawing_it_misses_at_the_render_dpi() -> None:
+    # pdfminer's sample: a face drawn in a JBIG2 image with a speech bubble in 9 pt, "It
+    # Doesn't Work?!?!?!"; at 150 and 200 DPI the detector finds nothing on the page.
+    data = (SHARED_PDFS / "pdfminer.six-samples/samples/contrib/pdf-with-jbig2.pdf").read_bytes()
+
+    [page] = pages_from_pdf(data, ocr=OcrOptions()).pages
+    [cloud] = ocr_pages(data, [1], options=OcrOptions())
+
+    assert page.ocr and page.markdown.startswith("It Doesn't")
+    assert [line.text for line in cloud.lines][:2] == ["It", "Doesn't"]

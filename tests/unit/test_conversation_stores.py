@@ -243,3 +243,26 @@ def test_remembered_saves_nothing_of_an_answer_stopped_before_any_text() -> None
     assert next(events).type == "status"
     events.close()
     assert saved == []
+
+
+def test_sqlite_conversations_say_a_busy_file_is_busy_like_the_index(tmp_path: Path) -> None:
+    # A real SQLITE_BUSY: another connection holds the write lock and this one does not wait.
+    from docchat.adapters import sqlite_conversations, sqlite_index
+    from docchat.adapters.sqlite_errors import storage_error
+
+    path = tmp_path / "conversations.sqlite3"
+    SqliteConversations(path).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    waiter = sqlite3.connect(path, timeout=0)
+    with pytest.raises(sqlite3.OperationalError) as busy:
+        waiter.execute("DELETE FROM conversations")
+    holder.close()
+    waiter.close()
+
+    said = storage_error(busy.value, path, sqlite_conversations._SAYS)
+    index_said = storage_error(busy.value, path, sqlite_index._INDEX_SAYS)
+
+    assert "is busy" in str(said) and "another docchat is writing; retry" in str(said)
+    assert type(said) is type(index_said)
+    assert str(said).startswith(f"the conversations file {path} is busy")

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from docchat.adapters.sqlite_errors import StorageKind, storage_error
 from docchat.conversations import (
     Conversation,
     ConversationSummary,
@@ -24,11 +25,7 @@ from docchat.conversations import (
     now,
 )
 from docchat.errors import (
-    IndexCorruptError,
     IndexSchemaError,
-    ReadOnlyStorageError,
-    StorageError,
-    StorageFullError,
 )
 from docchat.limits import MAX_CONVERSATIONS_LISTED
 
@@ -158,7 +155,7 @@ class SqliteConversations:
         except sqlite3.IntegrityError:
             raise
         except (sqlite3.Error, OSError) as exc:
-            raise _storage_error(exc, self.path) from exc
+            raise storage_error(exc, self.path, _SAYS) from exc
 
 
 def _conversation(row: sqlite3.Row) -> Conversation:
@@ -171,23 +168,14 @@ def _conversation(row: sqlite3.Row) -> Conversation:
     )
 
 
-def _storage_error(exc: sqlite3.Error | OSError, path: Path) -> StorageError:
-    kind = str(getattr(exc, "sqlite_errorname", ""))
-    if kind.startswith("SQLITE_FULL") or "disk is full" in str(exc):
-        return StorageFullError(
-            f"the disk holding {path.parent} is full ({exc}): free some space and try again"
-        )
-    if kind.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or type(exc) is sqlite3.DatabaseError:
-        return IndexCorruptError(
-            f"the conversations file {path} is damaged ({exc}): move it aside to start with no "
-            "saved conversations"
-        )
-    if kind.startswith("SQLITE_READONLY") or isinstance(exc, PermissionError):
-        return ReadOnlyStorageError(
-            f"the conversations file {path} is read-only ({exc}): conversations are saved only "
-            "in a writable --data-dir"
-        )
-    return StorageError(
-        f"the conversations file {path} cannot be used ({exc}): check the disk and the "
-        "file's permissions"
-    )
+# What each kind of failure (`storage_kind`) means for saved conversations, and what to do.
+_SAYS: dict[StorageKind, str] = {
+    "full": "the disk holding {folder} is full ({error}): free some space and try again",
+    "damaged": "the conversations file {path} is damaged ({error}): move it aside to start "
+    "with no saved conversations",
+    "read-only": "the conversations file {path} is read-only ({error}): conversations are "
+    "saved only in a writable --data-dir",
+    "busy": "the conversations file {path} is busy ({error}): another docchat is writing; retry",
+    "unusable": "the conversations file {path} cannot be used ({error}): check the disk and "
+    "the file's permissions",
+}

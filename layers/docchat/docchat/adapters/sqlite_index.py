@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import threading
 import time
@@ -17,16 +16,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from docchat.adapters.bm25 import FIELD_WEIGHTS, Fields, Postings, Tokenizer, best_rows
+from docchat.adapters.sqlite_errors import StorageKind, storage_error
 from docchat.embed import Vectors
 from docchat.errors import (
     DocumentNotFoundError,
     EmbedderMismatchError,
-    IndexCorruptError,
     IndexMissingError,
     IndexSchemaError,
     ReadOnlyStorageError,
     StorageError,
-    StorageFullError,
 )
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, file_label
 
@@ -150,7 +148,7 @@ class SqliteIndex:
         except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
             if isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError)):
                 raise
-            raise storage_error(exc, self.path) from exc
+            raise storage_error(exc, self.path, _INDEX_SAYS) from exc
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -745,38 +743,16 @@ def _name(source: str) -> str:
     return source.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def _disk_full(path: Path, kind: str) -> bool:
-    """Whether an I/O error is a full disk (SQLite says SQLITE_IOERR when it cannot even grow
-    its WAL files)."""
-    if not kind.startswith("SQLITE_IOERR"):
-        return False
-    try:
-        return shutil.disk_usage(path.parent).free < 256 * 1024
-    except OSError:
-        return False
-
-
-def storage_error(exc: sqlite3.Error, path: Path) -> StorageError:
-    """What an SQLite error means for the user of the index at `path`, and what to do."""
-    kind = str(getattr(exc, "sqlite_errorname", ""))
-    if kind.startswith("SQLITE_FULL") or "disk is full" in str(exc) or _disk_full(path, kind):
-        return StorageFullError(
-            f"the disk holding {path.parent} is full ({exc}): free some space and try again; "
-            "the index keeps what it had before"
-        )
-    if kind.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or type(exc) is sqlite3.DatabaseError:
-        return IndexCorruptError(
-            f"the index {path} is damaged ({exc}): move it aside (or delete it) and ingest your "
-            f"PDFs again with `docchat ingest`; files uploaded through the web page are kept in "
-            f"{path.parent / 'uploads'}"
-        )
-    if kind.startswith("SQLITE_READONLY"):
-        return ReadOnlyStorageError(
-            f"the index {path} is read-only ({exc}): searching works, but adding or removing "
-            "documents needs a writable --data-dir"
-        )
-    if kind.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return StorageError(f"the index {path} is busy ({exc}): another docchat is writing; retry")
-    return StorageError(
-        f"the index {path} cannot be used ({exc}): check the disk and the file's permissions"
-    )
+# What each kind of failure means for a user of the index, and what to do.
+_INDEX_SAYS: dict[StorageKind, str] = {
+    "full": "the disk holding {folder} is full ({error}): free some space and try again; the "
+    "index keeps what it had before",
+    "damaged": "the index {path} is damaged ({error}): move it aside (or delete it) and ingest "
+    "your PDFs again with `docchat ingest`; files uploaded through the web page are kept in "
+    "{folder}/uploads",
+    "read-only": "the index {path} is read-only ({error}): searching works, but adding or "
+    "removing documents needs a writable --data-dir",
+    "busy": "the index {path} is busy ({error}): another docchat is writing; retry",
+    "unusable": "the index {path} cannot be used ({error}): check the disk and the file's "
+    "permissions",
+}

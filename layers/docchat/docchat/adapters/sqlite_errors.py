@@ -1,0 +1,59 @@
+"""What a failed SQLite call means for its file: one classification for the index and the
+saved conversations, each with its own words for what the user should do."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from docchat.errors import (
+    IndexCorruptError,
+    ReadOnlyStorageError,
+    StorageError,
+    StorageFullError,
+)
+
+StorageKind = Literal["full", "damaged", "read-only", "busy", "unusable"]
+_ERRORS: dict[StorageKind, type[StorageError]] = {
+    "full": StorageFullError,
+    "damaged": IndexCorruptError,
+    "read-only": ReadOnlyStorageError,
+    "busy": StorageError,
+    "unusable": StorageError,
+}
+
+
+def storage_kind(exc: sqlite3.Error | OSError, path: Path) -> StorageKind:
+    """What went wrong with the SQLite file at `path`, for the index and the conversations."""
+    kind = str(getattr(exc, "sqlite_errorname", ""))
+    if kind.startswith("SQLITE_FULL") or "disk is full" in str(exc) or _disk_full(path, kind):
+        return "full"
+    if kind.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or type(exc) is sqlite3.DatabaseError:
+        return "damaged"
+    if kind.startswith("SQLITE_READONLY") or isinstance(exc, PermissionError):
+        return "read-only"
+    if kind.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return "busy"
+    return "unusable"
+
+
+def storage_error(
+    exc: sqlite3.Error | OSError, path: Path, say: Mapping[StorageKind, str]
+) -> StorageError:
+    """The error of `storage_kind`'s kind, saying `say[kind]` and what SQLite said."""
+    kind = storage_kind(exc, path)
+    return _ERRORS[kind](say[kind].format(path=path, folder=path.parent, error=exc))
+
+
+def _disk_full(path: Path, kind: str) -> bool:
+    """Whether an I/O error is a full disk (SQLite says SQLITE_IOERR when it cannot even grow
+    its WAL files)."""
+    if not kind.startswith("SQLITE_IOERR"):
+        return False
+    try:
+        return shutil.disk_usage(path.parent).free < 256 * 1024
+    except OSError:
+        return False

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from docchat.convert import ConvertLimits, ocr_pages, pages_from_pdf
+from docchat.errors import EmptyPdfError
 from docchat.isolate import pages_from_pdf_isolated
 from docchat.ocr import OcrOptions
 from tests.conftest import SHARED_PDFS
@@ -70,3 +71,13 @@ def test_ocr_reads_small_print_in_a_drawing_it_misses_at_the_render_dpi() -> Non
 
     assert page.ocr and page.markdown.startswith("It Doesn't")
     assert [line.text for line in cloud.lines][:2] == ["It", "Doesn't"]
+
+
+def test_ocr_reads_no_text_into_a_drawing_without_any() -> None:
+    # pdfminer's sample of two drawn lines: read closer, the detector took a stroke for "_"
+    data = (
+        SHARED_PDFS / "pdfminer.six-samples/samples/contrib/issue_1165_linewidth.pdf"
+    ).read_bytes()
+
+    with pytest.raises(EmptyPdfError):
+        pages_from_pdf(data, ocr=OcrOptions())

@@ -460,7 +460,9 @@ def _ocr_lines(image: Image, scale: float, *, threads: int) -> list[_Line]:
             f"a page has no text layer and OCR is not available here ({exc}); or run OCR "
             "on the file (for example with ocrmypdf) and upload the result"
         ) from exc
-    lines = _even_sizes([_ocr_line(line, scale, image.shape[0]) for line in found])
+    # A line with no letter or digit is the detector reading a stroke of a drawing ("_").
+    words = [line for line in found if any(c.isalnum() for c in line.text)]
+    lines = _even_sizes([_ocr_line(line, scale, image.shape[0]) for line in words])
     if _looks_multi_column(lines, image.shape[1] / scale):
         return _column_order(lines)
     return lines

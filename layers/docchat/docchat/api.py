@@ -52,7 +52,7 @@ from starlette.exceptions import HTTPException
 from docchat.adapters.local_files import LocalFiles
 from docchat.backend import ChatBackend
 from docchat.config import Settings
-from docchat.conversations import StoredMessage, encoded_messages, remembered, title_from
+from docchat.conversations import StoredMessage, extended, remembered, title_from
 from docchat.errors import (
     ConversationFullError,
     ConversationNotFoundError,
@@ -416,8 +416,11 @@ def create_app(
             user, store, conversation_id = saving
             started = store.start(user, conversation_id, title=title_from(question))
             # Refused now (409) rather than after the answer when even the question is too much.
-            kept = started.messages[: request.after]
-            encoded_messages([*kept, StoredMessage(role="user", content=question)])
+            extended(
+                started.messages,
+                [StoredMessage(role="user", content=question)],
+                after=request.after,
+            )
 
             def save(exchange: list[StoredMessage]) -> None:
                 if store.append(user, conversation_id, exchange, after=request.after) is None:

@@ -78,6 +78,14 @@ def encoded_messages(messages: Sequence[StoredMessage]) -> str:
     return text
 
 
+def extended(
+    saved: Sequence[StoredMessage], messages: Sequence[StoredMessage], *, after: int | None
+) -> str:
+    """`messages` after the first `after` of `saved` (all of them without `after`; any beyond
+    are replaced), encoded and checked against the size limit like `encoded_messages`."""
+    return encoded_messages([*saved[:after], *messages])
+
+
 def decoded_messages(text: str) -> list[StoredMessage]:
     return [StoredMessage.model_validate(m) for m in json.loads(text)]
 

@@ -25,7 +25,7 @@ from docchat.conversations import (
     ConversationSummary,
     StoredMessage,
     decoded_messages,
-    encoded_messages,
+    extended,
     now,
 )
 from docchat.limits import MAX_CONVERSATIONS_LISTED
@@ -107,8 +107,7 @@ class DynamoConversations:
             item = self._item(user, conversation_id)
             if item is None:
                 return None
-            kept = decoded_messages(str(item["messages"]))[:after]
-            text = encoded_messages([*kept, *messages])
+            text = extended(decoded_messages(str(item["messages"])), messages, after=after)
             stamp = Decimal(str(now()))
             try:
                 self._table.update_item(

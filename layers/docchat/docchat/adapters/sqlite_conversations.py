@@ -15,13 +15,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from docchat.adapters.sqlite_errors import StorageKind, storage_error
+from docchat.adapters.sqlite_errors import StorageKind, storage_error, write_transaction
 from docchat.conversations import (
     Conversation,
     ConversationSummary,
     StoredMessage,
     decoded_messages,
-    encoded_messages,
+    extended,
     now,
 )
 from docchat.errors import (
@@ -107,8 +107,7 @@ class SqliteConversations:
             ).fetchone()
             if row is None:
                 return None
-            kept = decoded_messages(row["messages"])[:after]
-            text = encoded_messages([*kept, *messages])
+            text = extended(decoded_messages(row["messages"]), messages, after=after)
             self._db.execute(
                 "UPDATE conversations SET messages = ?, updated = ? WHERE user_id = ? AND id = ?",
                 (text, now(), user, conversation_id),
@@ -137,15 +136,8 @@ class SqliteConversations:
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
-        with self._lock, self._storage():
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield
-                self._db.execute("COMMIT")
-            except BaseException:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise
+        with self._lock, self._storage(), write_transaction(self._db):
+            yield
 
     @contextmanager
     def _storage(self) -> Iterator[None]:

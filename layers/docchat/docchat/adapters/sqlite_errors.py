@@ -1,11 +1,13 @@
 """What a failed SQLite call means for its file: one classification for the index and the
-saved conversations, each with its own words for what the user should do."""
+saved conversations, each with its own words for what the user should do; and the write
+transaction both use, which a failure leaves ended."""
 
 from __future__ import annotations
 
 import shutil
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Literal
 
@@ -57,3 +59,19 @@ def _disk_full(path: Path, kind: str) -> bool:
         return shutil.disk_usage(path.parent).free < 256 * 1024
     except OSError:
         return False
+
+
+@contextmanager
+def write_transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT on `db` (opened with isolation_level=None). A failed COMMIT
+    (a full disk) can leave the transaction open: it is rolled back here, so the connection
+    stays usable, and the first error is the one raised."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            with suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+        raise

@@ -8,7 +8,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from docchat.adapters.bm25 import FIELD_WEIGHTS, Fields, Postings, Tokenizer, best_rows
-from docchat.adapters.sqlite_errors import StorageKind, storage_error
+from docchat.adapters.sqlite_errors import StorageKind, storage_error, write_transaction
 from docchat.embed import Vectors
 from docchat.errors import (
     DocumentNotFoundError,
@@ -158,16 +158,10 @@ class SqliteIndex:
                 "or removing documents needs a writable --data-dir"
             )
         with self._lock, self._storage():
-            self._db.execute("BEGIN IMMEDIATE")
             try:
-                yield
-                self._db.execute("COMMIT")
+                with write_transaction(self._db):
+                    yield
             except BaseException:
-                # A failed COMMIT (a full disk) can leave the transaction open: end it here so
-                # the connection stays usable for the next document.
-                if self._db.in_transaction:
-                    with suppress(sqlite3.Error):
-                        self._db.execute("ROLLBACK")
                 self._chunk_generation += 1  # the vector cache reloads from what was kept
                 raise
 

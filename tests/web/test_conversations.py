@@ -165,6 +165,69 @@ def test_a_conversation_survives_a_reload_and_a_server_restart(browser: Any, ser
     context.close()
 
 
+def test_a_question_asked_while_the_page_loads_is_saved_and_kept(
+    browser: Any, serve: Serve
+) -> None:
+    # Given a page whose saved conversations have not been read yet (the response is held)
+    context = browser.new_context()
+    page = context.new_page()
+    held: list[Any] = []  # routes held back while `held` is not released
+    released = False
+
+    def hold(route: Any) -> None:
+        if released:
+            route.continue_()
+        else:
+            held.append(route)
+
+    def release() -> None:
+        nonlocal released
+        released = True
+        while held:
+            held.pop().continue_()
+
+    page.route("**/conversations", hold)
+    page.goto(serve.url)
+    expect(page.locator("#question")).to_be_focused()
+
+    # When a question is asked at once, before the list comes
+    page.locator("#question").fill(QUESTION)
+    page.locator("#question").press("Enter")
+    page.wait_for_timeout(300)
+    release()
+
+    # Then it is answered in a saved conversation, listed on the page and by the server
+    expect(page.locator(".msg.assistant").last).to_have_attribute(
+        "aria-busy", "false", timeout=ANSWER_TIMEOUT_MS
+    )
+    expect(page.locator(".convo-open")).to_have_text(QUESTION)
+    listed = httpx.get(f"{serve.url}conversations", timeout=10).json()["conversations"]
+    assert [c["title"] for c in listed] == [QUESTION]
+
+    # Given that conversation open, and the page reloaded with its messages held
+    page.unroute("**/conversations")
+    released = False
+    page.route("**/conversations/*", hold)
+    page.reload()
+    expect(page.locator("#convo-list li")).to_have_count(1)
+
+    # When a question is asked before the open conversation is back
+    page.locator("#question").fill("Which pier?")
+    page.locator("#question").press("Enter")
+    page.wait_for_timeout(300)
+    release()
+
+    # Then the question is not lost: it is answered, in a conversation of its own
+    expect(page.locator(".msg.assistant").last).to_have_attribute(
+        "aria-busy", "false", timeout=ANSWER_TIMEOUT_MS
+    )
+    expect(page.locator(".msg.user .text")).to_have_text(["Which pier?"])
+    expect(page.locator("#convo-list li")).to_have_count(2)
+    listed = httpx.get(f"{serve.url}conversations", timeout=10).json()["conversations"]
+    assert [c["title"] for c in listed] == ["Which pier?", QUESTION]
+    context.close()
+
+
 def test_an_answer_asked_again_replaces_the_saved_one(browser: Any, serve: Serve) -> None:
     context = browser.new_context()
     page = context.new_page()

@@ -18,6 +18,7 @@ const state = {
   awaiting: new Map(), // doc_id -> file name: in S3, waiting for the pipeline to register it
   deleting: new Set(),
   running: null, // {controller, view} while an answer streams
+  loaded: Promise.resolve(), // the config and the saved conversations read: a chat waits for it
   conversation: 0, // bumped by "new conversation", so a late answer cannot join the next one
   pollTimer: 0,
 };
@@ -349,6 +350,8 @@ async function runAnswer() {
   announce("Searching the documents…");
   let finished = false;
   try {
+    // A question asked before the page has read the saved conversations would not be saved.
+    await state.loaded;
     const response = await api("chat", {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
@@ -1050,7 +1053,9 @@ function init() {
   startAuth().then((ready) => {
     if (!ready) return;
     // After the first call: a server that needs a token asks for it once.
-    loadConfig().then(() => Promise.all([refreshDocs(), chatHooks.ready()]));
+    const configured = loadConfig();
+    configured.then(refreshDocs);
+    state.loaded = configured.then(chatHooks.ready).catch(() => {});
     question.focus();
   });
 }

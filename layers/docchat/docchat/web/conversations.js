@@ -100,9 +100,15 @@ async function loadConvos() {
   return true;
 }
 
-async function openConvo(id, { focus = true } = {}) {
-  if (state.running) state.running.controller.abort();
+async function openConvo(id, { focus = true, unlessAsked = false } = {}) {
+  // `unlessAsked`: the page restoring the open conversation, which a question asked meanwhile
+  // (answered in a conversation of its own once this is done) must not replace.
+  if (!unlessAsked && state.running) state.running.controller.abort();
   const response = await api(`conversations/${encodeURIComponent(id)}`);
+  if (unlessAsked && state.messages.length) {
+    setOpen(null);
+    return;
+  }
   if (response.status === 404) {
     if (convos.openId === id) setOpen(null);
     await loadConvos();
@@ -206,6 +212,6 @@ chatHooks.ready = async () => {
     return;
   }
   const saved = localStorage.getItem(openKey());
-  if (saved && convos.list.some((c) => c.id === saved)) await openConvo(saved, { focus: false });
+  if (saved && convos.list.some((c) => c.id === saved)) await openConvo(saved, { focus: false, unlessAsked: true });
   else if (saved) setOpen(null);
 };

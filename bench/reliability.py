@@ -73,6 +73,8 @@ def main() -> int:
     if {"-h", "--help"} & set(sys.argv[1:]):
         print(__doc__)
         return 0
+    # The servers' request logs (JSON lines on stdout) would bury the tables; warnings still show.
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     if "--data-only" in sys.argv:
         return data_safety()
     code = pdfs()

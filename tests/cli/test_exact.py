@@ -82,7 +82,8 @@ def twins(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Pat
     data = tmp_path / "data"
     code, out, _ = _run(capsys, "ingest", tmp_path / "a", tmp_path / "b", "--data-dir", data)
     assert code == 0, out
-    assert "the same content as dmca.pdf" in " ".join(out.split())
+    # The same name in two folders: the message names the first by its path
+    assert f"dmca.pdf: the same content as {first.resolve()} (dmca-" in " ".join(out.split())
     return data, first, second
 
 

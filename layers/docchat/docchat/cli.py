@@ -245,8 +245,11 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
         if r.outcome == "failed":
             out.print(f"{_shown(r.source)}: {r.record.error}", markup=False)
         elif r.outcome == "duplicate":
+            # Under the same name (another folder, another clone) only the path tells them apart.
+            twin = _shown(r.record.source)
+            twin = r.record.source if twin == _shown(r.source) else twin
             out.print(
-                f"{_shown(r.source)}: the same content as {_shown(r.record.source)} "
+                f"{_shown(r.source)}: the same content as {twin} "
                 f"({r.record.doc_id}), indexed once under both names",
                 markup=False,
             )

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from docchat.adapters import sqlite_index
 from docchat.adapters.bm25 import FIELD_WEIGHTS
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.errors import DocumentNotFoundError, EmbedderMismatchError, IndexSchemaError
@@ -304,6 +305,49 @@ def test_index_adds_the_ocr_page_count_to_a_file_written_before_ocr(tmp_path: Pa
     stored = reopened.document("a")
     assert stored is not None and stored.pages_ocr == 3
     reopened.close()
+
+
+def test_a_chunk_is_found_by_its_note_which_is_kept_in_older_files_too(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite3"
+    index = SqliteIndex(path, embedding_model="test-words", dimension=64)
+    _put(index, "old", "v1", ["apples"])
+    index.close()
+    with sqlite3.connect(path) as db:  # what docchat wrote before model-written notes
+        db.execute("ALTER TABLE chunks DROP COLUMN note")
+        db.execute("DROP TABLE chunk_notes")
+    db.close()
+    # Read-only (a published index; root may write anyway, so the index is told it may not),
+    # it reads as before
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sqlite_index.os, "access", lambda *_: False)
+        shared = SqliteIndex(path, embedding_model="test-words", dimension=64)
+    assert shared.read_only
+    assert shared.document_chunks("old")[0].note == ""
+    shared.close()
+
+    # Reopened, the file takes notes: a chunk's note is stored, searched, and never its text
+    reopened = SqliteIndex(path, embedding_model="test-words", dimension=64)
+    record, chunks = _report("a", "/reports/notice.pdf", "The bridge reopens on Monday.")
+    noted = [chunks[0].model_copy(update={"note": "A notice from the harbour authority."})]
+    reopened.replace_document(record, noted, WordEmbedder().embed_documents([noted[0].text]))
+    assert [c for c, _ in reopened.keyword_search("harbour", k=5)] == ["a:v1:00000"]
+    stored = reopened.chunks(["a:v1:00000"])["a:v1:00000"]
+    assert stored.note == "A notice from the harbour authority."
+    assert stored.text == "The bridge reopens on Monday."
+    assert reopened.document_chunks("old")[0].note == ""
+    # Notes are cached by key
+    reopened.save_notes({"k1": "first", "k2": "second"})
+    assert reopened.notes(["k2", "k3"]) == {"k2": "second"}
+    reopened.close()
+
+    # Analysed again (as after a change of BM25 fields), the note still counts
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM meta WHERE key = 'bm25_fields'")
+        db.execute("UPDATE chunks SET length = 0, term_ids = x'', term_freqs = x''")
+    db.close()
+    again = SqliteIndex(path, embedding_model="test-words", dimension=64)
+    assert [c for c, _ in again.keyword_search("harbour", k=5)] == ["a:v1:00000"]
+    again.close()
 
 
 def test_identical_files_are_indexed_once_and_none_is_lost_when_one_changes(

@@ -39,6 +39,7 @@ from docchat.models import (
     source_name,
 )
 from docchat.pagetext import extracted_pages
+from docchat.wiring import chunk_notes
 from docchat.wiring.local import local_embedder, open_index
 
 out = Console(highlight=False, soft_wrap=True)
@@ -212,6 +213,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
         raise DocchatError("no PDF files found in " + ", ".join(map(str, args.paths)))
     embedder = local_embedder(settings)
     index = open_index(settings, embedder)
+    notes = chunk_notes(settings, index)
     results: list[IngestResult] = []
     stopped: StorageFullError | None = None
     columns = (
@@ -231,7 +233,12 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
             try:
                 result = ingest_file(
-                    path, index=index, embedder=embedder, settings=settings, on_progress=update
+                    path,
+                    index=index,
+                    embedder=embedder,
+                    settings=settings,
+                    on_progress=update,
+                    notes=notes,
                 )
             except StorageError as exc:  # this file fails; a full disk stops the rest
                 result = _storage_failure(path, exc)

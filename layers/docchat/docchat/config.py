@@ -96,6 +96,12 @@ class Settings(BaseModel):
     openai_api_key: str = Field(
         "", description="its API key, sent as a bearer token; empty for servers that need none"
     )
+    chunk_context: str = Field(
+        "off",
+        pattern="^(off|model)$",
+        description="model: at ingestion the chat model writes one sentence situating each "
+        "chunk in its document, embedded and searched with it (cached per chunk)",
+    )
     system_prompt: str = Field("", description="replaces the built-in system prompt")
     max_rounds: int = Field(4, ge=1, le=10, description="model turns per answer")
     max_tokens: int = Field(1024, ge=64, le=8192, description="answer length limit in tokens")

@@ -17,6 +17,7 @@ from docchat.embed import Vectors
 from docchat.errors import ConversionError
 from docchat.isolate import pages_from_pdf_isolated
 from docchat.models import Chunk, ConvertedDocument, DocStatus, DocumentRecord
+from docchat.notes import ChunkNotes
 from docchat.ocr import OcrOptions
 from docchat.ports import DocumentIndex, Embedder
 
@@ -74,10 +75,12 @@ def ingest_bytes(
     settings: Settings,
     on_progress: Progress | None = None,
     command: str = "upload",
+    notes: ChunkNotes | None = None,
 ) -> IngestResult:
     """Index one document version; a no-op when these bytes are already indexed, and only a
     new name (an alias) when another document holds exactly these bytes. `command` is the
-    word a failure's advice uses for adding the file again."""
+    word a failure's advice uses for adding the file again; `notes` writes each chunk's note
+    (docchat.notes), whose model errors propagate with the previous version still indexed."""
     started = time.monotonic()
     doc_id = doc_id_for(source)
     version = version_of(data)
@@ -135,6 +138,8 @@ def ingest_bytes(
         chunk_overlap=settings.chunk_overlap,
     )
     chunks = [c.model_copy(update={"embedding_model": embedder.model_id}) for c in chunks]
+    if notes is not None:
+        chunks = notes.noted(chunks, converted.pages)
     vectors = embed_chunks(chunks, embedder=embedder, on_progress=on_progress)
     index.replace_document(record, chunks, vectors, pages=converted.pages)
     indexed = index.document(doc_id) or record
@@ -203,6 +208,7 @@ def ingest_file(
     embedder: Embedder,
     settings: Settings,
     on_progress: Progress | None = None,
+    notes: ChunkNotes | None = None,
 ) -> IngestResult:
     """Index the PDF at `path` (its resolved path is the document's source)."""
     source = source_of(path)
@@ -226,4 +232,5 @@ def ingest_file(
         settings=settings,
         on_progress=on_progress,
         command="ingest",
+        notes=notes,
     )

@@ -93,6 +93,9 @@ class Chunk(BaseModel):
     page_breaks: list[int] = Field(default_factory=list)
     text: str
     embedding_model: str = ""
+    # One sentence the chat model wrote on what the chunk is about within its document, when
+    # DOCCHAT_CHUNK_CONTEXT=model (docchat.notes); part of `context`, never shown or quoted.
+    note: str = ""
 
     @property
     def file_label(self) -> str:
@@ -102,8 +105,9 @@ class Chunk(BaseModel):
     @property
     def context(self) -> str:
         """Where the chunk comes from, one line each: file name, document title, heading path
-        (contextual retrieval without a model: what a chunk alone does not say)."""
-        parts = [self.file_label, self.title, " > ".join(self.headings)]
+        (contextual retrieval without a model: what a chunk alone does not say), and the
+        model-written note when there is one."""
+        parts = [self.file_label, self.title, " > ".join(self.headings), self.note]
         return "\n".join(part for part in parts if part.strip())
 
     @property

@@ -31,6 +31,7 @@ from docchat.errors import (
     UploadTooLargeError,
 )
 from docchat.models import DocStatus, DocumentRecord, Removal, UploadTicket
+from docchat.notes import ChunkNotes
 from docchat.ports import Embedder, LocalIndex
 
 # docchat.ingest (and with it the PDF engine and the text splitter) is imported only where a
@@ -113,10 +114,18 @@ class LocalUploads:
 
     kind: Literal["direct"] = "direct"
 
-    def __init__(self, *, index: LocalIndex, embedder: Embedder, settings: Settings) -> None:
+    def __init__(
+        self,
+        *,
+        index: LocalIndex,
+        embedder: Embedder,
+        settings: Settings,
+        notes: ChunkNotes | None = None,
+    ) -> None:
         self.index = index
         self.embedder = embedder
         self.settings = settings
+        self.notes = notes
         self.folder = (settings.data_dir / "uploads").resolve()
         self._lock = threading.Lock()
         self._latest: dict[str, str] = {}  # doc_id -> the version its newest upload has
@@ -225,6 +234,7 @@ class LocalUploads:
                 embedder=self.embedder,
                 settings=self.settings,
                 on_progress=stage.progress,
+                notes=self.notes,
             )
         except DocchatError as exc:
             self._fail(doc_id, exc.code, str(exc))

@@ -43,13 +43,15 @@ CREATE TABLE IF NOT EXISTS chunks (
     page_start INTEGER NOT NULL, page_end INTEGER NOT NULL, page_breaks TEXT NOT NULL,
     text TEXT NOT NULL,
     vector BLOB NOT NULL,
-    length INTEGER NOT NULL, term_ids BLOB NOT NULL, term_freqs BLOB NOT NULL
+    length INTEGER NOT NULL, term_ids BLOB NOT NULL, term_freqs BLOB NOT NULL,
+    note TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
 CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT UNIQUE NOT NULL);
 CREATE TABLE IF NOT EXISTS aliases (
     source TEXT PRIMARY KEY, doc_id TEXT NOT NULL, version TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS chunk_notes (key TEXT PRIMARY KEY, note TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS pages (
     version TEXT NOT NULL, number INTEGER NOT NULL, page TEXT NOT NULL,
     PRIMARY KEY (version, number)
@@ -198,31 +200,35 @@ class SqliteIndex:
                     ],
                 )
                 return
-        if meta.get("schema") == "2":
-            self._upgrade_from_2()
-            self._upgrade_from_3()
-        elif meta.get("schema") in ("3", "4"):
-            self._upgrade_from_3()
-        elif meta.get("schema") != SCHEMA_VERSION:
+        if meta.get("schema") not in ("2", "3", "4", SCHEMA_VERSION):
             raise IndexSchemaError(
                 f"the index at {self.path} was written by another docchat version "
                 f"(schema {meta.get('schema', '1')}, this one reads {SCHEMA_VERSION}): "
                 "delete that file or use another --data-dir, and ingest the documents again"
             )
-        self._add_pages_ocr()
+        self._add_columns()
+        if meta.get("schema") == "2":
+            self._upgrade_from_2()
+            self._upgrade_from_3()
+        elif meta.get("schema") in ("3", "4"):
+            self._upgrade_from_3()
         self._check_embedder(meta)
         if meta.get("bm25_fields") != BM25_FIELDS:
             self._analyse_again()
 
-    def _add_pages_ocr(self) -> None:
-        """Files written before OCR lack the OCR'd page count: a column with a default, which
-        older docchat versions ignore, so the schema version stays."""
+    def _add_columns(self) -> None:
+        """Files written before OCR lack the OCR'd page count, and files written before
+        model-written notes lack a chunk's note: columns with defaults, which older docchat
+        versions ignore, so the schema version stays."""
         with self._transaction():
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
             if "pages_ocr" not in columns:
                 self._db.execute(
                     "ALTER TABLE documents ADD COLUMN pages_ocr INTEGER NOT NULL DEFAULT 0"
                 )
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}
+            if "note" not in columns:
+                self._db.execute("ALTER TABLE chunks ADD COLUMN note TEXT NOT NULL DEFAULT ''")
 
     def _check_embedder(self, meta: dict[str, str]) -> None:
         if (meta["embedding_model"], int(meta["dimension"])) != (
@@ -256,11 +262,15 @@ class SqliteIndex:
 
     def _store_terms(self) -> None:
         self._chunk_generation += 1
-        rows = self._db.execute("SELECT id, source, title, headings, text FROM chunks").fetchall()
+        rows = self._db.execute(
+            "SELECT id, source, title, headings, text, note FROM chunks"
+        ).fetchall()
         for start in range(0, len(rows), 500):
             batch = rows[start : start + 500]
             fields = [
-                _row_fields(r["source"], r["title"], json.loads(r["headings"]), r["text"])
+                _row_fields(
+                    r["source"], r["title"], json.loads(r["headings"]), r["text"], r["note"]
+                )
                 for r in batch
             ]
             self._db.executemany(
@@ -339,6 +349,23 @@ class SqliteIndex:
             (version, DocStatus.INDEXED.value),
         )
         return DocumentRecord(**dict(rows[0])) if rows else None
+
+    # --- model-written notes (docchat.notes.NoteCache) ------------------------------------------
+
+    def notes(self, keys: Sequence[str]) -> dict[str, str]:
+        if not keys:
+            return {}
+        rows = self._rows(
+            "SELECT key, note FROM chunk_notes WHERE key IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(keys)),),
+        )
+        return {str(key): str(note) for key, note in rows}
+
+    def save_notes(self, notes: Mapping[str, str]) -> None:
+        with self._transaction():
+            self._db.executemany(
+                "INSERT OR REPLACE INTO chunk_notes (key, note) VALUES (?, ?)", notes.items()
+            )
 
     def add_alias(self, source: str, doc_id: str, version: str) -> None:
         """Record that `source` holds the same bytes as the indexed document `doc_id`; a
@@ -487,6 +514,7 @@ class SqliteIndex:
                 chunk.text,
                 np.asarray(vector, dtype=np.float32).tobytes(),
                 *terms,
+                chunk.note,
             )
             for chunk, vector, terms in zip(
                 chunks, vectors, self._terms([_fields(chunk) for chunk in chunks]), strict=True
@@ -494,8 +522,8 @@ class SqliteIndex:
         ]
         self._db.executemany(
             "INSERT INTO chunks (chunk_id, doc_id, version, source, title, headings, page_start,"
-            " page_end, page_breaks, text, vector, length, term_ids, term_freqs)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " page_end, page_breaks, text, vector, length, term_ids, term_freqs, note)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
 
@@ -528,6 +556,7 @@ class SqliteIndex:
             self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
             self._db.execute("DELETE FROM aliases WHERE doc_id = ?", (doc_id,))
             self._drop_unused_pages()
+            self._drop_unused_notes()
 
     def remove_source(self, source: str) -> DocumentRecord | None:
         """Forget one name: an alias goes alone; a document's own source hands the document to
@@ -550,6 +579,7 @@ class SqliteIndex:
                 self._delete_chunks(doc_id)
                 self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
             self._drop_unused_pages()
+            self._drop_unused_notes()
             return heir
 
     def clear_chunks(self, doc_id: str) -> None:
@@ -557,6 +587,13 @@ class SqliteIndex:
             self._hand_over(doc_id, keep=None)
             self._delete_chunks(doc_id)
             self._drop_unused_pages()
+
+    def _drop_unused_notes(self) -> None:
+        """A removed document's notes go with it: those no chunk carries any more (a note
+        written for an ingestion that failed half way is kept until something is removed)."""
+        self._db.execute(
+            "DELETE FROM chunk_notes WHERE note NOT IN (SELECT note FROM chunks WHERE note != '')"
+        )
 
     def _delete_chunks(self, doc_id: str) -> None:
         self._chunk_generation += 1
@@ -684,6 +721,8 @@ class SqliteIndex:
             page_breaks=json.loads(row["page_breaks"]),
             text=row["text"],
             embedding_model=self.embedding_model,
+            # A read-only file from before notes has no such column.
+            note=row["note"] if "note" in row.keys() else "",  # noqa: SIM118 (Row: values)
         )
 
     def _load(self) -> None:
@@ -725,12 +764,20 @@ class SqliteIndex:
 
 
 def _fields(chunk: Chunk) -> Fields:
-    return _row_fields(chunk.source, chunk.title, chunk.headings, chunk.text)
+    return _row_fields(chunk.source, chunk.title, chunk.headings, chunk.text, chunk.note)
 
 
-def _row_fields(source: str, title: str, headings: Sequence[str], text: str) -> Fields:
-    """What BM25 reads of a chunk: its context (`Chunk.context`), field by field, and its text."""
-    return (file_label(source, title), title, " ".join(headings), text)
+def _row_fields(
+    source: str, title: str, headings: Sequence[str], text: str, note: str = ""
+) -> Fields:
+    """What BM25 reads of a chunk: its context (`Chunk.context`), field by field, and its text;
+    a model-written note counts as text (weight 1)."""
+    return (
+        file_label(source, title),
+        title,
+        " ".join(headings),
+        f"{note}\n{text}" if note else text,
+    )
 
 
 def _name(source: str) -> str:

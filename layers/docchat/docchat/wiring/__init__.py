@@ -16,6 +16,7 @@ from docchat.errors import ConfigError
 # imported only where it is built.
 if TYPE_CHECKING:
     from docchat.agent import AgentConfig
+    from docchat.notes import ChunkNotes, NoteCache
     from docchat.ports import ChatModel
 
 
@@ -68,3 +69,19 @@ def chat_model(settings: Settings) -> ChatModel | None:
         region=settings.region or None,
         api_key=settings.anthropic_api_key or None,
     )
+
+
+def chunk_notes(settings: Settings, cache: NoteCache) -> ChunkNotes | None:
+    """The model that writes each chunk's note at ingestion (DOCCHAT_CHUNK_CONTEXT=model), with
+    `cache`; None when notes are off."""
+    if settings.chunk_context != "model":
+        return None
+    model = chat_model(settings)
+    if model is None:
+        raise ConfigError(
+            f"{PREFIX}CHUNK_CONTEXT=model needs a chat model to write the notes: set "
+            f"{PREFIX}MODEL_PROVIDER (anthropic, bedrock or openai), or {PREFIX}CHUNK_CONTEXT=off"
+        )
+    from docchat.notes import ChunkNotes
+
+    return ChunkNotes(model=model, cache=cache)

@@ -16,9 +16,9 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.library import Library
-from docchat.ports import ChunkReader, Embedder, LocalIndex
+from docchat.ports import ChunkReader, Embedder
 from docchat.uploads import LocalUploads
-from docchat.wiring import agent_config, chat_model
+from docchat.wiring import agent_config, chat_model, chunk_notes
 
 # The CLI imports this module for every command: the web app (FastAPI) only where it is served.
 if TYPE_CHECKING:
@@ -63,9 +63,11 @@ def local_backend(settings: Settings) -> ChatBackend:
     )
 
 
-def local_uploads(settings: Settings, index: LocalIndex, embedder: Embedder) -> LocalUploads:
-    """Direct uploads into `settings.data_dir`, indexed into `index`."""
-    return LocalUploads(index=index, embedder=embedder, settings=settings)
+def local_uploads(settings: Settings, index: SqliteIndex, embedder: Embedder) -> LocalUploads:
+    """Direct uploads into `settings.data_dir`, indexed into `index` (which also keeps the
+    model-written notes, with DOCCHAT_CHUNK_CONTEXT=model)."""
+    notes = chunk_notes(settings, index)
+    return LocalUploads(index=index, embedder=embedder, settings=settings, notes=notes)
 
 
 def local_uploads_for(settings: Settings) -> UploadsFactory:

@@ -14,7 +14,13 @@ REQUIRED = ("documents_table", "artifacts_bucket")
 def _run(event: dict[str, Any]) -> ChunkResult:
     s = services().require(*REQUIRED, entry="the chunk function")
     result = ConvertResult.model_validate(event)
-    return chunk(result, objects=s.objects, registry=s.registry, settings=s.settings)
+    return chunk(
+        result,
+        objects=s.objects,
+        registry=s.registry,
+        settings=s.settings,
+        notes_model=s.notes_model,
+    )
 
 
 handler = step_handler("chunk", _run)

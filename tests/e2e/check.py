@@ -44,6 +44,7 @@ class Stack:
     auth: str
     user_pool_id: str = ""
     client_id: str = ""
+    chunk_context: str = "off"  # the ChunkContext parameter
 
     def url(self, path: str) -> str:
         """`path` under the API's stage, whether or not the output ends with a slash."""
@@ -88,6 +89,7 @@ def stack_from_description(name: str, description: Mapping[str, Any]) -> Stack:
         auth=auth,
         user_pool_id=outputs.get("ChatUserPoolId", ""),
         client_id=outputs.get("ChatUserPoolClientId", ""),
+        chunk_context=params.get("ChunkContext", "off"),
     )
 
 
@@ -259,7 +261,7 @@ def changed_pdf(data: bytes, marker: str) -> bytes:
 
 
 def ingest_outcome(item: Mapping[str, Any] | None, version: str) -> str | None:
-    """"INDEXED" once the registry item shows `version` indexed, None while it is on its way;
+    """ "INDEXED" once the registry item shows `version` indexed, None while it is on its way;
     raises with the registry's reason when the pipeline failed it."""
     if item is None or item.get("version") != version:
         return None

@@ -3,6 +3,7 @@ its old version deleted, and itself deleted. Run it with `make e2e STACK=<name>`
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Iterator
@@ -255,3 +256,47 @@ def test_stack_ocrs_a_scanned_pdf_in_its_image_function(
     words = set(re.findall(r"[a-z]{4,}", page_texts(PDF.read_bytes())[0].casefold()))
     read = set(re.findall(r"[a-z]{4,}", shown["text"].casefold()))
     assert len(words & read) >= 0.8 * len(words), f"missed {sorted(words - read)[:40]}"
+
+
+@pytest.fixture
+def notes_key(stack: Stack, session: Any, run_id: str) -> Iterator[str]:
+    key = f"docchat-e2e/{run_id}/noted-{PDF.name}"
+    yield key
+    leave_no_trace(session, stack, key, doc_id_for(f"{stack.bucket}/{key}"))
+
+
+def test_stack_writes_a_note_for_each_chunk_with_chunk_context_model(
+    stack: Stack, session: Any, notes_key: str
+) -> None:
+    # What only the cloud shows: the Chunk function reaches ChatModelId on Bedrock with its own
+    # role (inference profile, foundation model, the anthropic package in its zip) and keeps
+    # one note per chunk in the artifacts bucket, deleted with the document.
+    if stack.chunk_context != "model":
+        pytest.skip(
+            f"stack {stack.name} has ChunkContext={stack.chunk_context}: deploy with "
+            "ChunkContext=model to check model-written chunk notes"
+        )
+    s3 = session.client("s3")
+    artifacts = session.client("cloudformation").describe_stack_resource(
+        StackName=stack.name, LogicalResourceId="ArtifactsBucket"
+    )["StackResourceDetail"]["PhysicalResourceId"]
+    doc_id = doc_id_for(f"{stack.bucket}/{notes_key}")
+    registry, executions = Registry(session, stack), Executions(session, stack, notes_key)
+    data = PDF.read_bytes()
+    started = now()
+
+    log.info("notes: upload s3://%s/%s and wait for INDEXED", stack.bucket, notes_key)
+    s3.put_object(Bucket=stack.bucket, Key=notes_key, Body=data, ContentType="application/pdf")
+    item = wait_indexed(registry, executions, doc_id, version_of(data), since=started)
+
+    stored = s3.get_object(Bucket=artifacts, Key=f"notes/{doc_id}.json")["Body"].read()
+    notes = list(json.loads(stored).values())
+    assert len(notes) == int(item["chunks"]), (len(notes), item["chunks"])
+    assert all(note.strip() and "\n" not in note for note in notes), notes[:3]
+
+    log.info("notes: delete the document; its notes must go")
+    since = now()
+    s3.delete_object(Bucket=stack.bucket, Key=notes_key)
+    wait_removed(registry, executions, doc_id, since=since)
+    listed = s3.list_objects_v2(Bucket=artifacts, Prefix=f"notes/{doc_id}.json")
+    assert listed.get("KeyCount", 0) == 0

@@ -84,3 +84,43 @@ def test_layer_carries_the_viewers_pdfjs_with_its_licence(layout: Layout) -> Non
     names = sorted(p.name for p in vendor.iterdir()) if vendor.is_dir() else []
     assert names == ["LICENSE", "VERSION", "pdf.min.mjs", "pdf.worker.min.mjs"], names
     assert "Apache License" in (vendor / "LICENSE").read_text()
+
+
+NOTES_PROBE = """
+import sys
+sys.path[:0] = [sys.argv[1], "/opt/python"]
+from docchat.wiring.cloud import services
+model = services().notes_model
+print(type(model).__module__, model.model_id)
+"""
+
+
+def test_the_chunk_function_can_build_its_notes_model_as_built(layout: Layout) -> None:
+    # Given the Chunk function's task root and the layers at /opt, with the environment the
+    # template gives it for ChunkContext=model
+    task_root = layout.task_root("chunk")
+    environment = {
+        "DOCCHAT_CHUNK_CONTEXT": "model",
+        "DOCCHAT_MODEL_PROVIDER": "bedrock",
+        "DOCCHAT_MODEL_ID": "global.anthropic.claude-sonnet-4-6",
+        "AWS_REGION": "us-east-1",
+    }
+    command = layout.in_namespace([str(layout.python()), "-c", NOTES_PROBE, str(task_root)])
+
+    # When the function builds the model that writes the notes
+    result = subprocess.run(
+        command,
+        cwd=task_root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": f"{layout.lang / 'bin'}:/usr/bin:/bin", "LANG": "en_US.UTF-8", **environment},
+    )
+
+    # Then Claude on Bedrock's adapter loads from what was built (anthropic is not in the layer)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == [
+        "docchat.adapters.anthropic_model",
+        "global.anthropic.claude-sonnet-4-6",
+    ]

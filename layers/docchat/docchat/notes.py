@@ -15,14 +15,20 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
-from docchat.errors import ModelError
+from docchat.errors import ModelError, ObjectMissingError
 from docchat.llm import TextDelta
 from docchat.models import Chunk, Page, file_name
-from docchat.ports import ChatModel
+from docchat.ports import ChatModel, Objects
 
+#: Where the cloud keeps each document's notes in the artifacts bucket (StoredNotes).
+NOTES_PREFIX = "notes/"
+#: Model calls at a time in the cloud's Chunk step (Bedrock); locally one (a laptop model
+#: answers one request at a time anyway).
+CLOUD_CONCURRENCY = 8
 #: Part of every cache key: a new prompt asks again.
 PROMPT_VERSION = "1"
 #: How much of the document's start the model sees with each chunk (its title page, abstract,
@@ -50,10 +56,12 @@ class NoteCache(Protocol):
 
 @dataclass(frozen=True)
 class ChunkNotes:
-    """Writes (or finds in `cache`) the note of each chunk, with `model`."""
+    """Writes (or finds in `cache`) the note of each chunk, with `model`, `concurrency` model
+    calls at a time; each round's notes are cached before the next round starts."""
 
     model: ChatModel
     cache: NoteCache
+    concurrency: int = 1
 
     def noted(self, chunks: Sequence[Chunk], pages: Sequence[Page]) -> list[Chunk]:
         """`chunks` with their notes; model errors (docchat.errors.ModelError) propagate,
@@ -61,21 +69,32 @@ class ChunkNotes:
         opening = document_opening(pages)
         keys = [self.key(chunk) for chunk in chunks]
         known = self.cache.notes(keys)
-        noted = []
-        for chunk, key in zip(chunks, keys, strict=True):
-            note = known.get(key)
-            if note is None:
-                try:
-                    note = known[key] = self.write(chunk, opening)
-                except ModelError as exc:
-                    raise type(exc)(
+        missing = {key: chunk for key, chunk in zip(keys, chunks, strict=True) if key not in known}
+        todo = list(missing.items())
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            for start in range(0, len(todo), self.concurrency):
+                round_ = todo[start : start + self.concurrency]
+                futures = {key: pool.submit(self.write, chunk, opening) for key, chunk in round_}
+                written: dict[str, str] = {}
+                failure: ModelError | None = None
+                for key, future in futures.items():
+                    try:
+                        written[key] = future.result()
+                    except ModelError as exc:
+                        failure = failure or exc
+                if written:
+                    self.cache.save_notes(written)
+                    known.update(written)
+                if failure is not None:
+                    raise type(failure)(
                         f"the chat model could not write the chunk notes "
-                        f"(DOCCHAT_CHUNK_CONTEXT=model): {exc} The notes written so far are "
+                        f"(DOCCHAT_CHUNK_CONTEXT=model): {failure} The notes written so far are "
                         "kept: adding the file again resumes where this stopped."
-                    ) from exc
-                self.cache.save_notes({key: note})
-            noted.append(chunk.model_copy(update={"note": note}))
-        return noted
+                    ) from failure
+        return [
+            chunk.model_copy(update={"note": known[key]})
+            for chunk, key in zip(chunks, keys, strict=True)
+        ]
 
     def key(self, chunk: Chunk) -> str:
         """The cache key of a chunk's note: not its document's opening, so that an edit
@@ -97,6 +116,32 @@ class ChunkNotes:
         )
         text = "".join(e.text for e in events if isinstance(e, TextDelta))
         return one_sentence(text)
+
+
+def notes_key(doc_id: str) -> str:
+    return f"{NOTES_PREFIX}{doc_id}.json"
+
+
+class StoredNotes:
+    """The cloud's cache: one document's notes as one JSON object (key -> note) in a bucket,
+    written again after each round of notes; only the notes of the current chunks are kept."""
+
+    def __init__(self, objects: Objects, bucket: str, doc_id: str) -> None:
+        self._objects, self._bucket, self._key = objects, bucket, notes_key(doc_id)
+        self._kept: dict[str, str] = {}
+
+    def notes(self, keys: Sequence[str]) -> dict[str, str]:
+        try:
+            stored = self._objects.read_json(self._bucket, self._key)
+        except ObjectMissingError:
+            stored = {}
+        known = stored if isinstance(stored, dict) else {}
+        self._kept = {key: str(known[key]) for key in keys if key in known}
+        return dict(self._kept)
+
+    def save_notes(self, notes: Mapping[str, str]) -> None:
+        self._kept.update(notes)
+        self._objects.write_json(self._bucket, self._key, self._kept)
 
 
 def _about(chunk: Chunk) -> str:

@@ -44,9 +44,10 @@ from docchat.models import (
     StepEvent,
     StepResult,
 )
+from docchat.notes import CLOUD_CONCURRENCY, ChunkNotes, StoredNotes, notes_key
 from docchat.ocr import OcrOptions
 from docchat.pagetext import pages_document, pages_key
-from docchat.ports import ChunkIndex, Embedder, Objects, Registry
+from docchat.ports import ChatModel, ChunkIndex, Embedder, Objects, Registry
 
 SEQUENCER_WIDTH = 32
 OBJECT_DELETED = "Object Deleted"
@@ -217,9 +218,16 @@ def ocr_range(task: OcrTask, *, objects: Objects, settings: Settings) -> OcrResu
 
 
 def chunk(
-    result: ConvertResult, *, objects: Objects, registry: Registry, settings: Settings
+    result: ConvertResult,
+    *,
+    objects: Objects,
+    registry: Registry,
+    settings: Settings,
+    notes_model: ChatModel | None = None,
 ) -> ChunkResult:
-    """Pages -> chunks, stored in batches that the Embed map works through."""
+    """Pages -> chunks, stored in batches that the Embed map works through; with
+    `notes_model` (DOCCHAT_CHUNK_CONTEXT=model) each chunk carries its model-written note,
+    cached in the artifacts bucket (docchat.notes)."""
     doc = result.doc
     stored = objects.read_json(settings.artifacts_bucket, result.pages_key)
     assert isinstance(stored, dict)
@@ -235,6 +243,10 @@ def chunk(
     )
     if not chunks:
         raise EmptyPdfError("the PDF's text yields no passages to index")
+    if notes_model is not None:
+        cache = StoredNotes(objects, settings.artifacts_bucket, doc.doc_id)
+        notes = ChunkNotes(model=notes_model, cache=cache, concurrency=CLOUD_CONCURRENCY)
+        chunks = notes.noted(chunks, pages)
     size = settings.chunks_per_batch
     batches = []
     for n, start in enumerate(range(0, len(chunks), size)):
@@ -371,6 +383,7 @@ def remove(
     index.delete_document(doc_id)
     if current is not None and artifacts_bucket:
         objects.delete(artifacts_bucket, pages_key(doc_id, str(current.get("version", ""))))
+        objects.delete(artifacts_bucket, notes_key(doc_id))
     registry.delete(doc_id, sequencer=sequencer)
     return StepResult(doc_id=doc_id, status="removed")
 

@@ -71,9 +71,9 @@ def chat_model(settings: Settings) -> ChatModel | None:
     )
 
 
-def chunk_notes(settings: Settings, cache: NoteCache) -> ChunkNotes | None:
-    """The model that writes each chunk's note at ingestion (DOCCHAT_CHUNK_CONTEXT=model), with
-    `cache`; None when notes are off."""
+def notes_model(settings: Settings) -> ChatModel | None:
+    """The model that writes each chunk's note at ingestion (DOCCHAT_CHUNK_CONTEXT=model);
+    None when notes are off."""
     if settings.chunk_context != "model":
         return None
     model = chat_model(settings)
@@ -82,6 +82,14 @@ def chunk_notes(settings: Settings, cache: NoteCache) -> ChunkNotes | None:
             f"{PREFIX}CHUNK_CONTEXT=model needs a chat model to write the notes: set "
             f"{PREFIX}MODEL_PROVIDER (anthropic, bedrock or openai), or {PREFIX}CHUNK_CONTEXT=off"
         )
+    return model
+
+
+def chunk_notes(settings: Settings, cache: NoteCache) -> ChunkNotes | None:
+    """Local ingestion's notes (see `notes_model`), kept in `cache`."""
+    model = notes_model(settings)
+    if model is None:
+        return None
     from docchat.notes import ChunkNotes
 
     return ChunkNotes(model=model, cache=cache)

@@ -29,7 +29,7 @@ from functools import cache, cached_property
 from typing import TYPE_CHECKING
 
 from docchat.config import Settings
-from docchat.wiring import agent_config, chat_model, require
+from docchat.wiring import agent_config, chat_model, notes_model, require
 
 # The adapters (and with them boto3, opensearch-py, numpy) are imported where they are made, on
 # first use: a cold start pays only for what it touches. The web app (FastAPI) is imported only
@@ -149,6 +149,11 @@ class CloudServices:
     @cached_property
     def model(self) -> ChatModel | None:
         return chat_model(self.settings)
+
+    @cached_property
+    def notes_model(self) -> ChatModel | None:
+        """The model that writes each chunk's note in the Chunk step."""
+        return notes_model(self.settings)
 
     @cached_property
     def page_store(self) -> S3PageStore | None:

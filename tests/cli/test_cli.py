@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import shutil
@@ -206,3 +207,26 @@ def test_ask_lists_each_cited_source_once_by_number(monkeypatch: pytest.MonkeyPa
         "  [1] Guide, page 4 (guide.pdf)",
         "  [2] Guide, page 3 (guide.pdf)",
     ]
+
+
+def test_each_command_closes_the_index_it_opened(tmp_path: Path) -> None:
+    # Commands run one after another in one process (as here, or a script importing docchat):
+    # the data directory must be whole when each returns, not when the garbage collector closes
+    # a forgotten connection (that close deletes the WAL file under a copy being made).
+    pdf = tmp_path / "a.pdf"
+    pdf.write_bytes(make_pdf([[("body", "The ferry leaves the north pier every hour.")]]))
+    data = tmp_path / "data"
+    gc.disable()  # only an explicit close may remove the WAL file
+    try:
+        for argv in (
+            ["ingest", str(pdf)],
+            ["status"],
+            ["search", "ferry"],
+            ["ask", "When does the ferry leave?"],
+            ["text", "a.pdf"],
+            ["rm", "a.pdf"],
+        ):
+            assert main([*argv, "--data-dir", str(data)]) == 0, argv
+            assert not (data / "index.sqlite3-wal").exists(), argv
+    finally:
+        gc.enable()

@@ -337,16 +337,20 @@ def lambda_environment(
     layout's paths standing for /var/task, /var/runtime and /var/lang), plus `variables`."""
     properties = layout.template["Resources"][layout.functions()[folder]]["Properties"]
     defaults = layout.template.get("Globals", {}).get("Function", {})
+    # A value may be an intrinsic (the Chunk function's Timeout depends on ChunkContext): as
+    # CloudFormation resolves it for the default parameters.
+    stack = intrinsics.Stack(layout.template, name="docchat-harness", region=REGION)
+    memory, timeout = (
+        stack.resolve(properties.get(key, defaults[key])) for key in ("MemorySize", "Timeout")
+    )
     task_root, runtime = layout.task_root(folder), layout.runtime
     name = f"docchat-harness-{folder}"
     return {
         "_HANDLER": properties["Handler"],
         "AWS_EXECUTION_ENV": f"AWS_Lambda_python{PYTHON_VERSION}",
         "AWS_LAMBDA_FUNCTION_NAME": name,
-        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(
-            properties.get("MemorySize", defaults["MemorySize"])
-        ),
-        "AWS_LAMBDA_FUNCTION_TIMEOUT": str(properties.get("Timeout", defaults["Timeout"])),
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(memory),
+        "AWS_LAMBDA_FUNCTION_TIMEOUT": str(timeout),
         "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
         "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
         "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{name}",

@@ -46,6 +46,17 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
 
 
+#: The indexes a command opened, closed when it ends (not when the garbage collector gets to
+#: them: a caller that runs commands in one process, as the tests do, may copy the data
+#: directory next, and a late close checkpoints and deletes the WAL file under it).
+_opened: list[SqliteIndex] = []
+
+
+def _closed_later(index: SqliteIndex) -> SqliteIndex:
+    _opened.append(index)
+    return index
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -57,6 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130
+    finally:
+        while _opened:
+            _opened.pop().close()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -201,7 +215,7 @@ def _text(args: argparse.Namespace, settings: Settings) -> int:
 def _existing_index(settings: Settings) -> SqliteIndex:
     """The data directory's index, which must exist."""
     _require_index(settings)
-    return open_index(settings, local_embedder(settings))
+    return _closed_later(open_index(settings, local_embedder(settings)))
 
 
 def _ingest(args: argparse.Namespace, settings: Settings) -> int:
@@ -212,7 +226,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     if not files:
         raise DocchatError("no PDF files found in " + ", ".join(map(str, args.paths)))
     embedder = local_embedder(settings)
-    index = open_index(settings, embedder)
+    index = _closed_later(open_index(settings, embedder))
     notes = chunk_notes(settings, index)
     results: list[IngestResult] = []
     stopped: StorageFullError | None = None
@@ -327,7 +341,7 @@ def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[
 
     _require_index(settings)
     library = local_library(settings)
-    index = cast(SqliteIndex, library.index)
+    index = _closed_later(cast(SqliteIndex, library.index))
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
     return library.search(query, top_k=args.top_k or settings.top_k, doc_ids=doc_ids).passages
 
@@ -341,7 +355,7 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
     backend = local_backend(settings)
     if args.top_k:
         backend.config.top_k = args.top_k
-    index = cast(SqliteIndex, backend.library.index)
+    index = _closed_later(cast(SqliteIndex, backend.library.index))
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
     events = backend.agent().run([{"role": "user", "content": question}], doc_ids=doc_ids)
     text: list[str] = []

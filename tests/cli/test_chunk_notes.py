@@ -10,6 +10,7 @@ tests/fixtures/openai/README.md documents (chunk objects with `delta.content`, a
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,7 +20,13 @@ from typing import Any
 import pytest
 
 from docchat.cli import main
+from docchat.config import Settings
+from docchat.ingest import ingest_file
+from docchat.models import DocStatus
 from docchat.notes import SYSTEM
+from docchat.uploads import _Stage
+from docchat.wiring import chunk_notes
+from docchat.wiring.local import local_embedder, open_index
 from tests.pdfgen import make_pdf
 
 FERRY = "The ferry leaves the north pier every hour, and the last one sails at midnight. " * 4
@@ -154,6 +161,7 @@ def test_each_chunk_is_found_by_its_model_written_note_and_quoted_as_its_page_te
     (hit, *_) = _search(capsys, data, "quokka")
     assert "ferry leaves the north pier" in hit["text"] and hit["page_start"] == 1
     assert "quokka" not in hit["text"]
+    assert hit["note"] == "Ferries and bridges notice, the quokka section."
     (hit, *_) = _search(capsys, data, "wombat")
     assert "bridge reopens" in hit["text"] and hit["page_start"] == 2
 
@@ -215,3 +223,36 @@ def test_notes_without_a_chat_model_are_refused_before_anything_is_read(
     assert "DOCCHAT_MODEL_PROVIDER" in err
     code, out, _ = _run(capsys, "status", "--json", "--data-dir", data)
     assert code != 0 or json.loads(out)["documents"] == []
+
+
+def test_ingestion_reports_the_notes_as_a_stage_of_their_own(
+    notes_model: NotesModel, notice: Path, tmp_path: Path
+) -> None:
+    # A laptop model takes seconds a note: the progress says notes are being written, and
+    # how many, instead of a bar that stands still before embedding starts.
+    settings = Settings.from_env(os.environ, data_dir=tmp_path / "data")
+    embedder = local_embedder(settings)
+    index = open_index(settings, embedder)
+    seen: list[tuple[str, int, int]] = []
+    try:
+        result = ingest_file(
+            notice,
+            index=index,
+            embedder=embedder,
+            settings=settings,
+            on_progress=lambda stage, done, total: seen.append((stage, done, total)),
+            notes=chunk_notes(settings, index),
+        )
+    finally:
+        index.close()
+    assert result.outcome == "indexed"
+    notes = [(done, total) for stage, done, total in seen if stage == "notes"]
+    chunks = result.record.chunks
+    assert notes[0] == (0, chunks) and notes[-1] == (chunks, chunks)
+    assert [done for done, _ in notes] == sorted(done for done, _ in notes)
+    stages = [stage for stage, _, _ in seen]
+    assert stages.index("notes") < stages.index("embed")
+    # An upload's status says CHUNKING while its notes are written
+    stage = _Stage(lambda status: None)
+    stage.progress("notes", 1, 2)
+    assert stage.status == DocStatus.CHUNKING

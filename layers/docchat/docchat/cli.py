@@ -476,6 +476,7 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
                 "vector_rank": p.vector_rank,
                 "keyword_rank": p.keyword_rank,
                 "text": p.chunk.text,
+                "note": p.chunk.note,  # model-written context (DOCCHAT_CHUNK_CONTEXT=model)
             }
             for p in passages
         ]

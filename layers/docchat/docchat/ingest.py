@@ -139,7 +139,13 @@ def ingest_bytes(
     )
     chunks = [c.model_copy(update={"embedding_model": embedder.model_id}) for c in chunks]
     if notes is not None:
-        chunks = notes.noted(chunks, converted.pages)
+        chunks = notes.noted(
+            chunks,
+            converted.pages,
+            on_progress=(lambda done, total: on_progress("notes", done, total))
+            if on_progress
+            else None,
+        )
     vectors = embed_chunks(chunks, embedder=embedder, on_progress=on_progress)
     index.replace_document(record, chunks, vectors, pages=converted.pages)
     indexed = index.document(doc_id) or record

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
@@ -63,14 +63,23 @@ class ChunkNotes:
     cache: NoteCache
     concurrency: int = 1
 
-    def noted(self, chunks: Sequence[Chunk], pages: Sequence[Page]) -> list[Chunk]:
-        """`chunks` with their notes; model errors (docchat.errors.ModelError) propagate,
-        after the notes written so far are cached."""
+    def noted(
+        self,
+        chunks: Sequence[Chunk],
+        pages: Sequence[Page],
+        *,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> list[Chunk]:
+        """`chunks` with their notes; `on_progress(noted, chunks)` after the cache is read and
+        after each round. Model errors (docchat.errors.ModelError) propagate, after the notes
+        written so far are cached."""
         opening = document_opening(pages)
         keys = [self.key(chunk) for chunk in chunks]
         known = self.cache.notes(keys)
         missing = {key: chunk for key, chunk in zip(keys, chunks, strict=True) if key not in known}
         todo = list(missing.items())
+        if on_progress:
+            on_progress(len(chunks) - len(todo), len(chunks))
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             for start in range(0, len(todo), self.concurrency):
                 round_ = todo[start : start + self.concurrency]
@@ -85,6 +94,8 @@ class ChunkNotes:
                 if written:
                     self.cache.save_notes(written)
                     known.update(written)
+                    if on_progress:
+                        on_progress(len(chunks) - len(todo) + start + len(written), len(chunks))
                 if failure is not None:
                     raise type(failure)(
                         f"the chat model could not write the chunk notes "

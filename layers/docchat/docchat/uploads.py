@@ -298,7 +298,8 @@ class _Stage:
             self.write(status)
 
     def progress(self, step: str, done: int, total: int) -> None:
-        self.advance(DocStatus.CONVERTING if step == "convert" else DocStatus.EMBEDDING)
+        statuses = {"convert": DocStatus.CONVERTING, "notes": DocStatus.CHUNKING}
+        self.advance(statuses.get(step, DocStatus.EMBEDDING))
 
 
 LOCK_NAME = "indexing.lock"

@@ -12,7 +12,7 @@ import sys
 import httpx2
 import pytest
 
-from docchat.adapters.openai_model import OpenAICompatibleModel, request_body
+from docchat.adapters.openai_model import OpenAICompatibleModel, _Turn, request_body
 from docchat.config import Settings
 from docchat.errors import ConfigError, ModelAccessError, ModelError, ModelUnavailableError
 from docchat.llm import Message, ModelEvent, TextDelta, ToolSpec, ToolUse, TurnEnd
@@ -89,6 +89,32 @@ def test_openai_content_deltas_stream_as_text_then_turn_end_with_usage() -> None
         TextDelta(" and replace the gasket [2]."),
         TurnEnd(stop_reason="end_turn", input_tokens=903, output_tokens=31),
     ]
+
+
+def test_openai_a_thinking_models_inline_reasoning_is_not_part_of_the_answer() -> None:
+    events = _turn(_model(Recorded("thinking_inline.sse")))
+
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert text == "Tighten the M8 cylinder head bolts to 25 N·m in three passes [1]."
+    assert events[-1] == TurnEnd(stop_reason="end_turn", input_tokens=903, output_tokens=48)
+
+
+def test_openai_text_that_only_looks_like_a_thinking_tag_is_kept() -> None:
+    turn = _Turn()
+    shown = [d.text for piece in ("<th", "is is not a tag> [1]") for d in turn.add(_delta(piece))]
+    turn.finish_reason = "stop"
+    shown += [e.text for e in turn.closing_events("m") if isinstance(e, TextDelta)]
+    assert "".join(shown) == "<this is not a tag> [1]"
+    # An answer shorter than the tag, at the end of the stream, is not lost either
+    turn = _Turn()
+    shown = [d.text for d in turn.add(_delta("<th"))]
+    turn.finish_reason = "stop"
+    shown += [e.text for e in turn.closing_events("m") if isinstance(e, TextDelta)]
+    assert "".join(shown) == "<th"
+
+
+def _delta(text: str) -> dict[str, object]:
+    return {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
 
 
 def test_openai_interleaved_parallel_calls_keep_their_own_arguments() -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,11 +34,10 @@ PROMPT_VERSION = "1"
 #: How much of the document's start the model sees with each chunk (its title page, abstract,
 #: table of contents: what says what the document is).
 OPENING_CHARS = 6000
-#: Room for a thinking model's reasoning before its sentence (one_sentence drops it); a model
-#: that does not think stops after the sentence anyway.
+#: Room for a thinking model's reasoning before its sentence (the OpenAI-compatible adapter
+#: drops the reasoning); a model that does not think stops after the sentence anyway.
 MAX_TOKENS = 1024
 MAX_NOTE_CHARS = 300
-_THINKING = re.compile(r"<think>.*?(?:</think>|$)", re.S)
 SYSTEM = (
     "You help a search engine index documents. Given the start of a document and one passage "
     "from it, you write one short sentence that situates the passage within the document: "
@@ -172,10 +170,7 @@ def document_opening(pages: Sequence[Page]) -> str:
 
 
 def one_sentence(text: str) -> str:
-    """The model's answer as one line of at most MAX_NOTE_CHARS characters (cut at a word),
-    without the reasoning a thinking model writes inline (Qwen3 through Ollama's or
-    llama.cpp's OpenAI-compatible API: `<think>…</think>`, unclosed when it ran out of tokens)."""
-    text = _THINKING.sub(" ", text)
+    """The model's answer as one line of at most MAX_NOTE_CHARS characters (cut at a word)."""
     line = " ".join(text.split())
     if len(line) <= MAX_NOTE_CHARS:
         return line

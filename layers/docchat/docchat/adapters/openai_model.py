@@ -165,6 +165,9 @@ class _ToolCall:
     arguments: list[str] = field(default_factory=list)
 
 
+THINK, THOUGHT = "<think>", "</think>"
+
+
 @dataclass
 class _Turn:
     """What the chunks of one streamed turn add up to."""
@@ -173,6 +176,34 @@ class _Turn:
     finish_reason: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    # A thinking model (Qwen3 through Ollama or llama.cpp) may write its reasoning inline,
+    # `<think>…</think>` before the answer: text is held while it may still be that.
+    held: str = ""
+    thinking: bool = False
+    answering: bool = False
+
+    def _shown(self, text: str) -> str:
+        """What of `text` is the answer: not reasoning at the start of the turn."""
+        if self.answering:
+            return text
+        self.held += text
+        while True:
+            if self.thinking:
+                end = self.held.find(THOUGHT)
+                if end < 0:
+                    self.held = self.held[-(len(THOUGHT) - 1) :]  # may begin the closing tag
+                    return ""
+                self.held, self.thinking = self.held[end + len(THOUGHT) :], False
+                continue
+            start = self.held.lstrip()
+            if not start or (len(start) < len(THINK) and THINK.startswith(start)):
+                self.held = start  # blank so far, or perhaps the start of the tag
+                return ""
+            if start.startswith(THINK):
+                self.held, self.thinking = start[len(THINK) :], True
+                continue
+            self.held, self.answering = "", True
+            return start
 
     def add(self, chunk: dict[str, Any]) -> Iterator[TextDelta]:
         usage = chunk.get("usage")
@@ -184,8 +215,8 @@ class _Turn:
                 continue
             delta = choice.get("delta") or {}
             text = delta.get("content")
-            if isinstance(text, str) and text:
-                yield TextDelta(text)
+            if isinstance(text, str) and text and (shown := self._shown(text)):
+                yield TextDelta(shown)
             for piece in delta.get("tool_calls") or []:
                 self._add_tool_call(piece)
             if choice.get("finish_reason"):
@@ -210,6 +241,9 @@ class _Turn:
             raise ModelUnavailableError(
                 f"the answer from model {model_id} ended before the turn did: try again shortly"
             )
+        if self.held and not self.thinking:
+            yield TextDelta(self.held)  # a short answer that only began like the tag
+            self.held = ""
         for number, (index, call) in enumerate(sorted(self.calls.items()), start=1):
             yield ToolUse(
                 id=call.id or f"call_{index}_{number}",

@@ -55,19 +55,8 @@ def test_layer_leaves_out_what_docchat_never_imports(layout: Layout) -> None:
 
 def test_layer_every_module_imports_in_the_lambda_layout(layout: Layout) -> None:
     # Given the chat function's task root (fastapi, uvicorn, anthropic) and the layers at /opt
-    task_root = layout.task_root("chat")
-    command = layout.in_namespace([str(layout.python()), "-c", PROBE, str(task_root), *LOCAL_ONLY])
-
     # When every docchat module is imported with the runtime's Python
-    result = subprocess.run(
-        command,
-        cwd=task_root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={"PATH": f"{layout.lang / 'bin'}:/usr/bin:/bin", "LANG": "en_US.UTF-8"},
-    )
+    result = _probe(layout, "chat", PROBE, *LOCAL_ONLY)
 
     # Then all import, and none of the dependencies left out is needed
     assert result.returncode == 0, result.stderr[-3000:]
@@ -98,25 +87,15 @@ print(type(model).__module__, model.model_id)
 def test_the_chunk_function_can_build_its_notes_model_as_built(layout: Layout) -> None:
     # Given the Chunk function's task root and the layers at /opt, with the environment the
     # template gives it for ChunkContext=model
-    task_root = layout.task_root("chunk")
     environment = {
         "DOCCHAT_CHUNK_CONTEXT": "model",
         "DOCCHAT_MODEL_PROVIDER": "bedrock",
         "DOCCHAT_MODEL_ID": "global.anthropic.claude-sonnet-4-6",
         "AWS_REGION": "us-east-1",
     }
-    command = layout.in_namespace([str(layout.python()), "-c", NOTES_PROBE, str(task_root)])
 
     # When the function builds the model that writes the notes
-    result = subprocess.run(
-        command,
-        cwd=task_root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={"PATH": f"{layout.lang / 'bin'}:/usr/bin:/bin", "LANG": "en_US.UTF-8", **environment},
-    )
+    result = _probe(layout, "chunk", NOTES_PROBE, environment=environment)
 
     # Then Claude on Bedrock's adapter loads from what was built (anthropic is not in the layer)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -124,3 +103,25 @@ def test_the_chunk_function_can_build_its_notes_model_as_built(layout: Layout) -
         "docchat.adapters.anthropic_model",
         "global.anthropic.claude-sonnet-4-6",
     ]
+
+
+def _probe(
+    layout: Layout, folder: str, code: str, *args: str, environment: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`code` run by the runtime's Python in functions/<folder>'s task root with the layers at
+    /opt; it gets the task root and `args` as its arguments."""
+    task_root = layout.task_root(folder)
+    command = layout.in_namespace([str(layout.python()), "-c", code, str(task_root), *args])
+    return subprocess.run(
+        command,
+        cwd=task_root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={
+            "PATH": f"{layout.lang / 'bin'}:/usr/bin:/bin",
+            "LANG": "en_US.UTF-8",
+            **(environment or {}),
+        },
+    )

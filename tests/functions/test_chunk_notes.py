@@ -37,11 +37,24 @@ class BedrockStandIn:
     def __init__(self) -> None:
         self.paths: list[str] = []
         self.passages: list[str] = []
+        self.throttle_next = 0
         stand_in = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if stand_in.throttle_next > 0:
+                    # Bedrock's throttling: 429 with a message body
+                    # (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModelWithResponseStream.html)
+                    stand_in.throttle_next -= 1
+                    refusal = json.dumps({"message": "Too many requests, please wait."}).encode()
+                    self.send_response(429)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("x-amzn-ErrorType", "ThrottlingException")
+                    self.send_header("Content-Length", str(len(refusal)))
+                    self.end_headers()
+                    self.wfile.write(refusal)
+                    return
                 prompt = body["messages"][-1]["content"]
                 passage = prompt.split("<passage>")[1]
                 stand_in.paths.append(self.path)
@@ -171,3 +184,25 @@ def test_the_chunk_function_takes_its_notes_model_from_the_stack_settings() -> N
     alone = {**environ, "DOCCHAT_CHUNK_CONTEXT": "model", "DOCCHAT_MODEL_PROVIDER": "none"}
     with pytest.raises(ConfigError, match="DOCCHAT_CHUNK_CONTEXT=model needs a chat model"):
         _ = CloudServices(Settings.from_env(alone)).notes_model
+
+
+def test_a_throttled_model_is_tried_again_and_the_chunk_step_resumes_from_its_notes(
+    pipeline: Pipeline, bedrock: BedrockStandIn
+) -> None:
+    # Given Bedrock throttling the notes model once the first notes are written
+    bedrock.throttle_next = 0
+    run = pipeline.upload("notices/first.pdf", _notice(BRIDGE))
+    assert run["status"] == "SUCCEEDED", run
+    chunks = len(bedrock.paths)
+    bedrock.paths.clear()
+    bedrock.throttle_next = 2
+    invoked = pipeline.calls["chunk"]
+
+    # When a document is ingested while the model is throttled
+    run = pipeline.upload("notices/second.pdf", _notice(CLOSED))
+
+    # Then the state machine runs Chunk again and the document is indexed with every note
+    assert run["status"] == "SUCCEEDED", run
+    assert pipeline.calls["chunk"] - invoked >= 2
+    assert len(bedrock.paths) == chunks  # each note written once, none asked for twice
+    assert pipeline.services.index.keyword_search("wombat", k=5)

@@ -101,8 +101,9 @@ class ChunkNotes:
                 if failure is not None:
                     raise type(failure)(
                         f"the chat model could not write the chunk notes "
-                        f"(DOCCHAT_CHUNK_CONTEXT=model): {failure} The notes written so far are "
-                        "kept: adding the file again resumes where this stopped."
+                        f"(DOCCHAT_CHUNK_CONTEXT=model): {str(failure).rstrip('.')}. The notes "
+                        "written so far are kept: adding the file again resumes where this "
+                        "stopped."
                     ) from failure
         return [
             chunk.model_copy(update={"note": known[key]})

@@ -767,9 +767,7 @@ def _fields(chunk: Chunk) -> Fields:
     return _row_fields(chunk.source, chunk.title, chunk.headings, chunk.text, chunk.note)
 
 
-def _row_fields(
-    source: str, title: str, headings: Sequence[str], text: str, note: str = ""
-) -> Fields:
+def _row_fields(source: str, title: str, headings: Sequence[str], text: str, note: str) -> Fields:
     """What BM25 reads of a chunk: its context (`Chunk.context`), field by field, and its text;
     a model-written note counts as text (weight 1)."""
     return (

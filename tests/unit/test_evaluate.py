@@ -207,7 +207,8 @@ def test_eval_beir_command_prints_a_table_and_writes_json(
 
     assert code == 0
     written = json.loads(out.read_text())
-    assert list(written) == ["bm25", "vector", "hybrid"]
+    # The chat reranks by default (DOCCHAT_RERANKER=sentences): the evaluation shows both.
+    assert list(written) == ["bm25", "vector", "hybrid", "hybrid+rerank"]
     assert all(list(m) == ["ndcg@10", "recall@10", "recall@100"] for m in written.values())
     assert written["bm25"]["ndcg@10"] == pytest.approx((2 + 1 / LOG3) / 3, abs=1e-15)
     assert "0.8770" in capsys.readouterr().out
@@ -240,7 +241,7 @@ def test_eval_beir_compares_plain_and_contextual_text_in_one_run(
 
     assert code == 0
     written = json.loads(out.read_text())
-    methods = ["bm25", "vector", "hybrid"]
+    methods = ["bm25", "vector", "hybrid", "hybrid+rerank"]
     assert list(written) == [f"{m} ({c})" for c in ("plain", "contextual") for m in methods]
     # The text alone says "storm" of the wrong document; with its title the right one is first
     assert written["bm25 (plain)"]["ndcg@10"] < 0.7

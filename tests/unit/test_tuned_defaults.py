@@ -19,6 +19,8 @@ TUNED = (
     "candidates",
     "fusion",
     "vector_weight",
+    "sentence_weight",
+    "sentence_words",
     "chunk_size",
     "chunk_overlap",
     "max_rounds",
@@ -32,6 +34,7 @@ MODULES = (
     "docchat.ingest",
     "docchat.library",
     "docchat.pipeline",
+    "docchat.rerank",
     "docchat.retrieve",
 )
 

@@ -103,6 +103,12 @@ def terms(text: str) -> set[str]:
     return {stem(w) for w in _WORD.findall(_JOINED.sub("", text.casefold())) if w not in _STOP}
 
 
+def query_terms(question: str) -> set[str]:
+    """The words a sentence should hold to answer `question`: its content words, or all its
+    words when it has only stop words ("Who are you?")."""
+    return terms(question) or set(words(question))
+
+
 @dataclass(frozen=True)
 class Span:
     """A sentence (or sentence run) of a chunk: `text` is chunk.text[start:end], whitespace
@@ -198,7 +204,7 @@ def answer_quotes(
     passage's rank. Near duplicates are dropped and each pick is discounted by its overlap with
     those already chosen.
     """
-    wanted = terms(question) or set(words(question))
+    wanted = query_terms(question)
     candidates = [
         (number, span)
         for number, chunk in enumerate(passages, start=1)
@@ -207,7 +213,7 @@ def answer_quotes(
     if not wanted or not candidates:
         return []
     seen = [terms(span.text) for _, span in candidates]
-    weight = _rarity(wanted, seen)
+    weight = term_weights(wanted, seen)
     total = sum(weight.values())
     if _coverage(wanted, weight, passages) < threshold:
         return []
@@ -253,11 +259,11 @@ def answer_quotes(
 def question_coverage(question: str, passages: Sequence[Chunk]) -> float:
     """The largest (weighted) share of the question's words that one passage holds in its
     text, headings and title: what `answer_quotes` compares with its threshold."""
-    wanted = terms(question) or set(words(question))
+    wanted = query_terms(question)
     seen = [terms(span.text) for chunk in passages for span in chunk_sentences(chunk)]
     if not wanted or not seen:
         return 0.0
-    return _coverage(wanted, _rarity(wanted, seen), passages)
+    return _coverage(wanted, term_weights(wanted, seen), passages)
 
 
 def _coverage(wanted: set[str], weight: dict[str, float], passages: Sequence[Chunk]) -> float:
@@ -294,8 +300,9 @@ def _opening_words(sentence: list[str], wanted: set[str], *, list_item: bool) ->
     return 1.0 if len(wanted.intersection(head)) >= 2 else 0.0
 
 
-def _rarity(wanted: set[str], seen: Sequence[set[str]]) -> dict[str, float]:
-    """Each wanted word's weight: rarer among the candidate sentences weighs more."""
+def term_weights(wanted: set[str], seen: Sequence[set[str]]) -> dict[str, float]:
+    """Each wanted word's weight: rarer among the candidate sentences (`seen`, each a set of
+    terms) weighs more."""
     n = len(seen)
     return {
         t: math.log((n + 1) / (0.5 + sum(1 for found in seen if t in found))) + 1.0 for t in wanted

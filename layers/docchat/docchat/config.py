@@ -105,7 +105,18 @@ class Settings(BaseModel):
     system_prompt: str = Field("", description="replaces the built-in system prompt")
     max_rounds: int = Field(4, ge=1, le=10, description="model turns per answer")
     max_tokens: int = Field(1024, ge=64, le=8192, description="answer length limit in tokens")
-    reranker: str = Field("none", pattern="^(none|bedrock)$", description="none or bedrock")
+    reranker: str = Field(
+        "sentences",
+        pattern="^(none|sentences|bedrock)$",
+        description="what reorders the fused passages: sentences (each passage's best "
+        "sentence, with the embedder), bedrock (a Bedrock rerank model) or none",
+    )
+    sentence_weight: float = Field(
+        1.0, ge=0, le=10, description="weight of the best sentence's score when reranking"
+    )
+    sentence_words: float = Field(
+        0.8, ge=0, le=10, description="weight of the query's words in a sentence's score"
+    )
     rerank_model_id: str = Field("cohere.rerank-v3-5:0", description="Bedrock rerank model")
     # Cloud pipeline
     region: str = Field("", description="AWS region (AWS_REGION in Lambda)")

@@ -37,7 +37,7 @@ from docchat.evaluate import (
     load_squad,
     qa_split,
 )
-from docchat.ports import Reranker
+from docchat.wiring import reranker
 from docchat.wiring.local import local_embedder
 
 out = Console(highlight=False, soft_wrap=True)
@@ -136,15 +136,16 @@ def run_beir(args: argparse.Namespace, settings: Settings) -> int:
     started = time.monotonic()
     scores: dict[str, dict[str, float]] = {}
     with _progress() as report:
+        embedder = local_embedder(settings)
         for context in _contexts(args):
             found = evaluate_beir(
                 data,
-                embedder=local_embedder(settings),
+                embedder=embedder,
                 chunking=Chunking(args.chunk_size, args.chunk_overlap),
                 context=context,
                 retrieval=_retrieval(args, settings),
                 cache_dir=args.cache,
-                reranker=_reranker(settings),
+                reranker=reranker(settings, embedder),
                 on_progress=report,
             )
             scores |= _labelled(found, context, args)
@@ -164,15 +165,16 @@ def run_qa(args: argparse.Namespace, settings: Settings) -> int:
     started = time.monotonic()
     scores: dict[str, dict[str, float]] = {}
     with _progress() as report:
+        embedder = local_embedder(settings)
         for context in _contexts(args):
             found = evaluate_qa(
                 data,
-                embedder=local_embedder(settings),
+                embedder=embedder,
                 chunking=Chunking(size, overlap),
                 context=context,
                 retrieval=_retrieval(args, settings),
                 cache_dir=args.cache,
-                reranker=_reranker(settings),
+                reranker=reranker(settings, embedder),
                 on_progress=report,
                 quoters={"extractive": extractive_quoter(threshold=settings.answer_threshold)},
                 answer_passages=settings.top_k,
@@ -213,14 +215,6 @@ def _retrieval(args: argparse.Namespace, settings: Settings) -> Retrieval:
         if getattr(args, name) is not None
     }
     return replace(Retrieval.of(settings), **chosen)
-
-
-def _reranker(settings: Settings) -> Reranker | None:
-    if settings.reranker != "bedrock":
-        return None
-    from docchat.adapters.bedrock_reranker import BedrockReranker
-
-    return BedrockReranker(model_id=settings.rerank_model_id, region=settings.region or None)
 
 
 @contextmanager

@@ -31,6 +31,7 @@ Ranking = list[str]
 DEPTH = 100  # documents ranked per BEIR query: enough for recall@100
 RERANKED = "hybrid+rerank"
 QA_CUTOFFS = (1, 5, 10)
+BEIR_CUTOFF = 10  # nDCG@10 and recall@10; a reranker sees RERANK_POOL times as many
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,8 +86,8 @@ def beir_scores(
     per_query = np.array(
         [
             (
-                ndcg_at_k(rankings.get(q, []), qrels[q], 10),
-                recall_at_k(rankings.get(q, []), qrels[q], 10),
+                ndcg_at_k(rankings.get(q, []), qrels[q], BEIR_CUTOFF),
+                recall_at_k(rankings.get(q, []), qrels[q], BEIR_CUTOFF),
                 recall_at_k(rankings.get(q, []), qrels[q], 100),
             )
             for q in judged
@@ -401,7 +402,7 @@ def beir_rankings(
             depth=depth,
             retrieval=retrieval,
             reranker=reranker,
-            rerank_depth=DEPTH,
+            rerank_depth=RERANK_POOL * BEIR_CUTOFF,
         )
         for method, chunk_ids in found.items():
             rankings.setdefault(method, {})[qid] = documents_in_order(chunk_ids, doc_of)
@@ -641,7 +642,9 @@ def evaluate_qa(
             for method, chunk_ids in found.items():
                 texts = [chunk_of[c].text for c in chunk_ids]
                 hits.setdefault(method, []).append(first_hit(q.answers, texts))
-            passages = [chunk_of[c] for c in found["hybrid"][:answer_passages]]
+            # The chat answers from the reranked passages when it reranks.
+            answered = found.get(RERANKED, found["hybrid"])
+            passages = [chunk_of[c] for c in answered[:answer_passages]]
             for name, quoter in (quoters or {}).items():
                 _tally(tallies[name], q, quoter(q.question, passages), data.documents)
             if on_progress:

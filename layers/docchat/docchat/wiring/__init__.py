@@ -17,7 +17,7 @@ from docchat.errors import ConfigError
 if TYPE_CHECKING:
     from docchat.agent import AgentConfig
     from docchat.notes import ChunkNotes, NoteCache
-    from docchat.ports import ChatModel
+    from docchat.ports import ChatModel, Embedder, Reranker
 
 
 def require(settings: Settings, *names: str, entry: str) -> Settings:
@@ -44,6 +44,24 @@ def agent_config(settings: Settings) -> AgentConfig:
         top_k=settings.top_k,
         max_tokens=settings.max_tokens,
         answer_threshold=settings.answer_threshold,
+    )
+
+
+def reranker(settings: Settings, embedder: Embedder) -> Reranker | None:
+    """What reorders the fused passages (DOCCHAT_RERANKER): the best sentence of each, with
+    `embedder` (the default), a Bedrock rerank model, or nothing."""
+    if settings.reranker == "none":
+        return None
+    if settings.reranker == "bedrock":
+        from docchat.adapters.bedrock_reranker import BedrockReranker
+
+        return BedrockReranker(model_id=settings.rerank_model_id, region=settings.region or None)
+    from docchat.rerank import SentenceReranker
+
+    return SentenceReranker(
+        embedder,
+        sentence_weight=settings.sentence_weight,
+        sentence_words=settings.sentence_words,
     )
 
 

@@ -29,7 +29,7 @@ from functools import cache, cached_property
 from typing import TYPE_CHECKING
 
 from docchat.config import Settings
-from docchat.wiring import agent_config, chat_model, notes_model, require
+from docchat.wiring import agent_config, chat_model, notes_model, require, reranker
 
 # The adapters (and with them boto3, opensearch-py, numpy) are imported where they are made, on
 # first use: a cold start pays only for what it touches. The web app (FastAPI) is imported only
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from docchat.adapters.bedrock_embedder import CohereEmbedder, TitanEmbedder
-    from docchat.adapters.bedrock_reranker import BedrockReranker
     from docchat.adapters.dynamodb_conversations import DynamoConversations
     from docchat.adapters.dynamodb_registry import DynamoRegistry
     from docchat.adapters.local_embedder import LocalEmbedder
@@ -47,7 +46,7 @@ if TYPE_CHECKING:
     from docchat.adapters.s3_uploads import S3Files, S3Uploads
     from docchat.backend import ChatBackend
     from docchat.pagetext import S3PageStore
-    from docchat.ports import ChatModel, DocumentRegistry
+    from docchat.ports import ChatModel, DocumentRegistry, Reranker
 
     Embedders = LocalEmbedder | TitanEmbedder | CohereEmbedder
 
@@ -138,13 +137,8 @@ class CloudServices:
         )
 
     @cached_property
-    def reranker(self) -> BedrockReranker | None:
-        settings = self.settings
-        if settings.reranker != "bedrock":
-            return None
-        from docchat.adapters.bedrock_reranker import BedrockReranker
-
-        return BedrockReranker(model_id=settings.rerank_model_id, region=settings.region or None)
+    def reranker(self) -> Reranker | None:
+        return reranker(self.settings, self.embedder)
 
     @cached_property
     def model(self) -> ChatModel | None:

@@ -1,0 +1,120 @@
+"""Reranking without a rerank model: a passage rises when one of its sentences answers the query.
+
+A chunk is embedded whole, and all-MiniLM-L6-v2 reads only its first 256 tokens; BM25 counts
+the query's words anywhere in it. The sentence that answers is a sharper signal: each
+candidate's sentences are embedded, each after its chunk's context (once per process while
+the chunk stays cached), and scored by their cosine with the query plus the weighted share of
+the query's words they hold.
+A passage's best sentence, rescaled over the candidates to 0..1, is added to its rescaled
+fused score.
+The weights are `Settings.sentence_weight` and `Settings.sentence_words`
+(`bench/eval_sweep.py rerank`, README "Retrieval quality").
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from docchat.citations import chunk_sentences, query_terms, term_weights, terms
+from docchat.embed import Vectors
+from docchat.models import Chunk, Passage
+from docchat.ports import Embedder
+
+# Chunks whose sentences (their terms and vectors) are kept per process: about 14 KB each
+# at 384 dimensions and 9 sentences.
+CACHED_CHUNKS = 4_000
+
+
+@dataclass(frozen=True)
+class _Sentences:
+    terms: list[set[str]]
+    vectors: Vectors
+
+
+class SentenceReranker:
+    """Reorders passages by their fused score plus their best sentence's match with the query."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        sentence_weight: float,
+        sentence_words: float,
+        cached: int = CACHED_CHUNKS,
+    ) -> None:
+        self.embedder = embedder
+        self.sentence_weight = sentence_weight
+        self.sentence_words = sentence_words
+        self._cached = cached
+        self._sentences: OrderedDict[str, _Sentences] = OrderedDict()
+
+    def rerank(self, query: str, passages: Sequence[Passage], *, top_n: int) -> list[Passage]:
+        """The `top_n` best of `passages`, best first, each scored anew."""
+        if not passages or top_n < 1:
+            return []
+        best = self._best_sentences(query, self._sentences_of([p.chunk for p in passages]))
+        fused = _rescaled([p.score for p in passages])
+        scores = fused + self.sentence_weight * _rescaled(best)
+        order = sorted(range(len(passages)), key=lambda i: -scores[i])  # stable: fused order
+        return [passages[i].model_copy(update={"score": float(scores[i])}) for i in order[:top_n]]
+
+    def _best_sentences(self, query: str, passages: list[_Sentences]) -> list[float]:
+        """Per passage, its best sentence's cosine with the query plus `sentence_words` times the
+        weighted share of the query's words in it (0 for a passage without sentences)."""
+        wanted = query_terms(query)
+        weight = term_weights(wanted, [t for passage in passages for t in passage.terms])
+        total = sum(weight.values()) or 1.0
+        vector = self.embedder.embed_query(query).reshape(-1)
+        best: list[float] = []
+        for passage in passages:
+            cosines = passage.vectors @ vector
+            scores = [
+                float(cosines[k])
+                + self.sentence_words * sum(weight[t] for t in wanted & found) / total
+                for k, found in enumerate(passage.terms)
+            ]
+            best.append(max(scores, default=0.0))
+        return best
+
+    def _sentences_of(self, chunks: list[Chunk]) -> list[_Sentences]:
+        """Each chunk's sentences, embedded in one call for the chunks not seen recently."""
+        missing = list(
+            {c.chunk_id: c for c in chunks if c.chunk_id not in self._sentences}.values()
+        )
+        texts = [[span.text for span in chunk_sentences(c)] for c in missing]
+        # Each sentence is embedded after its chunk's context (file, title, headings), as the
+        # chunk itself is: "It cut deaths by half." alone does not say what did.
+        flat = [
+            "\n".join(part for part in (chunk.context, text) if part)
+            for chunk, chunk_texts in zip(missing, texts, strict=True)
+            for text in chunk_texts
+        ]
+        vectors = self.embedder.embed_documents(flat) if flat else None
+        start = 0
+        for chunk, chunk_texts in zip(missing, texts, strict=True):
+            end = start + len(chunk_texts)
+            rows = (
+                vectors[start:end]
+                if vectors is not None
+                else np.zeros((0, self.embedder.dimension), dtype=np.float32)
+            )
+            self._sentences[chunk.chunk_id] = _Sentences([terms(t) for t in chunk_texts], rows)
+            start = end
+        found = []
+        for chunk in chunks:
+            self._sentences.move_to_end(chunk.chunk_id)
+            found.append(self._sentences[chunk.chunk_id])
+        while len(self._sentences) > self._cached:
+            self._sentences.popitem(last=False)
+        return found
+
+
+def _rescaled(values: Sequence[float]) -> Vectors:
+    """`values` mapped to 0..1 (the best 1, the worst 0; all 1 when they are equal)."""
+    array = np.asarray(values, dtype=np.float32)
+    low, span = float(array.min()), float(array.max() - array.min())
+    return (array - low) / span if span > 0 else np.ones_like(array)

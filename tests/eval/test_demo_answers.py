@@ -76,3 +76,15 @@ def test_readme_example_is_answered_by_the_first_quote(demo: Settings) -> None:
         "File Form 1040NR if any of the following four conditions applies to you."
     )
     assert (first.source, first.page) == ("i1040nr.pdf", 2)
+
+
+def test_the_passage_that_answers_is_searched_first_not_a_slogan_sharing_a_word(
+    demo: Settings,
+) -> None:
+    # Sentence reranking once put "Simple. Safe. Secure." (the 1040-NR instructions, p. 24)
+    # first for this question: one word alone matched it better than the DMCA's caching section.
+    result = local_library(demo).search("safe harbor for caching", top_k=demo.top_k)
+    first = result.passages[0].chunk
+    assert result.reranked
+    assert first.source.endswith("dmca.pdf"), first
+    assert "Section 512(b)" in first.text

@@ -83,7 +83,7 @@ def test_each_sentence_is_embedded_once_while_it_stays_cached() -> None:
     passages = [_passage(SCATTERED, 0.9, 1), _passage(ANSWERS, 0.7, 2)]
     first = rerank.rerank(QUERY, passages, top_n=2)
     count = len(embedder.embedded)
-    assert count == 6  # four sentences and two
+    assert count == 5  # four sentences, and one ("Clinics were busy." is too short to count)
     assert rerank.rerank(QUERY, passages, top_n=2) == first
     assert len(embedder.embedded) == count
 
@@ -104,3 +104,13 @@ def test_a_cache_smaller_than_one_search_still_scores_every_sentence() -> None:
 def test_the_settings_choose_the_reranker(name: str, kind: type) -> None:
     chosen = reranker(Settings(reranker=name), WordEmbedder())
     assert isinstance(chosen, kind)
+
+
+def test_a_short_list_item_still_counts() -> None:
+    weaker = [_passage(f"Unrelated text number {n}.", 0.5 - n / 10, n) for n in range(3, 6)]
+    items = "The safe harbors are:\n1. Transitory communications;\n2. System caching;"
+    passages = [_passage(SCATTERED, 0.9, 1), _passage(items, 0.8, 2), *weaker]
+    ranked = SentenceReranker(WordEmbedder(), sentence_weight=1.0, sentence_words=0.8).rerank(
+        "system caching", passages, top_n=1
+    )
+    assert ranked[0].chunk.doc_id == "d2"

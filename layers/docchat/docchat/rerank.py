@@ -24,6 +24,9 @@ from docchat.embed import Vectors
 from docchat.models import Chunk, Passage
 from docchat.ports import Embedder
 
+# A sentence shorter than this (not a list item) says too little to speak for its passage:
+# "Safe." alone would match "safe harbor for caching" better than the section that answers it.
+SHORT = 20
 # Chunks whose sentences (their terms and vectors) are kept per process: about 14 KB each
 # at 384 dimensions and 9 sentences.
 CACHED_CHUNKS = 4_000
@@ -85,7 +88,10 @@ class SentenceReranker:
         missing = list(
             {c.chunk_id: c for c in chunks if c.chunk_id not in self._sentences}.values()
         )
-        texts = [[span.text for span in chunk_sentences(c)] for c in missing]
+        texts = [
+            [span.text for span in chunk_sentences(c) if span.list_item or len(span.text) >= SHORT]
+            for c in missing
+        ]
         # Each sentence is embedded after its chunk's context (file, title, headings), as the
         # chunk itself is: "It cut deaths by half." alone does not say what did.
         flat = [

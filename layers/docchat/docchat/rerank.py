@@ -23,6 +23,7 @@ from docchat.citations import chunk_sentences, query_terms, term_weights, terms
 from docchat.embed import Vectors
 from docchat.models import Chunk, Passage
 from docchat.ports import Embedder
+from docchat.retrieve import rescaled
 
 # A sentence shorter than this (not a list item) says too little to speak for its passage:
 # "Safe." alone would match "safe harbor for caching" better than the section that answers it.
@@ -60,8 +61,12 @@ class SentenceReranker:
         if not passages or top_n < 1:
             return []
         best = self._best_sentences(query, self._sentences_of([p.chunk for p in passages]))
-        fused = _rescaled([p.score for p in passages])
-        scores = fused + self.sentence_weight * _rescaled(best)
+        scores = [
+            fused + self.sentence_weight * sentence
+            for fused, sentence in zip(
+                rescaled([p.score for p in passages]), rescaled(best), strict=True
+            )
+        ]
         order = sorted(range(len(passages)), key=lambda i: -scores[i])  # stable: fused order
         return [passages[i].model_copy(update={"score": float(scores[i])}) for i in order[:top_n]]
 
@@ -117,10 +122,3 @@ class SentenceReranker:
         while len(self._sentences) > self._cached:
             self._sentences.popitem(last=False)
         return found
-
-
-def _rescaled(values: Sequence[float]) -> Vectors:
-    """`values` mapped to 0..1 (the best 1, the worst 0; all 1 when they are equal)."""
-    array = np.asarray(values, dtype=np.float32)
-    low, span = float(array.min()), float(array.max() - array.min())
-    return (array - low) / span if span > 0 else np.ones_like(array)

@@ -30,8 +30,8 @@ def fuse_by_score(
 ) -> list[tuple[K, float]]:
     """Convex combination of min-max normalised scores, best first, ties by first seen.
 
-    Each list's scores are mapped to 0..1 (its best 1, its worst 0; all 1 when they are equal);
-    a key absent from a list gets 0 there. Scores of any scale fuse: BM25, cosine, OpenSearch's.
+    Each list's scores are `rescaled` to 0..1; a key absent from a list gets 0 there. Scores of
+    any scale fuse: BM25, cosine, OpenSearch's.
     """
     if len(weights) != len(scored):
         raise ValueError(f"{len(weights)} weights for {len(scored)} lists of scores")
@@ -39,12 +39,17 @@ def fuse_by_score(
     for hits, weight in zip(scored, weights, strict=True):
         if not hits:
             continue
-        values = [score for _, score in hits]
-        low, span = min(values), max(values) - min(values)
-        for key, score in hits:
-            share = (score - low) / span if span > 0 else 1.0
+        for (key, _), share in zip(hits, rescaled([score for _, score in hits]), strict=True):
             fused[key] = fused.get(key, 0.0) + weight * share
     return sorted(fused.items(), key=lambda item: -item[1])
+
+
+def rescaled(values: Sequence[float]) -> list[float]:
+    """`values` mapped to 0..1: the best 1, the worst 0; all 1 when they are equal."""
+    if not values:
+        return []
+    low, span = min(values), max(values) - min(values)
+    return [(value - low) / span if span > 0 else 1.0 for value in values]
 
 
 def hybrid_search(

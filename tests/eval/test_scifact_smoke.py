@@ -18,7 +18,7 @@ DISTRACTORS = 300
 # and reciprocal-rank fusion 0.875 here. The margin absorbs float differences between machines.
 RECORDED = 0.9015
 # The same slice reranked as the chat reranks by default (DOCCHAT_RERANKER=sentences).
-RECORDED_RERANKED = 0.9228
+RECORDED_RERANKED = 0.9242
 MARGIN = 0.01
 
 

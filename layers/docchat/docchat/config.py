@@ -111,11 +111,12 @@ class Settings(BaseModel):
         description="what reorders the fused passages: sentences (each passage's best "
         "sentence, with the embedder), bedrock (a Bedrock rerank model) or none",
     )
+    # `bench/eval_sweep.py rerank` on SciFact train and COVID-QA tune (README "Retrieval quality").
     sentence_weight: float = Field(
-        1.0, ge=0, le=10, description="weight of the best sentence's score when reranking"
+        1.5, ge=0, le=10, description="weight of the best sentence's score when reranking"
     )
     sentence_words: float = Field(
-        0.8, ge=0, le=10, description="weight of the query's words in a sentence's score"
+        0.5, ge=0, le=10, description="weight of the query's words in a sentence's score"
     )
     rerank_model_id: str = Field("cohere.rerank-v3-5:0", description="Bedrock rerank model")
     # Cloud pipeline

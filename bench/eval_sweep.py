@@ -47,7 +47,7 @@ from docchat.evaluate import (
 from docchat.library import RERANK_POOL
 from docchat.models import Chunk, Passage
 from docchat.rerank import SentenceReranker
-from docchat.retrieve import RRF_K, fuse_by_rank, fuse_by_score, fused_passages
+from docchat.retrieve import RRF_K, fuse_by_rank, fuse_by_score, hybrid_search
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 CACHE = Path(".docchat-eval")
@@ -303,11 +303,12 @@ def sweep_rerank(scifact: Path, covid: Path, *, cache: Path) -> None:
         vectors = cached_vectors(chunks, embedder=embedder, cache_dir=cache, on_progress=_dots)
         with filled_index(chunks, vectors, embedder=embedder) as index:
             return {
-                qid: fused_passages(
+                qid: hybrid_search(
                     index,
-                    index.vector_search(embedder.embed_query(text), k=retrieval.candidates),
-                    index.keyword_search(text, k=retrieval.candidates),
+                    embedder,
+                    text,
                     top_k=depth,
+                    candidates=retrieval.candidates,
                     fusion=retrieval.fusion,
                     vector_weight=retrieval.vector_weight,
                 )
@@ -332,8 +333,7 @@ def sweep_rerank(scifact: Path, covid: Path, *, cache: Path) -> None:
     )
 
     def reranked(reranker: SentenceReranker, query: str, pool: list[Passage]) -> list[str]:
-        if not reranker.sentence_weight:
-            return [p.chunk.chunk_id for p in pool]
+        # Weight 0 keeps the fused order: the first row is the baseline.
         return [p.chunk.chunk_id for p in reranker.rerank(query, pool, top_n=len(pool))]
 
     rows: list[tuple[str, dict[str, float]]] = []

@@ -104,16 +104,17 @@ class SentenceReranker:
             for chunk, chunk_texts in zip(missing, texts, strict=True)
             for text in chunk_texts
         ]
-        vectors = self.embedder.embed_documents(flat) if flat else None
+        vectors = (
+            self.embedder.embed_documents(flat)
+            if flat
+            else np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        )
         start = 0
         for chunk, chunk_texts in zip(missing, texts, strict=True):
             end = start + len(chunk_texts)
-            rows = (
-                vectors[start:end]
-                if vectors is not None
-                else np.zeros((0, self.embedder.dimension), dtype=np.float32)
+            self._sentences[chunk.chunk_id] = _Sentences(
+                [terms(t) for t in chunk_texts], vectors[start:end]
             )
-            self._sentences[chunk.chunk_id] = _Sentences([terms(t) for t in chunk_texts], rows)
             start = end
         found = []
         for chunk in chunks:

@@ -5,6 +5,7 @@ Run from the repository root (the data sets live in ../shared/data; see its READ
 
     .venv/bin/python bench/extractive_answers.py compare [--split test] [--limit N]
     .venv/bin/python bench/extractive_answers.py threshold
+    .venv/bin/python bench/extractive_answers.py similarity
 
 `compare` answers every question twice from the same hybrid passages (the chat's top_k): with
 the extractive answer of main at d21c21e (its citations.py read from git, its agent's loop
@@ -18,6 +19,10 @@ the same questions asked over the demo PDFs (US tax instructions, the DMCA) are 
 picks the highest threshold that still answers ANSWERED of the positives (a false "nothing
 matches" hides an answer the documents hold, which is what issue 14 reports; a false answer is
 still marked as quotes, not as a claim), then reports both shares on the `test` half.
+
+`similarity` chooses `citations.SIMILARITY_WEIGHT` on the `tune` half: the chat's reranked
+passages, quoted with each sentence's cosine (from the sentence reranker) weighted 0 to 3; the
+best answer recall wins, and the test half is left for `docchat eval qa --split test`.
 
 The split is by document (a fixed hash order of document ids), so no paper is in both halves.
 Corpus embeddings are cached in --cache (default .docchat-eval/).
@@ -38,7 +43,7 @@ import numpy as np
 
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.chunk import chunks_from_pages
-from docchat.citations import question_coverage
+from docchat.citations import SIMILARITY_WEIGHT, answer_quotes, question_coverage
 from docchat.config import Settings
 from docchat.convert import pages_from_pdf
 from docchat.evaluate import (
@@ -55,6 +60,8 @@ from docchat.evaluate import (
     ranked_chunks,
 )
 from docchat.models import Chunk
+from docchat.rerank import SentenceReranker
+from docchat.wiring import reranker
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
@@ -62,6 +69,7 @@ COVID = SHARED / "covid-qa" / "200423_covidQA.json"
 DEMO = REPO / "examples" / "pdfs"
 MAIN = "d21c21e"
 THRESHOLDS = [round(0.05 * i, 2) for i in range(0, 17)]
+SIMILARITY_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 ANSWERED = 0.99
 
 
@@ -180,9 +188,52 @@ def threshold(args: argparse.Namespace, settings: Settings) -> None:
     print(f"test half at {best:.2f}: answered {answered:.4f}, refused {refused:.4f}")
 
 
+def similarity(args: argparse.Namespace, settings: Settings) -> None:
+    data = qa_split(load_squad(COVID), "tune")
+    data = replace(data, questions=data.questions[: args.limit])
+    embedder = LocalEmbedder()
+    chat_reranker = reranker(settings, embedder)
+    if not isinstance(chat_reranker, SentenceReranker):
+        raise SystemExit("similarity needs DOCCHAT_RERANKER=sentences (the local default)")
+    sentences = chat_reranker  # narrowed for the closure below
+
+    def weighted(weight: float) -> Quoter:
+        def quote(question: str, chunks: Sequence[Chunk]) -> list[tuple[Chunk, int, str]]:
+            cosines = sentences.similarities(question, chunks)
+            scaled = {key: value * weight / SIMILARITY_WEIGHT for key, value in cosines.items()}
+            found = answer_quotes(
+                question, chunks, threshold=settings.answer_threshold, similarity=scaled
+            )
+            return [(q.chunk, q.page, q.text) for q in found]
+
+        return quote
+
+    scores = evaluate_qa(
+        data,
+        embedder=embedder,
+        chunking=Chunking(settings.chunk_size, settings.chunk_overlap),
+        retrieval=Retrieval.of(settings),
+        cache_dir=args.cache,
+        reranker=chat_reranker,
+        quoters={f"{w:.2f}": weighted(w) for w in SIMILARITY_WEIGHTS},
+        answer_passages=settings.top_k,
+    )
+    best = max(SIMILARITY_WEIGHTS, key=lambda w: scores[f"{w:.2f}"]["answer recall"])
+    print(f"COVID-QA tune: {len(data.questions)} questions, reranked top_k {settings.top_k}")
+    print("similarity weight | answer recall | quote fidelity | answered")
+    for w in SIMILARITY_WEIGHTS:
+        values = scores[f"{w:.2f}"]
+        mark = " *" if w == best else ""
+        print(
+            f"{w:.2f}{mark} | {values['answer recall']:.4f} | {values['quote fidelity']:.4f}"
+            f" | {values['answered']:.4f}"
+        )
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], None]] = {
     "compare": compare,
     "threshold": threshold,
+    "similarity": similarity,
 }
 
 

@@ -88,3 +88,34 @@ def test_the_passage_that_answers_is_searched_first_not_a_slogan_sharing_a_word(
     assert result.reranked
     assert first.source.endswith("dmca.pdf"), first
     assert "Section 512(b)" in first.text
+
+
+@pytest.fixture(scope="module")
+def dmca_alone(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    pytest.importorskip("onnxruntime", reason="the local embedder is not installed")
+    data = tmp_path_factory.mktemp("dmca")
+    assert main(["ingest", "--data-dir", str(data), str(EXAMPLES / "dmca.pdf")]) == 0
+    return Settings.from_env({}, data_dir=data)
+
+
+def test_the_first_quote_speaks_of_caching_not_of_a_word_it_shares(
+    dmca_alone: Settings,
+) -> None:
+    # With the DMCA alone, the quotes once began with the WIPO treaties' "safe and efficient
+    # exploitation of works" (p. 3): "safe" was the only question word in any sentence, since
+    # "caching" stands only in the heading "Limitation for System Caching". Each sentence's
+    # cosine with the question (embedded after its headings) now counts too.
+    _, citations = _ask(dmca_alone, "safe harbor for caching")
+
+    first = citations[0]
+    assert (first.source, first.page) == ("dmca.pdf", 10), first
+    assert "retain" in first.quote, first
+
+
+def test_a_lead_in_ending_in_a_colon_is_not_quoted(dmca_alone: Settings) -> None:
+    # "It is subject to the following conditions:" ends the caching section's first chunk; its
+    # conditions are in the next chunk, so quoted alone it said nothing.
+    _, citations = _ask(dmca_alone, "safe harbor for caching")
+
+    assert citations
+    assert not [c.quote for c in citations if c.quote.endswith(":")], citations

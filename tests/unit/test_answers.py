@@ -109,6 +109,47 @@ def test_answer_quotes_answer_from_the_heading_when_the_text_lacks_the_words() -
     assert quotes and quotes[0].text.startswith("Section 512(b) limits the liability")
 
 
+WIPO = (
+    "They provide legal protection that the international copyright community deemed critical "
+    "to the safe and efficient exploitation of works on digital networks."
+)
+
+
+def test_answer_quotes_weigh_each_sentences_similarity_with_the_question() -> None:
+    # The DMCA alone: "safe" is the only question word in any sentence, so by words the WIPO
+    # sentence came first; the reranker's cosine of the caching sentence (embedded after its
+    # heading) puts the section that answers first.
+    passages = [_chunk(WIPO, 1), _chunk(CACHING, 2, headings=["Limitation for System Caching"])]
+    caching = chunk_sentences(passages[1])[0]
+    cosines = {
+        (passages[0].chunk_id, 0): 0.2,
+        (passages[1].chunk_id, caching.start): 0.6,
+    }
+
+    by_words = answer_quotes("safe harbor for caching", passages, threshold=0.0)
+    with_similarity = answer_quotes(
+        "safe harbor for caching", passages, threshold=0.0, similarity=cosines
+    )
+
+    assert by_words[0].text == WIPO
+    assert with_similarity[0].text.startswith("Section 512(b) limits the liability")
+
+
+def test_answer_quotes_leave_out_a_lead_in_ending_in_a_colon() -> None:
+    lead_in = _chunk(
+        "The limitation applies to acts of intermediate and temporary storage, carried out "
+        "through an automatic technical process for the purpose of making the material "
+        "available to subscribers who request it. It is subject to the following conditions:"
+    )
+
+    texts = [
+        q.text
+        for q in answer_quotes("conditions of the storage limitation", [lead_in], threshold=0.0)
+    ]
+
+    assert texts and not [t for t in texts if t.endswith(":")], texts
+
+
 def test_answer_quotes_drop_repeated_text_from_overlapping_chunks() -> None:
     passages = [_chunk(CACHING, 1), _chunk(CACHING, 2, doc_id="copy")]
 

@@ -7,9 +7,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
+from docchat.citations import chunk_sentences
 from docchat.config import Settings
 from docchat.models import Chunk, Passage
-from docchat.rerank import SentenceReranker
+from docchat.rerank import SHORT, SentenceReranker, sentence_similarities
 from docchat.wiring import reranker
 from tests.conftest import WordEmbedder
 
@@ -114,3 +115,28 @@ def test_a_short_list_item_still_counts() -> None:
         "system caching", passages, top_n=1
     )
     assert ranked[0].chunk.doc_id == "d2"
+
+
+def test_similarities_give_each_scored_sentence_its_cosine_by_where_it_starts() -> None:
+    embedder = CountingEmbedder()
+    sentences = SentenceReranker(embedder, sentence_weight=1.0, sentence_words=0.5)
+    passages = [_passage(SCATTERED, 0.9, 1), _passage(ANSWERS, 0.8, 2)]
+    sentences.rerank(QUERY, passages, top_n=2)
+    embedded = len(embedder.embedded)
+
+    cosines = sentences.similarities(QUERY, [p.chunk for p in passages])
+
+    assert len(embedder.embedded) == embedded  # the reranked sentences are not embedded again
+    assert set(cosines) == {
+        (p.chunk.chunk_id, span.start)
+        for p in passages
+        for span in chunk_sentences(p.chunk)
+        if len(span.text) >= SHORT  # "Clinics were busy." is too short to be scored
+    }
+    answer = ANSWERS.index("The MMR vaccine")
+    assert max(cosines, key=cosines.__getitem__) == (passages[1].chunk.chunk_id, answer)
+
+
+def test_without_the_sentence_reranker_there_are_no_similarities() -> None:
+    chunk = _passage(ANSWERS, 1.0, 1).chunk
+    assert sentence_similarities(None, QUERY, [chunk]) == {}

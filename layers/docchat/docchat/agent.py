@@ -322,7 +322,12 @@ class Agent:
         question = _last_user_text(messages)
         use = ToolUse(id="offline-search", name="search_documents", input={"query": question})
         yield from self._tool(run, use, doc_ids)
-        quotes = answer_quotes(question, run.sources, threshold=self.config.answer_threshold)
+        quotes = answer_quotes(
+            question,
+            run.sources,
+            threshold=self.config.answer_threshold,
+            similarity=self.library.sentence_similarities(question, run.sources),
+        )
         citations = [citation(q.number, q.chunk, q.page, q.text) for q in quotes]
         lines = [f"{i}. “{q.text}” [{q.number}]" for i, q in enumerate(quotes, start=1)]
         answer = "\n".join([NOTICE, "", *lines]) if lines else NOT_FOUND

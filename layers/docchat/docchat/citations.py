@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -82,6 +82,9 @@ DIVERSITY = 0.6
 PHRASE_WEIGHT = 0.2
 OPENING_WEIGHT = 0.15
 SECTION_WEIGHT = 0.3
+# Times the sentence's cosine with the question, when the reranker embedded it (`similarity`):
+# chosen on COVID-QA tune with bench/extractive_answers.py similarity (README).
+SIMILARITY_WEIGHT = 2.0
 
 
 def stem(word: str) -> str:
@@ -193,6 +196,7 @@ def answer_quotes(
     *,
     threshold: float,
     limit: int = EXTRACTIVE_QUOTES,
+    similarity: Mapping[tuple[str, int], float] | None = None,
 ) -> list[Quote]:
     """The sentences of `passages` (best first, as retrieved) that best answer `question`;
     none when no passage holds `threshold` of the question's (weighted) words in its text,
@@ -201,9 +205,14 @@ def answer_quotes(
     A sentence scores by the share of the question's words it holds, each weighted by how rare
     it is among the candidate sentences, with some credit for words only in its headings, for
     the question's word pairs in order, for opening with the question's words, and for its
-    passage's rank. Near duplicates are dropped and each pick is discounted by its overlap with
-    those already chosen.
+    passage's rank, plus `SIMILARITY_WEIGHT` times its cosine with the question where
+    `similarity` has it (by chunk id and `Span.start`; a sentence quoted with the next takes the
+    better of the two: `SentenceReranker.similarities`). A sentence ending in a colon is not
+    quoted: "It is subject to the following conditions:" says nothing without what follows.
+    Near duplicates are dropped and each pick is discounted by its overlap with those already
+    chosen.
     """
+    similarity = similarity or {}
     wanted = query_terms(question)
     candidates = [
         (number, span)
@@ -224,16 +233,21 @@ def answer_quotes(
     openers = _section_openers(wanted, passages)
     for k, ((number, span), found) in enumerate(zip(candidates, seen, strict=True)):
         text = span.text
+        if text.endswith(":"):  # a lead-in says nothing without what follows
+            continue
+        cosines = [similarity.get((span.chunk.chunk_id, span.start), 0.0)]
         after = candidates[k + 1][1] if k + 1 < len(candidates) else None
         if (
             after is not None
             and after.chunk is span.chunk
             and after.page == span.page
             and not (span.list_item or after.list_item)  # a list item is quoted alone
+            and not after.text.endswith(":")
             and len(span.text) + len(after.text) < JOIN_CHARS
         ):
             text = _quote_text(span.chunk.text, span.start, after.end)
             found = found | seen[k + 1]
+            cosines.append(similarity.get((after.chunk.chunk_id, after.start), 0.0))
         inside = sum(weight[t] for t in wanted & found) / total
         around = sum(weight[t] for t in (wanted & headings[number - 1]) - found) / total
         coverage = inside + HEADING_WEIGHT * around
@@ -251,6 +265,7 @@ def answer_quotes(
             + (SECTION_WEIGHT if k in openers else 0.0)
             + (NUMBER_BONUS if numeric and _DIGIT.search(text) else 0.0)
             - (0.2 if short else 0.0)
+            + SIMILARITY_WEIGHT * max(cosines)
         )
         scored.append(Quote(number, span.chunk, span.page, text, score, coverage))
     return _diverse(scored, limit=limit)

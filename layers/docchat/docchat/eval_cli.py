@@ -167,6 +167,7 @@ def run_qa(args: argparse.Namespace, settings: Settings) -> int:
     with _progress() as report:
         embedder = local_embedder(settings)
         for context in _contexts(args):
+            chat_reranker = reranker(settings, embedder)
             found = evaluate_qa(
                 data,
                 embedder=embedder,
@@ -174,9 +175,13 @@ def run_qa(args: argparse.Namespace, settings: Settings) -> int:
                 context=context,
                 retrieval=_retrieval(args, settings),
                 cache_dir=args.cache,
-                reranker=reranker(settings, embedder),
+                reranker=chat_reranker,
                 on_progress=report,
-                quoters={"extractive": extractive_quoter(threshold=settings.answer_threshold)},
+                quoters={
+                    "extractive": extractive_quoter(
+                        threshold=settings.answer_threshold, reranker=chat_reranker
+                    )
+                },
                 answer_passages=settings.top_k,
             )
             scores |= _labelled(found, context, args)

@@ -25,6 +25,7 @@ from docchat.ingest import Progress, embed_chunks
 from docchat.library import RERANK_POOL
 from docchat.models import Chunk, DocumentRecord, Page
 from docchat.ports import Embedder, Reranker
+from docchat.rerank import sentence_similarities
 from docchat.retrieve import Fusion, check_weight, fused_passages
 
 Ranking = list[str]
@@ -558,11 +559,17 @@ def hit_rates(first_hits: Sequence[int | None]) -> dict[str, float]:
 Quoter = Callable[[str, Sequence[Chunk]], Sequence[tuple[Chunk, int, str]]]
 
 
-def extractive_quoter(*, threshold: float) -> Quoter:
-    """The chat's extractive answer (`docchat.citations.answer_quotes`) as a `Quoter`."""
+def extractive_quoter(*, threshold: float, reranker: Reranker | None = None) -> Quoter:
+    """The chat's extractive answer (`docchat.citations.answer_quotes`) as a `Quoter`, with
+    the sentence similarities of `reranker` as the chat has them."""
 
     def quote(question: str, chunks: Sequence[Chunk]) -> list[tuple[Chunk, int, str]]:
-        found = answer_quotes(question, chunks, threshold=threshold)
+        found = answer_quotes(
+            question,
+            chunks,
+            threshold=threshold,
+            similarity=sentence_similarities(reranker, question, chunks),
+        )
         return [(q.chunk, q.page, q.text) for q in found]
 
     return quote

@@ -9,6 +9,7 @@ from docchat.errors import DocchatError
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
 from docchat.pagetext import extracted_pages
 from docchat.ports import ChunkReader, DocumentRegistry, Embedder, PageStore, Reranker
+from docchat.rerank import sentence_similarities
 from docchat.retrieve import Fusion, hybrid_search
 
 # Passages the reranker sees per passage wanted (the evaluation reranks as many).
@@ -104,6 +105,16 @@ class Library:
             return SearchResult(self.reranker.rerank(query, fused, top_n=top_k), reranked=True)
         except DocchatError as exc:
             return SearchResult(fused[:top_k], reranked=False, rerank_note=str(exc))
+
+    def sentence_similarities(
+        self, query: str, chunks: Sequence[Chunk]
+    ) -> dict[tuple[str, int], float]:
+        """Each sentence's cosine with `query`, when the reranker embeds sentences; none when
+        it does not, or when embedding fails (the quotes then rest on the question's words)."""
+        try:
+            return sentence_similarities(self.reranker, query, chunks)
+        except DocchatError:
+            return {}
 
     def _catalog(self, given: Catalog | None) -> Catalog:
         return given if given is not None else self.catalog()

@@ -22,7 +22,7 @@ import numpy as np
 from docchat.citations import chunk_sentences, query_terms, term_weights, terms
 from docchat.embed import Vectors
 from docchat.models import Chunk, Passage
-from docchat.ports import Embedder
+from docchat.ports import Embedder, Reranker
 from docchat.retrieve import rescaled
 
 # A sentence shorter than this (not a list item) says too little to speak for its passage:
@@ -35,6 +35,7 @@ CACHED_CHUNKS = 4_000
 
 @dataclass(frozen=True)
 class _Sentences:
+    starts: list[int]  # each sentence's offset in its chunk's text (`Span.start`)
     terms: list[set[str]]
     vectors: Vectors
 
@@ -70,6 +71,17 @@ class SentenceReranker:
         order = sorted(range(len(passages)), key=lambda i: -scores[i])  # stable: fused order
         return [passages[i].model_copy(update={"score": float(scores[i])}) for i in order[:top_n]]
 
+    def similarities(self, query: str, chunks: Sequence[Chunk]) -> dict[tuple[str, int], float]:
+        """The cosine with `query` of each scored sentence of `chunks`, by (chunk id, the
+        sentence's `Span.start`): what the extractive answer adds to its own scores. The
+        sentences of chunks just reranked are cached, so only the query is embedded."""
+        vector = self.embedder.embed_query(query).reshape(-1)
+        return {
+            (chunk.chunk_id, start): float(cosine)
+            for chunk, sentences in zip(chunks, self._sentences_of(list(chunks)), strict=True)
+            for start, cosine in zip(sentences.starts, sentences.vectors @ vector, strict=True)
+        }
+
     def _best_sentences(self, query: str, passages: list[_Sentences]) -> list[float]:
         """Per passage, its best sentence's cosine with the query plus `sentence_words` times the
         weighted share of the query's words in it (0 for a passage without sentences)."""
@@ -93,10 +105,11 @@ class SentenceReranker:
         missing = list(
             {c.chunk_id: c for c in chunks if c.chunk_id not in self._sentences}.values()
         )
-        texts = [
-            [span.text for span in chunk_sentences(c) if span.list_item or len(span.text) >= SHORT]
+        spans = [
+            [span for span in chunk_sentences(c) if span.list_item or len(span.text) >= SHORT]
             for c in missing
         ]
+        texts = [[span.text for span in chunk_spans] for chunk_spans in spans]
         # Each sentence is embedded after its chunk's context (file, title, headings), as the
         # chunk itself is: "It cut deaths by half." alone does not say what did.
         flat = [
@@ -110,10 +123,12 @@ class SentenceReranker:
             else np.zeros((0, self.embedder.dimension), dtype=np.float32)
         )
         start = 0
-        for chunk, chunk_texts in zip(missing, texts, strict=True):
-            end = start + len(chunk_texts)
+        for chunk, chunk_spans in zip(missing, spans, strict=True):
+            end = start + len(chunk_spans)
             self._sentences[chunk.chunk_id] = _Sentences(
-                [terms(t) for t in chunk_texts], vectors[start:end]
+                [span.start for span in chunk_spans],
+                [terms(span.text) for span in chunk_spans],
+                vectors[start:end],
             )
             start = end
         found = []
@@ -123,3 +138,13 @@ class SentenceReranker:
         while len(self._sentences) > self._cached:
             self._sentences.popitem(last=False)
         return found
+
+
+def sentence_similarities(
+    reranker: Reranker | None, query: str, chunks: Sequence[Chunk]
+) -> dict[tuple[str, int], float]:
+    """Each sentence's cosine with `query` when `reranker` embeds sentences (the local default),
+    for the extractive answer; none with Bedrock Rerank, which scores passages only."""
+    if isinstance(reranker, SentenceReranker) and chunks:
+        return reranker.similarities(query, chunks)
+    return {}

@@ -232,9 +232,9 @@ def answer_quotes(
     numeric = _NUMERIC_QUESTION.search(question.casefold()) is not None
     openers = _section_openers(wanted, passages)
     for k, ((number, span), found) in enumerate(zip(candidates, seen, strict=True)):
-        text = span.text
-        if text.endswith(":"):  # a lead-in says nothing without what follows
+        if _lead_in(span):
             continue
+        text = span.text
         cosines = [similarity.get((span.chunk.chunk_id, span.start), 0.0)]
         after = candidates[k + 1][1] if k + 1 < len(candidates) else None
         if (
@@ -242,7 +242,7 @@ def answer_quotes(
             and after.chunk is span.chunk
             and after.page == span.page
             and not (span.list_item or after.list_item)  # a list item is quoted alone
-            and not after.text.endswith(":")
+            and not _lead_in(after)
             and len(span.text) + len(after.text) < JOIN_CHARS
         ):
             text = _quote_text(span.chunk.text, span.start, after.end)
@@ -269,6 +269,11 @@ def answer_quotes(
         )
         scored.append(Quote(number, span.chunk, span.page, text, score, coverage))
     return _diverse(scored, limit=limit)
+
+
+def _lead_in(span: Span) -> bool:
+    """A sentence ending in a colon: it says nothing without what follows."""
+    return span.text.endswith(":")
 
 
 def question_coverage(question: str, passages: Sequence[Chunk]) -> float:

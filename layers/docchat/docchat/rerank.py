@@ -55,6 +55,9 @@ class SentenceReranker:
         self.sentence_weight = sentence_weight
         self.sentence_words = sentence_words
         self._cached = cached
+        # The last query and its vector: the extractive answer asks `similarities` for the
+        # query just reranked. One tuple, replaced whole, so threads never see a torn pair.
+        self._last_query: tuple[str, Vectors] | None = None
         self._sentences: OrderedDict[str, _Sentences] = OrderedDict()
 
     def rerank(self, query: str, passages: Sequence[Passage], *, top_n: int) -> list[Passage]:
@@ -74,13 +77,21 @@ class SentenceReranker:
     def similarities(self, query: str, chunks: Sequence[Chunk]) -> dict[tuple[str, int], float]:
         """The cosine with `query` of each scored sentence of `chunks`, by (chunk id, the
         sentence's `Span.start`): what the extractive answer adds to its own scores. The
-        sentences of chunks just reranked are cached, so only the query is embedded."""
-        vector = self.embedder.embed_query(query).reshape(-1)
+        sentences of chunks just reranked are cached, and so is the query's vector."""
+        vector = self._query_vector(query)
         return {
             (chunk.chunk_id, start): float(cosine)
             for chunk, sentences in zip(chunks, self._sentences_of(list(chunks)), strict=True)
             for start, cosine in zip(sentences.starts, sentences.vectors @ vector, strict=True)
         }
+
+    def _query_vector(self, query: str) -> Vectors:
+        last = self._last_query
+        if last is not None and last[0] == query:
+            return last[1]
+        vector = self.embedder.embed_query(query).reshape(-1)
+        self._last_query = (query, vector)
+        return vector
 
     def _best_sentences(self, query: str, passages: list[_Sentences]) -> list[float]:
         """Per passage, its best sentence's cosine with the query plus `sentence_words` times the
@@ -88,7 +99,7 @@ class SentenceReranker:
         wanted = query_terms(query)
         weight = term_weights(wanted, [t for passage in passages for t in passage.terms])
         total = sum(weight.values()) or 1.0
-        vector = self.embedder.embed_query(query).reshape(-1)
+        vector = self._query_vector(query)
         best: list[float] = []
         for passage in passages:
             cosines = passage.vectors @ vector
@@ -109,13 +120,12 @@ class SentenceReranker:
             [span for span in chunk_sentences(c) if span.list_item or len(span.text) >= SHORT]
             for c in missing
         ]
-        texts = [[span.text for span in chunk_spans] for chunk_spans in spans]
         # Each sentence is embedded after its chunk's context (file, title, headings), as the
         # chunk itself is: "It cut deaths by half." alone does not say what did.
         flat = [
-            "\n".join(part for part in (chunk.context, text) if part)
-            for chunk, chunk_texts in zip(missing, texts, strict=True)
-            for text in chunk_texts
+            "\n".join(part for part in (chunk.context, span.text) if part)
+            for chunk, chunk_spans in zip(missing, spans, strict=True)
+            for span in chunk_spans
         ]
         vectors = (
             self.embedder.embed_documents(flat)

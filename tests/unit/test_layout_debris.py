@@ -255,3 +255,24 @@ def test_capitalised_words_in_the_text_are_not_margin_notes() -> None:
     markdown = pages_from_pdf(_pdf([page])).pages[0].markdown
 
     assert "NOTE" in markdown and "NASA" in markdown and "TOTAL" in markdown
+
+
+def test_demo_bullets_stay_on_their_list_items() -> None:
+    # PDFium reads the DMCA's Wingdings bullet as "!", set well apart from its item: it was cut
+    # off as a margin icon, left on a line of its own, and items ran together into paragraphs.
+    page = pages_from_pdf(_data(DMCA)).pages[10].markdown
+    paragraphs = [_norm(p) for p in page.split("\n\n")]
+
+    assert "!" not in paragraphs
+    assert "! The content of the retained material must not be modified." in paragraphs
+    assert any(p.startswith("! The provider must limit users") for p in paragraphs)
+
+
+def test_demo_list_items_are_not_headings() -> None:
+    # The IRS instructions' bullet glyph is larger than the text: hundreds of "### • Days you
+    # commute to work in the" became headings, and every chunk's heading path carried them.
+    markdown = "\n".join(page.markdown for page in pages_from_pdf(_data(IRS)).pages)
+    bulleted = [line for line in markdown.splitlines() if re.match(r"#+ •", line)]
+
+    assert bulleted == []
+    assert "• Teacher or trainee," in markdown.splitlines()

@@ -210,7 +210,7 @@ def _convert(
     _drop_running_lines(raw_pages)
     for page in raw_pages:
         built = _paragraphs(page.lines)
-        page.paragraphs = (_split_at_bullets(built) if page.ocr else built) + page.fields
+        page.paragraphs = _split_at_bullets(built) + page.fields
     if outline:
         _mark_outline_headings(raw_pages, outline)
     else:
@@ -480,16 +480,17 @@ def _even_sizes(lines: list[_Line]) -> list[_Line]:
     return lines
 
 
-_BULLETS = ("•", "·", "▪", "◦", "○", "■", "□", "➢", "►")
+# A list item's bullet; "!" is how PDFium reads the DMCA's Wingdings bullet.
+_BULLET = re.compile(r"[•▪◦○●■□❏➢►!]\s")
 
 
 def _split_at_bullets(paragraphs: list[_Paragraph]) -> list[_Paragraph]:
-    """A scanned list item starts a paragraph (text-layer pages keep PDFium's line breaks)."""
+    """A list item starts a paragraph: its lines are not run into the item before it."""
     out: list[_Paragraph] = []
     for paragraph in paragraphs:
         current = _Paragraph([], paragraph.heading_level)
         for line in paragraph.lines:
-            if current.lines and line.text.startswith(_BULLETS):
+            if current.lines and _BULLET.match(line.text):
                 out.append(current)
                 current = _Paragraph([])
             current.lines.append(line)
@@ -651,8 +652,10 @@ class _Glyphs:
             apart = not -size <= right[0] - left[2] < 0.45 * size
             if not apart or not self._style_differs(before, after):
                 continue
-            note = text[start : space.start()] if space is spaces[0] else text[space.end() : end]
-            if _looks_like_note(note):
+            leading = space is spaces[0]
+            note = text[start : space.start()] if leading else text[space.end() : end]
+            # One icon opening a line is its bullet ("! The provider must…" in the DMCA).
+            if _looks_like_note(note) and not (leading and len(note) == 1):
                 return [_Gap(space.start(), space.end(), right[0], 0.0)]
         return []
 
@@ -1191,7 +1194,7 @@ def _looks_like_heading(paragraph: _Paragraph, body: float) -> bool:
     text = paragraph.text
     if len(paragraph.lines) > 3 or len(text) > _MAX_HEADING or not any(c.isalpha() for c in text):
         return False
-    if text.endswith((".", ",", ";")):
+    if text.endswith((".", ",", ";")) or _BULLET.match(text):  # a list item is no heading
         return False
     if paragraph.size >= body * 1.15:
         return True

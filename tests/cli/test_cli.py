@@ -209,6 +209,34 @@ def test_ask_lists_each_cited_source_once_by_number(monkeypatch: pytest.MonkeyPa
     ]
 
 
+def test_ask_lists_a_passage_quoted_on_two_pages_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from docchat import cli
+    from docchat.models import Answer, Citation
+
+    # Given an answer quoting one passage that runs from page 10 onto page 11, on both pages
+    answer = Answer(
+        text="…",
+        citations=[
+            Citation(number=1, doc_id="d", title="DMCA", source="dmca.pdf", page=p, quote=q)
+            for p, q in ((11, "b"), (10, "a"), (11, "c"))
+        ],
+        mode="extractive",
+    )
+    printed = io.StringIO()
+    monkeypatch.setattr(cli, "out", Console(file=printed, width=200))
+
+    cli._print_sources(answer)
+
+    # Then [1] is listed once with both pages (it was listed twice, as if two sources had [1])
+    assert printed.getvalue().split("Sources\n", 1)[1].splitlines() == [
+        "  [1] DMCA, pages 10, 11 (dmca.pdf)",
+    ]
+
+
 def test_each_command_closes_the_index_it_opened(tmp_path: Path) -> None:
     # Commands run one after another in one process (as here, or a script importing docchat):
     # the data directory must be whole when each returns, not when the garbage collector closes

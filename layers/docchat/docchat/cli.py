@@ -384,12 +384,19 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _print_sources(answer: Answer) -> None:
-    """Each cited source once, by number (two quotes may come from one passage and page)."""
-    shown = {(c.number, c.page): c for c in answer.citations}
-    if shown:
+    """Each cited passage once, by number, with the pages its quotes are on (a passage may
+    run over a page break, and two quotes may come from one passage and page)."""
+    pages: dict[int, set[int]] = {}
+    first: dict[int, Citation] = {}
+    for c in answer.citations:
+        pages.setdefault(c.number, set()).add(c.page)
+        first.setdefault(c.number, c)
+    if first:
         out.print("\nSources")
-    for _, c in sorted(shown.items()):
-        out.print(f"  [{c.number}] {c.title}, page {c.page} ({Path(c.source).name})", markup=False)
+    for number, c in sorted(first.items()):
+        found = sorted(pages[number])
+        where = f"page {found[0]}" if len(found) == 1 else f"pages {', '.join(map(str, found))}"
+        out.print(f"  [{number}] {c.title}, {where} ({Path(c.source).name})", markup=False)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:

@@ -65,7 +65,8 @@ def test_demo_question_quotes_stand_verbatim_on_their_pages(
     assert NOT_FOUND not in text and citations
     for citation in citations:
         assert verbatim(citation.quote, pages[(citation.source, citation.page)]), citation
-        assert f"“{citation.quote}” [{citation.number}]" in text
+        shown = (f"“{citation.quote}{cut}” [{citation.number}]" for cut in ("", " …"))
+        assert any(quote in text for quote in shown), citation
 
 
 def test_readme_example_is_answered_by_the_first_quote(demo: Settings) -> None:

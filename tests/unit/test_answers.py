@@ -150,6 +150,48 @@ def test_answer_quotes_leave_out_a_lead_in_ending_in_a_colon() -> None:
     assert texts and not [t for t in texts if t.endswith(":")], texts
 
 
+COUNTER_NOTICE = (
+    "If the subscriber serves a counter notification complying with statutory requirements, "
+    "including a statement under penalty of perjury that the material was removed or disabled "
+    "through mistake or misidentification, then unless the copyright owner files an action "
+    "seeking a court order against the subscriber, the service provider must put the material "
+    "back up within 10-14 business days after receiving the counter notification."
+)
+
+
+def test_answer_quotes_say_when_a_long_sentence_is_quoted_only_in_part(tmp_path: Path) -> None:
+    # The DMCA's 413-character sentence was quoted as "… within 10-14 business days after",
+    # read as the whole sentence.
+    library = library_of(tmp_path / "i.sqlite3", {"dmca": [COUNTER_NOTICE]})
+
+    events = list(
+        Agent(library, None, tuned_config()).run(
+            [{"role": "user", "content": "when must the provider put the material back up"}]
+        )
+    )
+
+    text = "".join(e.text for e in events if isinstance(e, DeltaEvent))
+    [cited] = [e for e in events if isinstance(e, CitationsEvent)]
+    [quote] = [c.quote for c in cited.citations]
+    assert COUNTER_NOTICE.startswith(quote) and len(quote) < len(COUNTER_NOTICE)
+    assert f"“{quote} …” [1]" in text
+
+
+def test_answer_quotes_mark_a_sentence_the_chunk_end_cuts_short() -> None:
+    # A chunk may end inside a sentence (the next chunk, which overlaps it, holds it whole).
+    cut = _chunk(
+        "The provider is protected from liability for taking the material down. If the "
+        "subscriber serves a counter notification complying with statutory requirements, the "
+        "service provider must put the material"
+    )
+
+    quotes = answer_quotes("counter notification material", [cut], threshold=0)
+    whole = answer_quotes("limits liability retaining copies", [_chunk(CACHING)], threshold=0)
+
+    assert [q.partial for q in quotes if q.text.endswith("put the material")] == [True]
+    assert whole and not [q for q in whole if q.partial]
+
+
 def test_answer_quotes_drop_repeated_text_from_overlapping_chunks() -> None:
     passages = [_chunk(CACHING, 1), _chunk(CACHING, 2, doc_id="copy")]
 

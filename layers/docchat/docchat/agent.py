@@ -329,7 +329,11 @@ class Agent:
             similarity=self.library.sentence_similarities(question, run.sources),
         )
         citations = [citation(q.number, q.chunk, q.page, q.text) for q in quotes]
-        lines = [f"{i}. “{q.text}” [{q.number}]" for i, q in enumerate(quotes, start=1)]
+        # A quote of a sentence's head says so; the citation keeps only what is on the page.
+        lines = [
+            f"{i}. “{q.text}{' …' if q.partial else ''}” [{q.number}]"
+            for i, q in enumerate(quotes, start=1)
+        ]
         answer = "\n".join([NOTICE, "", *lines]) if lines else NOT_FOUND
         run.first_token_s = time.monotonic() - run.started
         for line in answer.splitlines(keepends=True):

@@ -73,6 +73,8 @@ _NUMERIC_QUESTION = re.compile(
 _DIGIT = re.compile(r"\d")
 # A sentence is quoted with the next when both together are shorter than this.
 JOIN_CHARS = QUOTE_CHARS
+# A chunk's last line without a full stop is cut short when longer than this (else a heading).
+CUT_OFF_CHARS = 80
 # Parts of a sentence's score in `answer_quotes`, chosen on the questions of the COVID-QA tune
 # half (bench/extractive_answers.py; the README reports the test half).
 NUMBER_BONUS = 0.15
@@ -149,10 +151,11 @@ def chunk_sentences(chunk: Chunk) -> list[Span]:
     return spans
 
 
-def _quote_text(text: str, start: int, end: int) -> str:
+def _quote_text(text: str, start: int, end: int, *, limit: int | None = QUOTE_CHARS) -> str:
     """text[start:end] as a quote: markdown escapes at line starts dropped, whitespace runs
-    made single spaces, clipped to QUOTE_CHARS."""
-    return _clip(" ".join(_ESCAPE_LINE.sub("", text[start:end]).split()))
+    made single spaces, clipped to `limit`."""
+    quote = " ".join(_ESCAPE_LINE.sub("", text[start:end]).split())
+    return quote if limit is None else _clip(quote, limit)
 
 
 def _clip(text: str, limit: int = QUOTE_CHARS) -> str:
@@ -188,6 +191,8 @@ class Quote:
     text: str
     score: float
     coverage: float  # weighted share of the question's words in the sentence and its headings
+    # `text` is the head of its sentence: clipped to QUOTE_CHARS, or cut short by the chunk's end
+    partial: bool = False
 
 
 def answer_quotes(
@@ -235,6 +240,7 @@ def answer_quotes(
         if _lead_in(span):
             continue
         text = span.text
+        last = span
         cosines = [similarity.get((span.chunk.chunk_id, span.start), 0.0)]
         after = candidates[k + 1][1] if k + 1 < len(candidates) else None
         if (
@@ -246,6 +252,7 @@ def answer_quotes(
             and len(span.text) + len(after.text) < JOIN_CHARS
         ):
             text = _quote_text(span.chunk.text, span.start, after.end)
+            last = after
             found = found | seen[k + 1]
             cosines.append(similarity.get((after.chunk.chunk_id, after.start), 0.0))
         inside = sum(weight[t] for t in wanted & found) / total
@@ -267,13 +274,28 @@ def answer_quotes(
             - (0.2 if short else 0.0)
             + SIMILARITY_WEIGHT * max(cosines)
         )
-        scored.append(Quote(number, span.chunk, span.page, text, score, coverage))
+        whole = _quote_text(span.chunk.text, span.start, last.end, limit=None)
+        partial = text != whole or _cut_off(last)
+        scored.append(Quote(number, span.chunk, span.page, text, score, coverage, partial))
     return _diverse(scored, limit=limit)
 
 
 def _lead_in(span: Span) -> bool:
     """A sentence ending in a colon: it says nothing without what follows."""
     return span.text.endswith(":")
+
+
+_FINISHED = re.compile(r"[.!?;:][\"'\u201d\u2019)\]]*$")
+
+
+def _cut_off(span: Span) -> bool:
+    """A sentence the chunk's end cuts short ("… the service provider must put the"; the chunk
+    after it holds it whole). A short line without a full stop there is a heading or a list
+    item."""
+    text = span.chunk.text
+    ends_chunk = not text[span.end :].strip()
+    finished = _FINISHED.search(text[span.start : span.end])
+    return ends_chunk and len(span.text) > CUT_OFF_CHARS and not finished
 
 
 def question_coverage(question: str, passages: Sequence[Chunk]) -> float:

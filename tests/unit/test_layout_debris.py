@@ -268,6 +268,21 @@ def test_demo_bullets_stay_on_their_list_items() -> None:
     assert any(p.startswith("! The provider must limit users") for p in paragraphs)
 
 
+def test_demo_list_items_keep_their_wrapped_lines() -> None:
+    # A bullet's font is not its text's: measured by the bullet, an item's first line differed
+    # in size or weight from the next, which then began a paragraph (and a sentence) of its own.
+    dmca = [_norm(p) for p in pages_from_pdf(_data(DMCA)).pages[0].markdown.split("\n\n")]
+    irs = [_norm(p) for p in pages_from_pdf(_data(IRS)).pages[1].markdown.split("\n\n")]
+
+    assert (
+        "! Title I, the “WIPO Copyright and Performances and Phonograms Treaties "
+        "Implementation Act of 1998,” implements the WIPO treaties." in dmca
+    )
+    assert (
+        "• Days you are in the United States as a crew member of a foreign vessel." in irs
+    )
+
+
 def test_demo_list_items_are_not_headings() -> None:
     # The IRS instructions' bullet glyph is larger than the text: hundreds of "### • Days you
     # commute to work in the" became headings, and every chunk's heading path carried them.

@@ -622,9 +622,14 @@ class _Glyphs:
         raw = self._raw
         x, y, _right, size = self.box(start)
         _left, y_end, right, _height = self.box(end - 1)
+        # A bullet is set in a font of its own: the line's size and weight are its text's.
+        bullet = _BULLET.match(text, start, end)
+        first = start + len(bullet.group()) if bullet and bullet.end() < end else start
+        if first != start:
+            size = self.box(first)[3]
         weight = pdfium_c.FPDFText_GetFontWeight
         # Only short lines can be headings; a long line's weight is never asked for.
-        bold = end - start <= _MAX_HEADING and weight(raw, start) >= 600 <= weight(raw, end - 1)
+        bold = end - start <= _MAX_HEADING and weight(raw, first) >= 600 <= weight(raw, end - 1)
         content = text[start:end]
         if _NEEDS_CLEANING.search(content):
             content = _clean(content)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, zip_longest
+from pathlib import PurePosixPath
 
+from docchat.citations import terms
 from docchat.errors import DocchatError
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
 from docchat.pagetext import extracted_pages
@@ -14,6 +18,12 @@ from docchat.retrieve import Fusion, hybrid_search
 
 # Passages the reranker sees per passage wanted (the evaluation reranks as many).
 RERANK_POOL = 4
+# Words asking about a whole document rather than something in it: "What is “X” about?",
+# "What are the key points of “X”?", "How do “X” and “Y” differ?".
+DOCUMENT_WORDS = frozenset(
+    terms("about overview summary summarize summarise key main points topics purpose differ")
+)
+_NOT_WORD = re.compile(r"[\W_]+")
 
 
 @dataclass(frozen=True)
@@ -30,6 +40,25 @@ class Catalog:
     @classmethod
     def of(cls, records: Iterable[DocumentRecord]) -> Catalog:
         return cls({r.doc_id: r for r in records if r.status == DocStatus.INDEXED})
+
+    def named_in(
+        self, query: str, doc_ids: Sequence[str] | None = None
+    ) -> tuple[list[str], str]:
+        """The documents (of `doc_ids`, when given) whose title or file name `query` spells
+        out, in the order it names them, and the query without those names. A name must be
+        two words or more ("2007 Instruction 1040-NR", "dmca.pdf"): one word is too often
+        just a word."""
+        rest = f" {_folded(query)} "
+        found: list[tuple[int, str]] = []
+        for doc_id, record in self.records.items():
+            if doc_ids is not None and doc_id not in doc_ids:
+                continue
+            for name in (record.title, PurePosixPath(record.source).name):
+                key = f" {_folded(name)} "
+                if len(key.split()) >= 2 and key in rest:
+                    found.append((rest.index(key), doc_id))
+                    rest = rest.replace(key, " ")
+        return [doc_id for _, doc_id in sorted(found)], rest.strip()
 
     def versions(self, doc_ids: Sequence[str] | None = None) -> dict[str, str]:
         """doc_id -> the indexed version, of every document or only of `doc_ids`."""
@@ -83,8 +112,18 @@ class Library:
         catalog: Catalog | None = None,
     ) -> SearchResult:
         """Hybrid candidates of indexed versions only, reranked when a reranker is set; the
-        fused order if reranking fails. Without `catalog`, the registry is read first."""
-        versions = self._catalog(catalog).versions(doc_ids)
+        fused order if reranking fails. Without `catalog`, the registry is read first.
+
+        A query that names documents by title or file name searches those documents for the
+        rest of it; when nothing is left but words about the documents as a whole ("What is
+        “X” about?"), the answer is where each begins."""
+        catalog = self._catalog(catalog)
+        named, rest = catalog.named_in(query, doc_ids)
+        if named and not terms(rest) - DOCUMENT_WORDS:
+            return SearchResult(self._openings(named, top_k, catalog), reranked=False)
+        if named:
+            query, doc_ids = rest, named
+        versions = catalog.versions(doc_ids)
         pool = top_k * RERANK_POOL if self.reranker else top_k
         # Twice as many, so that collapsing duplicates still leaves `pool` distinct passages.
         fused = hybrid_search(
@@ -105,6 +144,16 @@ class Library:
             return SearchResult(self.reranker.rerank(query, fused, top_n=top_k), reranked=True)
         except DocchatError as exc:
             return SearchResult(fused[:top_k], reranked=False, rerank_note=str(exc))
+
+    def _openings(self, doc_ids: Sequence[str], top_k: int, catalog: Catalog) -> list[Passage]:
+        """The first chunks of each document, taken in turn."""
+        versions = catalog.versions(doc_ids)
+        heads = [
+            [c for c in self.index.document_chunks(d, version=v) if _shown(c, versions)][:top_k]
+            for d, v in versions.items()
+        ]
+        firsts = [c for c in chain.from_iterable(zip_longest(*heads)) if c is not None][:top_k]
+        return [Passage(chunk=c, score=1.0 - n / len(firsts)) for n, c in enumerate(firsts)]
 
     def sentence_similarities(
         self, query: str, chunks: Sequence[Chunk]
@@ -158,6 +207,10 @@ def distinct(passages: Sequence[Passage]) -> list[Passage]:
             seen.add(key)
             kept.append(passage)
     return kept
+
+
+def _folded(text: str) -> str:
+    return _NOT_WORD.sub(" ", text.casefold()).strip()
 
 
 def _shown(chunk: Chunk, versions: Mapping[str, str]) -> bool:

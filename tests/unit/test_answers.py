@@ -192,6 +192,24 @@ def test_answer_quotes_mark_a_sentence_the_chunk_end_cuts_short() -> None:
     assert whole and not [q for q in whole if q.partial]
 
 
+def test_answer_quotes_mark_a_sentence_a_page_break_cuts_short() -> None:
+    # `make demo` answered with "… measures that prevent unauthorized access to a copyrighted
+    # work and measures that prevent" (the sentence goes on over the page).
+    first = (
+        "Section 1201 divides technological measures into two categories: measures that "
+        "prevent unauthorized access to a copyrighted work and measures that prevent"
+    )
+    page = _chunk(
+        first + "\nunauthorized copying of a copyrighted work.",
+        page_end=2,
+        page_breaks=[len(first) + 1],
+    )
+
+    quotes = answer_quotes("technological measures categories", [page], threshold=0)
+
+    assert [(q.page, q.partial) for q in quotes if q.text == first] == [(1, True)], quotes
+
+
 def test_answer_quotes_drop_repeated_text_from_overlapping_chunks() -> None:
     passages = [_chunk(CACHING, 1), _chunk(CACHING, 2, doc_id="copy")]
 

@@ -73,7 +73,8 @@ _NUMERIC_QUESTION = re.compile(
 _DIGIT = re.compile(r"\d")
 # A sentence is quoted with the next when both together are shorter than this.
 JOIN_CHARS = QUOTE_CHARS
-# A chunk's last line without a full stop is cut short when longer than this (else a heading).
+# A page's or chunk's last line without a full stop is cut short when longer than this (else a
+# heading).
 CUT_OFF_CHARS = 80
 # Parts of a sentence's score in `answer_quotes`, chosen on the questions of the COVID-QA tune
 # half (bench/extractive_answers.py; the README reports the test half).
@@ -289,13 +290,14 @@ _FINISHED = re.compile(r"[.!?;:][\"'\u201d\u2019)\]]*$")
 
 
 def _cut_off(span: Span) -> bool:
-    """A sentence the chunk's end cuts short ("… the service provider must put the"; the chunk
-    after it holds it whole). A short line without a full stop there is a heading or a list
-    item."""
+    """A sentence that a page break or the chunk's end cuts short ("… measures that prevent";
+    the next page or chunk goes on with it). A short line without a full stop there is a
+    heading or a list item."""
     text = span.chunk.text
-    ends_chunk = not text[span.end :].strip()
+    bound = next((b for b in span.chunk.page_breaks if b >= span.end), len(text))
+    last = not text[span.end : bound].strip()
     finished = _FINISHED.search(text[span.start : span.end])
-    return ends_chunk and len(span.text) > CUT_OFF_CHARS and not finished
+    return last and len(span.text) > CUT_OFF_CHARS and not finished
 
 
 def question_coverage(question: str, passages: Sequence[Chunk]) -> float:

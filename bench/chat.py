@@ -404,7 +404,9 @@ def small_backend(folder: Path, pieces: Sequence[tuple[str, str]]) -> ChatBacken
     index.replace_document(record, chunks, unit_vectors(np.random.default_rng(SEED), PER_DOC))
     embedder = FixedEmbedder({})
     library = Library(index=index, embedder=embedder, registry=index, **SEARCH)
-    return ChatBackend(library=library, model=InstantModel(), config=agent_config(DEFAULTS))
+    return ChatBackend(
+        library=library, model=InstantModel(), config=agent_config(DEFAULTS, index_sleeps=True)
+    )
 
 
 def first_bytes(client: httpx.Client, url: str, question: str) -> tuple[float, float]:

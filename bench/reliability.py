@@ -220,7 +220,9 @@ class _Server:
             fusion=settings.fusion,
             vector_weight=settings.vector_weight,
         )
-        backend = ChatBackend(library=library, model=None, config=agent_config(settings))
+        backend = ChatBackend(
+            library=library, model=None, config=agent_config(settings, index_sleeps=True)
+        )
         app = create_app(lambda: backend, uploads=lambda _: self.uploads)
         self.port = _free_port()
         self.server = uvicorn.Server(

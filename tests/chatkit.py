@@ -37,7 +37,7 @@ SEARCH: dict[str, Any] = {
 
 def tuned_config(**changes: Any) -> AgentConfig:
     """The agent settings the product runs with, with `changes`."""
-    return replace(agent_config(DEFAULTS), **changes)
+    return replace(agent_config(DEFAULTS, index_sleeps=True), **changes)
 
 
 PAGES = {

@@ -49,7 +49,7 @@ def pages() -> dict[tuple[str, int], str]:
 
 
 def _ask(settings: Settings, question: str) -> tuple[str, list[Citation]]:
-    agent = Agent(local_library(settings), None, agent_config(settings))
+    agent = Agent(local_library(settings), None, agent_config(settings, index_sleeps=False))
     events = list(agent.run([{"role": "user", "content": question}]))
     text = "".join(e.text for e in events if isinstance(e, DeltaEvent))
     [cited] = [e for e in events if isinstance(e, CitationsEvent)]

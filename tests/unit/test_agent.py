@@ -264,6 +264,22 @@ def test_agent_says_the_index_is_waking_while_the_first_search_waits(library: Li
     ]
 
 
+def test_a_slow_local_search_is_not_announced_as_a_waking_index(library: Library) -> None:
+    # `docchat serve` said "waking the search index: after a quiet spell its first answer takes
+    # up to 30 seconds" whenever a question took 2 s (embedding its passages' sentences), though
+    # the local index never sleeps.
+    from docchat.wiring import agent_config
+    from tests.chatkit import DEFAULTS
+
+    library.index = SlowIndex(library.index, delay_s=0.3)
+    config = agent_config(DEFAULTS, index_sleeps=False)
+
+    events = list(Agent(library, _two_searches(), config).run([{"role": "user", "content": "?"}]))
+
+    assert [e for e in events if e.type == "status" and event_data(e)["stage"] != "started"] == []
+    assert _types(events)[-2:] == ["citations", "done"]
+
+
 def test_agent_reports_a_failing_first_search_as_a_tool_error(library: Library) -> None:
     class DownIndex(SlowIndex):
         def vector_search(self, query: Any, **options: Any) -> list[tuple[str, float]]:

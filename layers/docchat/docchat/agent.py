@@ -83,8 +83,9 @@ class AgentConfig:
     # words; below it, the answer says nothing matches (`Settings.answer_threshold`).
     answer_threshold: float
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    # A search index scaled to zero takes 10-30 s to answer; say so after this long.
-    wake_notice_s: float = 2.0
+    # A search index scaled to zero takes 10-30 s to answer; say so after this long (None: the
+    # index never sleeps, as the local one, whose first search is slow only for loading models).
+    wake_notice_s: float | None = 2.0
 
 
 @dataclass
@@ -299,7 +300,7 @@ class Agent:
         Only the first can be slow for waking the index, so only it runs on a thread, with
         this generator free to tell the client why nothing happens yet.
         """
-        if run.index_answered:
+        if run.index_answered or self.config.wake_notice_s is None:
             return call()
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="docchat-search")
         try:

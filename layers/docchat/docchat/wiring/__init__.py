@@ -35,10 +35,13 @@ def require(settings: Settings, *names: str, entry: str) -> Settings:
     return settings
 
 
-def agent_config(settings: Settings) -> AgentConfig:
+def agent_config(settings: Settings, *, index_sleeps: bool) -> AgentConfig:
+    """The agent's settings; `index_sleeps` when the search index scales to zero (OpenSearch
+    Serverless), so that a slow first search is announced as the index waking."""
     from docchat.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig
 
     return AgentConfig(
+        wake_notice_s=AgentConfig.wake_notice_s if index_sleeps else None,
         system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
         max_rounds=settings.max_rounds,
         top_k=settings.top_k,

@@ -176,7 +176,11 @@ class CloudServices:
             vector_weight=settings.vector_weight,
             page_store=self.page_store,
         )
-        return ChatBackend(library=library, model=self.model, config=agent_config(settings))
+        return ChatBackend(
+            library=library,
+            model=self.model,
+            config=agent_config(settings, index_sleeps=settings.opensearch_service == "aoss"),
+        )
 
 
 @cache

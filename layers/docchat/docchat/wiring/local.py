@@ -60,7 +60,9 @@ def local_library(settings: Settings) -> Library:
 def local_backend(settings: Settings) -> ChatBackend:
     """The local library answered by the configured model (extractive when none is)."""
     return ChatBackend(
-        library=local_library(settings), model=chat_model(settings), config=agent_config(settings)
+        library=local_library(settings),
+        model=chat_model(settings),
+        config=agent_config(settings, index_sleeps=False),
     )
 
 

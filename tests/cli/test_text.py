@@ -159,3 +159,21 @@ def test_status_shows_each_documents_file_name(
     header = next(line for line in table.splitlines() if " id " in line)
     assert [c.strip() for c in header.strip("┃ ").split("┃")][:3] == ["id", "title", "file"]
     assert "契約書" in table
+
+
+def test_piped_status_shows_every_id_and_file_name_whole(
+    indexed: tuple[str, list[Path]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Piped, Rich folded the table into 80 columns: ids read "mlaut-ca…", which `rm`, `text`
+    # and `--doc` cannot take.
+    # Rich also read "[draft]" in "Q3 [draft] résumé #2.pdf" as markup and dropped it.
+    data, files = indexed
+
+    status = json.loads(_run(capsys, "status", "--json", "--data-dir", data)[1])
+    table = _run(capsys, "status", "--data-dir", data)[1]
+    _, summary, progress = _run(capsys, "ingest", str(files[0]), "--data-dir", data)
+
+    rows = [line for line in table.splitlines() if line.startswith("│")]
+    for document in status["documents"]:
+        assert any(document["doc_id"] in row and document["file_name"] in row for row in rows)
+    assert "Q3 [draft] résumé #2.pdf" in summary and "Q3 [draft] résumé #2.pdf" in progress

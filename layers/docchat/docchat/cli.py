@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import cast
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -22,6 +23,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.config import Settings
@@ -231,7 +233,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     results: list[IngestResult] = []
     stopped: StorageFullError | None = None
     columns = (
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),  # a file name's "[draft]" is text
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[stage]}"),
@@ -321,7 +323,7 @@ def _summary(results: list[IngestResult]) -> Table:
         if r.outcome == "indexed" and r.record.revision > 1:
             status = f"indexed (revision {r.record.revision})"  # new content replaced the old
         table.add_row(
-            _shown(r.source or r.record.source),
+            Text(_shown(r.source or r.record.source)),  # "[draft]" in a name is not markup
             str(r.record.pages),
             str(r.record.chunks),
             f"{r.seconds:.2f}",
@@ -521,23 +523,30 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return 0
     table = Table(title=f"documents in {settings.data_dir}")
-    for name in ("id", "title", "file", "status", "pages", "chunks", "reason"):
+    # Ids are what `rm`, `text` and `--doc` take: never cut short, however narrow the output.
+    table.add_column(
+        "id", no_wrap=True, min_width=max((len(d.doc_id) for d in documents), default=2)
+    )
+    for name in ("title", "file", "status", "pages", "chunks", "reason"):
         table.add_column(name)
     for d in documents:
         reason = d.error if d.status == DocStatus.FAILED else ""
         if d.doc_id in stopped:
             reason = "interrupted: `docchat serve` resumes it when it starts"
         pages = f"{d.pages} ({d.pages_ocr} OCR)" if d.pages_ocr else str(d.pages)
+        # Text, not markup: "Q3 [draft] résumé.pdf" and "[Errno 13]" are shown as they are.
         table.add_row(
             d.doc_id,
-            d.title,
-            file_name(d.source),
+            Text(d.title),
+            Text(file_name(d.source)),
             d.status.value,
             pages,
             str(d.chunks),
-            reason,
+            Text(reason),
         )
-    out.print(table)
+    # Piped, the table is as wide as its contents (Rich would fold it into 80 columns).
+    wide = Measurement.get(out, out.options.update_width(10_000), table).maximum
+    (out if out.is_terminal else Console(highlight=False, width=wide)).print(table)
     for doc_id, names in aliases.items():
         out.print(f"{doc_id} is also at: {', '.join(names)} (the same content)", markup=False)
     stats = index.stats()

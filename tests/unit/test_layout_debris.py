@@ -291,3 +291,15 @@ def test_demo_list_items_are_not_headings() -> None:
 
     assert bulleted == []
     assert "• Teacher or trainee," in markdown.splitlines()
+
+
+def test_demo_footnote_marks_set_back_in_a_line_do_not_land_in_its_sentence() -> None:
+    # PDFium puts a raised footnote mark at the end of its line though it stands further
+    # left: quotes read "Making or selling devices or services that 2 are used to circumvent".
+    pages = pages_from_pdf(_data(DMCA)).pages
+    text = " ".join(_norm(page.markdown) for page in pages)
+
+    assert "devices or services that are used to circumvent" in text
+    assert "to create four new limitations on liability" in text
+    assert "the exercise of any of the exclusive rights of an author" in text
+    assert not re.search(r"[a-z] \d [a-z]", text)

@@ -31,6 +31,7 @@ _T = TypeVar("_T")
 
 _LINE = re.compile(r"\S(?:[^\r\n]*\S)?")  # a line without its outer spaces
 _SPACES = re.compile(r" +")
+_TRAILING_MARK = re.compile(r" +(\d{1,3}|[*\u2020\u2021]{1,3})$")
 # PDFium marks a hyphen it found at a line break with U+FFFE (or U+0002).
 _SOFT_HYPHENS = "\ufffe\x02\xad"
 _NEEDS_CLEANING = re.compile(r"[\x00-\x1f\x7f\xad\ufffe\ufeff⟦⟧]")
@@ -558,7 +559,7 @@ def _lines(
     if len(text) != count:  # indices would not line up with PDFium's: keep its order, no geometry
         return [_Line(line.strip(), 0.0, False, 0.0, 0.0, 0.0) for line in _plain_lines(text)]
     glyphs = _Glyphs(textpage)
-    spans = [m.span() for m in _LINE.finditer(text)]
+    spans = [glyphs.without_mark(text, *m.span()) for m in _LINE.finditer(text)]
     lines = [glyphs.line(text, start, end) for start, end in spans]
     columns = _looks_multi_column(lines, width)
     if not columns and probe and probe.wanted():
@@ -634,6 +635,18 @@ class _Glyphs:
         if _NEEDS_CLEANING.search(content):
             content = _clean(content)
         return _Line(content.strip(), round(size, 1), bold, x, y, right, y_end)
+
+    def without_mark(self, text: str, start: int, end: int) -> tuple[int, int]:
+        """The line without a footnote mark that PDFium put at its end though it is set back
+        in the line, raised and smaller ("… services that 2" / "are used", the "2" after a
+        word further left): it would read as a word of the sentence."""
+        tail = _TRAILING_MARK.search(text, start, end)
+        if tail is None or tail.start() == start:
+            return start, end
+        mark, before = self.box(tail.start(1)), self.box(tail.start() - 1)
+        smaller = mark[3] < 0.75 * before[3]
+        back_and_up = mark[0] < before[0] and mark[1] > before[1]
+        return (start, tail.start()) if smaller and back_and_up else (start, end)
 
     def note_cuts(self, text: str, start: int, end: int) -> list[_Gap]:
         """Where a margin note set in another size or weight runs into the line's text, at its

@@ -77,6 +77,8 @@ def test_readme_example_is_answered_by_the_first_quote(demo: Settings) -> None:
         "File Form 1040NR if any of the following four conditions applies to you."
     )
     assert (first.source, first.page) == ("i1040nr.pdf", 2)
+    # And the four conditions it announces follow it, in order (only one was quoted before)
+    assert [c.quote[:3] for c in citations[1:5]] == ["1. ", "2. ", "3. ", "4. "], citations
 
 
 def test_the_passage_that_answers_is_searched_first_not_a_slogan_sharing_a_word(
@@ -113,10 +115,13 @@ def test_the_first_quote_speaks_of_caching_not_of_a_word_it_shares(
     assert "retain" in first.quote, first
 
 
-def test_a_lead_in_ending_in_a_colon_is_not_quoted(dmca_alone: Settings) -> None:
-    # "It is subject to the following conditions:" ends the caching section's first chunk; its
-    # conditions are in the next chunk, so quoted alone it said nothing.
+def test_a_lead_in_ending_in_a_colon_is_quoted_only_with_its_list(dmca_alone: Settings) -> None:
+    # "It is subject to the following conditions:" was quoted alone, saying nothing; quoted, it
+    # is followed by the conditions of its passage.
     _, citations = _ask(dmca_alone, "safe harbor for caching")
 
     assert citations
-    assert not [c.quote for c in citations if c.quote.endswith(":")], citations
+    for before, after in zip(citations, [*citations[1:], None], strict=True):
+        if before.quote.endswith(":"):
+            assert after is not None and after.number == before.number, citations
+            assert after.quote.startswith("! "), citations

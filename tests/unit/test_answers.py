@@ -210,6 +210,48 @@ def test_answer_quotes_mark_a_sentence_a_page_break_cuts_short() -> None:
     assert [(q.page, q.partial) for q in quotes if q.text == first] == [(1, True)], quotes
 
 
+WHO_MUST_FILE = (
+    "File Form 1040NR if any of the following four conditions applies to you.\n"
+    "1. You were a nonresident alien engaged in a trade or business in the United States.\n"
+    "You must file even if:\n"
+    "a. You have no income from a trade or business conducted in the United States.\n"
+    "However, if you have no gross income, do not complete the schedules.\n"
+    "Instead, attach a list of the kinds of exclusions you claim.\n"
+    "2. You were a nonresident alien not engaged in a trade or business and:\n"
+    "a. You received income from U.S. sources that is reportable on lines 76a through 85.\n"
+    "3. You represent a deceased person who would have had to file Form 1040NR.\n"
+    "4. You represent an estate or trust that has to file Form 1040NR.\n"
+    "Exceptions. You do not need to file Form 1040NR if you were a student."
+)
+
+
+def test_answer_quotes_quote_the_list_a_sentence_announces_after_it() -> None:
+    # The README's question was answered by "File Form 1040NR if any of the following four
+    # conditions applies to you." and then by other sections: conditions 1-3 were never quoted.
+    quotes = answer_quotes("Who must file Form 1040-NR?", [_chunk(WHO_MUST_FILE)], threshold=0)
+
+    assert [q.text[:3] for q in quotes] == ["Fil", "1. ", "2. ", "3. ", "4. "]
+
+
+def test_answer_quotes_quote_a_colon_lead_in_with_its_bulleted_list() -> None:
+    conditions = _chunk(
+        "The limitation applies to intermediate and temporary storage of material by a "
+        "service provider. It is subject to the following conditions:\n"
+        "! The content of the retained material must not be modified.\n"
+        "! The provider must comply with rules about refreshing material."
+    )
+
+    texts = [
+        q.text for q in answer_quotes("conditions of the limitation", [conditions], threshold=0)
+    ]
+
+    start = texts.index("It is subject to the following conditions:")
+    assert texts[start + 1 : start + 3] == [
+        "! The content of the retained material must not be modified.",
+        "! The provider must comply with rules about refreshing material.",
+    ]
+
+
 def test_answer_quotes_drop_repeated_text_from_overlapping_chunks() -> None:
     passages = [_chunk(CACHING, 1), _chunk(CACHING, 2, doc_id="copy")]
 

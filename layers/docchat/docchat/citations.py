@@ -73,6 +73,12 @@ _NUMERIC_QUESTION = re.compile(
 _DIGIT = re.compile(r"\d")
 # A sentence is quoted with the next when both together are shorter than this.
 JOIN_CHARS = QUOTE_CHARS
+# A sentence that announces a list ("the following four conditions"); its items, at most
+# LIST_ITEMS, are quoted after it.
+_ANNOUNCES = re.compile(r"(?i)\bfollowing\b|:$")
+LIST_ITEMS = 8
+_COUNTS = ("one", "two", "three", "four", "five", "six", "seven", "eight")
+_COUNT = re.compile(rf"(?i)\bfollowing ({'|'.join(_COUNTS)})\b")
 # A page's or chunk's last line without a full stop is cut short when longer than this (else a
 # heading).
 CUT_OFF_CHARS = 80
@@ -194,6 +200,7 @@ class Quote:
     coverage: float  # weighted share of the question's words in the sentence and its headings
     # `text` is the head of its sentence: clipped to QUOTE_CHARS, or cut short by the chunk's end
     partial: bool = False
+    span: Span | None = None  # the (first) sentence quoted
 
 
 def answer_quotes(
@@ -237,9 +244,13 @@ def answer_quotes(
     scored: list[Quote] = []
     numeric = _NUMERIC_QUESTION.search(question.casefold()) is not None
     openers = _section_openers(wanted, passages)
+    lists: dict[tuple[str, int], list[tuple[int, Span]]] = {}
     for k, ((number, span), found) in enumerate(zip(candidates, seen, strict=True)):
-        if _lead_in(span):
+        items = _list_after(candidates, k) if _ANNOUNCES.search(span.text) else []
+        if _lead_in(span) and not items:
             continue
+        if items:
+            lists[span.chunk.chunk_id, span.start] = items
         text = span.text
         last = span
         cosines = [similarity.get((span.chunk.chunk_id, span.start), 0.0)]
@@ -277,8 +288,75 @@ def answer_quotes(
         )
         whole = _quote_text(span.chunk.text, span.start, last.end, limit=None)
         partial = text != whole or _cut_off(last)
-        scored.append(Quote(number, span.chunk, span.page, text, score, coverage, partial))
-    return _diverse(scored, limit=limit)
+        scored.append(Quote(number, span.chunk, span.page, text, score, coverage, partial, span))
+    return _with_lists(_diverse(scored, limit=limit), lists, limit=limit)
+
+
+def _list_after(candidates: Sequence[tuple[int, Span]], k: int) -> list[tuple[int, Span]]:
+    """The list items that follow candidate `k` in its chunk ("1. …", "2. …", or "• …"), of
+    the kind of the first, as many as the lead-in counts ("the following four conditions");
+    sentences between items (an item's own sub-items and notes) are passed over, and the list
+    ends where prose goes on for more than three sentences."""
+    _, lead = candidates[k]
+    counted = _COUNT.search(lead.text)
+    wanted = _COUNTS.index(counted.group(1).casefold()) + 1 if counted else LIST_ITEMS
+    items: list[tuple[int, Span]] = []
+    kind = ""
+    between = 0
+    for number, span in candidates[k + 1 :]:
+        if span.chunk is not lead.chunk:
+            break
+        if not span.list_item:
+            between += 1
+            if not items or between > 3:
+                break
+            continue
+        mark = _item_kind(span.text)
+        kind = kind or mark
+        if mark == kind:
+            items.append((number, span))
+            between = 0
+            if len(items) == wanted:
+                break
+    return items
+
+
+def _item_kind(text: str) -> str:
+    head = text.split(maxsplit=1)[0]
+    return "number" if head[:1].isdigit() else "letter" if head[:1].isalpha() else "bullet"
+
+
+def _with_lists(
+    chosen: list[Quote], lists: Mapping[tuple[str, int], list[tuple[int, Span]]], *, limit: int
+) -> list[Quote]:
+    """`chosen`, with the items of a list that a quote announces ("… the following four
+    conditions applies to you.", "It is subject to the following conditions:") right after it,
+    as quotes of their own; they count towards `limit`, but a list started is quoted whole."""
+    out: list[Quote] = []
+    for quote in chosen:
+        if len(out) >= limit:
+            break
+        if any(quote.span is not None and q.span is quote.span for q in out):
+            continue  # quoted already, as an item of a list
+        out.append(quote)
+        if quote.span is None:
+            continue
+        for number, span in lists.get((quote.chunk.chunk_id, quote.span.start), []):
+            out = [q for q in out if q.span is not span]
+            out.append(
+                Quote(
+                    number,
+                    span.chunk,
+                    span.page,
+                    span.text,
+                    quote.score,
+                    quote.coverage,
+                    span.text != _quote_text(span.chunk.text, span.start, span.end, limit=None)
+                    or _cut_off(span),
+                    span,
+                )
+            )
+    return out
 
 
 def _lead_in(span: Span) -> bool:

@@ -150,6 +150,21 @@ def test_cli_ask_limited_to_one_document(
     assert code == 0 and out.strip() and out.endswith("\n") and "Sources" not in out, out
 
 
+def test_ask_shows_the_search_it_makes_on_one_line_as_typed(
+    library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It read `search_documents {"query": "What is \u201cthe bridge\u201d [2019] …` folded at
+    # 80 columns, and a "[…]" in the question is text, not markup.
+    data = str(tmp_path / "data")
+    _run(capsys, "ingest", str(library / "notes.pdf"), "--data-dir", data)
+    question = "What did the “bridge notes” [2019 draft] say about the repairs and their cost?"
+
+    code, _, err = _run(capsys, "ask", question, "--data-dir", data)
+
+    assert code == 0
+    assert f'search_documents {{"query": "{question}"}}\n' in err
+
+
 def test_cli_reports_bad_input_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(
         capsys, "ingest", str(tmp_path / "missing.pdf"), "--data-dir", str(tmp_path)

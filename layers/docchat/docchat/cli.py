@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import cast
 
 from rich.console import Console
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.progress import (
     BarColumn,
@@ -370,7 +371,8 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
                     sys.stdout.write(event.text)
                     sys.stdout.flush()
             case ToolCallEvent() if not args.json:
-                err.print(f"[dim]{event.name} {json.dumps(event.input)}[/dim]")
+                call = escape(f"{event.name} {json.dumps(event.input, ensure_ascii=False)}")
+                err.print(f"[dim]{call}[/dim]", soft_wrap=True)
             case CitationsEvent():
                 citations = event.citations
             case ErrorEvent():

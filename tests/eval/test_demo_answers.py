@@ -124,4 +124,4 @@ def test_a_lead_in_ending_in_a_colon_is_quoted_only_with_its_list(dmca_alone: Se
     for before, after in zip(citations, [*citations[1:], None], strict=True):
         if before.quote.endswith(":"):
             assert after is not None and after.number == before.number, citations
-            assert after.quote.startswith("! "), citations
+            assert after.quote.startswith("• "), citations

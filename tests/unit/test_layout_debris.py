@@ -258,14 +258,15 @@ def test_capitalised_words_in_the_text_are_not_margin_notes() -> None:
 
 
 def test_demo_bullets_stay_on_their_list_items() -> None:
-    # PDFium reads the DMCA's Wingdings bullet as "!", set well apart from its item: it was cut
-    # off as a margin icon, left on a line of its own, and items ran together into paragraphs.
+    # PDFium reads the DMCA's bullet (a symbol font's glyph) as "!", set well apart from its
+    # item: quotes showed the "!", and before that it was cut off as a margin icon and left on
+    # a line of its own, and items ran together into paragraphs.
     page = pages_from_pdf(_data(DMCA)).pages[10].markdown
     paragraphs = [_norm(p) for p in page.split("\n\n")]
 
-    assert "!" not in paragraphs
-    assert "! The content of the retained material must not be modified." in paragraphs
-    assert any(p.startswith("! The provider must limit users") for p in paragraphs)
+    assert "!" not in paragraphs and not [p for p in paragraphs if p.startswith("! ")]
+    assert "• The content of the retained material must not be modified." in paragraphs
+    assert any(p.startswith("• The provider must limit users") for p in paragraphs)
 
 
 def test_demo_list_items_keep_their_wrapped_lines() -> None:
@@ -275,7 +276,7 @@ def test_demo_list_items_keep_their_wrapped_lines() -> None:
     irs = [_norm(p) for p in pages_from_pdf(_data(IRS)).pages[1].markdown.split("\n\n")]
 
     assert (
-        "! Title I, the “WIPO Copyright and Performances and Phonograms Treaties "
+        "• Title I, the “WIPO Copyright and Performances and Phonograms Treaties "
         "Implementation Act of 1998,” implements the WIPO treaties." in dmca
     )
     assert (

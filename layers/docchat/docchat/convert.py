@@ -31,6 +31,7 @@ _T = TypeVar("_T")
 
 _LINE = re.compile(r"\S(?:[^\r\n]*\S)?")  # a line without its outer spaces
 _SPACES = re.compile(r" +")
+_SYMBOLIC = 4  # the Symbolic flag of a PDF font descriptor (PDF 32000-1, 9.8.2)
 _TRAILING_MARK = re.compile(r" +(\d{1,3}|[*\u2020\u2021]{1,3})$")
 # PDFium marks a hyphen it found at a line break with U+FFFE (or U+0002).
 _SOFT_HYPHENS = "\ufffe\x02\xad"
@@ -481,7 +482,8 @@ def _even_sizes(lines: list[_Line]) -> list[_Line]:
     return lines
 
 
-# A list item's bullet; "!" is how PDFium reads the DMCA's Wingdings bullet.
+# A list item's bullet ("!" is how PDFium reads a symbol font's bullet when the line is not
+# measured glyph by glyph).
 _BULLET = re.compile(r"[•▪◦○●■□❏➢►!]\s")
 
 
@@ -634,7 +636,16 @@ class _Glyphs:
         content = text[start:end]
         if _NEEDS_CLEANING.search(content):
             content = _clean(content)
+        if bullet and content[0].isascii() and self._symbolic(start):
+            content = "•" + content[1:]  # a symbol font's bullet that PDFium reads as "!"
         return _Line(content.strip(), round(size, 1), bold, x, y, right, y_end)
+
+    def _symbolic(self, index: int) -> bool:
+        """Whether the glyph's font is a symbol font (Wingdings, WP Typographic Symbols), whose
+        character codes say nothing of the glyph drawn."""
+        flags = ctypes.c_int()
+        pdfium_c.FPDFText_GetFontInfo(self._raw, index, None, 0, ctypes.byref(flags))
+        return bool(flags.value & _SYMBOLIC)
 
     def without_mark(self, text: str, start: int, end: int) -> tuple[int, int]:
         """The line without a footnote mark that PDFium put at its end though it is set back

@@ -192,7 +192,22 @@ def test_cli_entry_point_runs_as_installed_command(tmp_path: Path) -> None:
     assert not (tmp_path / "d").exists()
 
 
-def test_ask_lists_each_cited_source_once_by_number(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("cited", "listed"),
+    [
+        # Passage 2 quoted twice and passage 1 once: each once, in number order
+        (
+            [(2, 3), (1, 4), (2, 3)],
+            ["  [1] Guide, page 4 (guide.pdf)", "  [2] Guide, page 3 (guide.pdf)"],
+        ),
+        # One passage running from page 10 onto page 11, quoted on both: [1] once with both
+        # pages (it was listed twice, as if two sources had [1])
+        ([(1, 11), (1, 10), (1, 11)], ["  [1] Guide, pages 10, 11 (guide.pdf)"]),
+    ],
+)
+def test_ask_lists_each_cited_passage_once_with_its_pages(
+    monkeypatch: pytest.MonkeyPatch, cited: list[tuple[int, int]], listed: list[str]
+) -> None:
     import io
 
     from rich.console import Console
@@ -200,44 +215,11 @@ def test_ask_lists_each_cited_source_once_by_number(monkeypatch: pytest.MonkeyPa
     from docchat import cli
     from docchat.models import Answer, Citation
 
-    def cited(number: int, page: int, quote: str) -> Citation:
-        return Citation(
-            number=number, doc_id="d", title="Guide", source="/x/guide.pdf", page=page, quote=quote
-        )
-
-    # Given an answer quoting passage 2 twice and passage 1 once
-    answer = Answer(
-        text="…",
-        citations=[cited(2, 3, "a"), cited(1, 4, "b"), cited(2, 3, "c")],
-        mode="extractive",
-    )
-    printed = io.StringIO()
-    monkeypatch.setattr(cli, "out", Console(file=printed, width=200))
-
-    # When its sources are printed
-    cli._print_sources(answer)
-
-    # Then each source is listed once, in number order
-    assert printed.getvalue().split("Sources\n", 1)[1].splitlines() == [
-        "  [1] Guide, page 4 (guide.pdf)",
-        "  [2] Guide, page 3 (guide.pdf)",
-    ]
-
-
-def test_ask_lists_a_passage_quoted_on_two_pages_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    import io
-
-    from rich.console import Console
-
-    from docchat import cli
-    from docchat.models import Answer, Citation
-
-    # Given an answer quoting one passage that runs from page 10 onto page 11, on both pages
     answer = Answer(
         text="…",
         citations=[
-            Citation(number=1, doc_id="d", title="DMCA", source="dmca.pdf", page=p, quote=q)
-            for p, q in ((11, "b"), (10, "a"), (11, "c"))
+            Citation(number=n, doc_id="d", title="Guide", source="/x/guide.pdf", page=p, quote="q")
+            for n, p in cited
         ],
         mode="extractive",
     )
@@ -246,10 +228,7 @@ def test_ask_lists_a_passage_quoted_on_two_pages_once(monkeypatch: pytest.Monkey
 
     cli._print_sources(answer)
 
-    # Then [1] is listed once with both pages (it was listed twice, as if two sources had [1])
-    assert printed.getvalue().split("Sources\n", 1)[1].splitlines() == [
-        "  [1] DMCA, pages 10, 11 (dmca.pdf)",
-    ]
+    assert printed.getvalue().split("Sources\n", 1)[1].splitlines() == listed
 
 
 def test_each_command_closes_the_index_it_opened(tmp_path: Path) -> None:

@@ -193,14 +193,21 @@ class Quote:
     """A sentence chosen to answer a question: `number` is its passage's (1-based)."""
 
     number: int
-    chunk: Chunk
-    page: int
+    span: Span  # the (first) sentence quoted
     text: str
     score: float
     coverage: float  # weighted share of the question's words in the sentence and its headings
-    # `text` is the head of its sentence: clipped to QUOTE_CHARS, or cut short by the chunk's end
-    partial: bool = False
-    span: Span | None = None  # the (first) sentence quoted
+    # `text` is the head of its sentence: clipped to QUOTE_CHARS, or cut short by a page break or
+    # the chunk's end
+    partial: bool
+
+    @property
+    def chunk(self) -> Chunk:
+        return self.span.chunk
+
+    @property
+    def page(self) -> int:
+        return self.span.page
 
 
 def answer_quotes(
@@ -286,9 +293,7 @@ def answer_quotes(
             - (0.2 if short else 0.0)
             + SIMILARITY_WEIGHT * max(cosines)
         )
-        whole = _quote_text(span.chunk.text, span.start, last.end, limit=None)
-        partial = text != whole or _cut_off(last)
-        scored.append(Quote(number, span.chunk, span.page, text, score, coverage, partial, span))
+        scored.append(Quote(number, span, text, score, coverage, _partial(text, span, last)))
     return _with_lists(_diverse(scored, limit=limit), lists, limit=limit)
 
 
@@ -336,27 +341,20 @@ def _with_lists(
     for quote in chosen:
         if len(out) >= limit:
             break
-        if any(quote.span is not None and q.span is quote.span for q in out):
+        if any(q.span is quote.span for q in out):
             continue  # quoted already, as an item of a list
         out.append(quote)
-        if quote.span is None:
-            continue
-        for number, span in lists.get((quote.chunk.chunk_id, quote.span.start), []):
-            out = [q for q in out if q.span is not span]
-            out.append(
-                Quote(
-                    number,
-                    span.chunk,
-                    span.page,
-                    span.text,
-                    quote.score,
-                    quote.coverage,
-                    span.text != _quote_text(span.chunk.text, span.start, span.end, limit=None)
-                    or _cut_off(span),
-                    span,
-                )
-            )
+        for number, item in lists.get((quote.chunk.chunk_id, quote.span.start), []):
+            out = [q for q in out if q.span is not item]
+            partial = _partial(item.text, item, item)
+            out.append(Quote(number, item, item.text, quote.score, quote.coverage, partial))
     return out
+
+
+def _partial(text: str, first: Span, last: Span) -> bool:
+    """Whether `text`, quoting `first` to `last`, is only the head of what they say."""
+    whole = _quote_text(first.chunk.text, first.start, last.end, limit=None)
+    return text != whole or _cut_off(last)
 
 
 def _lead_in(span: Span) -> bool:

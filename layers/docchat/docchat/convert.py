@@ -651,7 +651,9 @@ class _Glyphs:
         """The line without a footnote mark that PDFium put at its end though it is set back
         in the line, raised and smaller ("… services that 2" / "are used", the "2" after a
         word further left): it would read as a word of the sentence."""
-        tail = _TRAILING_MARK.search(text, start, end)
+        if not (text[end - 1].isdigit() or text[end - 1] in "*\u2020\u2021"):
+            return start, end  # most lines: no regex run over them
+        tail = _TRAILING_MARK.search(text, max(start, end - 8), end)
         if tail is None or tail.start() == start:
             return start, end
         mark, before = self.box(tail.start(1)), self.box(tail.start() - 1)

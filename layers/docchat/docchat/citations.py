@@ -197,9 +197,7 @@ class Quote:
     text: str
     score: float
     coverage: float  # weighted share of the question's words in the sentence and its headings
-    # `text` is the head of its sentence: clipped to QUOTE_CHARS, or cut short by a page break or
-    # the chunk's end
-    partial: bool
+    last: Span  # the last sentence quoted: `span` itself, or the one joined to it
 
     @property
     def chunk(self) -> Chunk:
@@ -208,6 +206,13 @@ class Quote:
     @property
     def page(self) -> int:
         return self.span.page
+
+    @property
+    def partial(self) -> bool:
+        """Whether `text` is only the head of what it quotes: clipped to QUOTE_CHARS, or cut
+        short by a page break or the chunk's end."""
+        whole = _quote_text(self.chunk.text, self.span.start, self.last.end, limit=None)
+        return self.text != whole or _cut_off(self.last)
 
 
 def answer_quotes(
@@ -293,7 +298,7 @@ def answer_quotes(
             - (0.2 if short else 0.0)
             + SIMILARITY_WEIGHT * max(cosines)
         )
-        scored.append(Quote(number, span, text, score, coverage, _partial(text, span, last)))
+        scored.append(Quote(number, span, text, score, coverage, last))
     return _with_lists(_diverse(scored, limit=limit), lists, limit=limit)
 
 
@@ -346,15 +351,8 @@ def _with_lists(
         out.append(quote)
         for number, item in lists.get((quote.chunk.chunk_id, quote.span.start), []):
             out = [q for q in out if q.span is not item]
-            partial = _partial(item.text, item, item)
-            out.append(Quote(number, item, item.text, quote.score, quote.coverage, partial))
+            out.append(Quote(number, item, item.text, quote.score, quote.coverage, item))
     return out
-
-
-def _partial(text: str, first: Span, last: Span) -> bool:
-    """Whether `text`, quoting `first` to `last`, is only the head of what they say."""
-    whole = _quote_text(first.chunk.text, first.start, last.end, limit=None)
-    return text != whole or _cut_off(last)
 
 
 def _lead_in(span: Span) -> bool:

@@ -547,8 +547,11 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
             Text(reason),
         )
     # Piped, the table is as wide as its contents (Rich would fold it into 80 columns).
-    wide = Measurement.get(out, out.options.update_width(10_000), table).maximum
-    (out if out.is_terminal else Console(highlight=False, width=wide)).print(table)
+    if out.is_terminal:
+        out.print(table)
+    else:
+        wide = Measurement.get(out, out.options.update_width(10_000), table).maximum
+        Console(highlight=False, width=wide).print(table)
     for doc_id, names in aliases.items():
         out.print(f"{doc_id} is also at: {', '.join(names)} (the same content)", markup=False)
     stats = index.stats()

@@ -4,7 +4,7 @@ from typing import Any
 
 from docchat.lambda_handler import step_handler
 from docchat.models import ExecutionStatusEvent, StepResult
-from docchat.pipeline import mark_failed
+from docchat.pipeline import stopped_run
 from docchat.wiring.cloud import services
 
 #: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
@@ -13,8 +13,8 @@ REQUIRED = ("documents_table", "opensearch_endpoint")
 
 def _run(event: dict[str, Any]) -> StepResult:
     s = services().require(*REQUIRED, entry="the watchdog function")
-    task = ExecutionStatusEvent.model_validate(event).failure_task()
-    return mark_failed(task, index=s.index, registry=s.registry)
+    task = ExecutionStatusEvent.model_validate(event)
+    return stopped_run(task, executions=s.executions, index=s.index, registry=s.registry)
 
 
 handler = step_handler("watchdog", _run)

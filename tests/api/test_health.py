@@ -83,3 +83,48 @@ def test_health_reports_a_backend_that_cannot_start_as_json_503() -> None:
     assert response.json()["error"]["checks"] == {
         "backend": {"status": "failed", "problem": "RuntimeError: set DOCCHAT_DOCUMENTS_TABLE"}
     }
+
+
+@pytest.mark.parametrize(
+    ("region", "model_id", "status"),
+    [
+        ("eu-west-1", "cohere.rerank-v3-5:0", "off"),
+        ("us-east-1", "amazon.rerank-v1:0", "off"),
+        ("us-west-2", "cohere.rerank-v3-5:0", "ok"),
+        ("eu-central-1", "amazon.rerank-v1:0", "ok"),
+    ],
+)
+def test_health_says_a_rerank_model_the_region_lacks_is_off(
+    region: str, model_id: str, status: str
+) -> None:
+    # Given the chat function's settings with Bedrock Rerank asked for in a Region
+    from docchat.config import Settings
+    from docchat.wiring import rerank_off, reranker
+
+    environ = {
+        "AWS_REGION": region,
+        "DOCCHAT_RERANKER": "bedrock",
+        "DOCCHAT_RERANK_MODEL_ID": model_id,
+    }
+    settings = Settings.from_env(environ)
+
+    # Then the decision is made at start: no reranker (so no failing call per search) where
+    # Bedrock does not offer the model, with a note that says so
+    made = reranker(settings, embedder=None)  # type: ignore[arg-type]
+    note = rerank_off(settings)
+    assert (made is None) is (status == "off")
+    assert (note != "") is (status == "off")
+    if note:
+        assert f"not in {region}" in note and model_id in note
+
+
+def test_health_reports_the_rerank_note_and_searches_carry_it(library: Library) -> None:
+    # Given a library whose Bedrock reranker is off in this Region
+    library.reranker = None
+    library.rerank_off = "reranking is off: Bedrock offers m only in us-west-2, not in xx-1"
+    backend = ChatBackend(library=library, model=None, config=tuned_config())
+
+    checks = TestClient(create_app(lambda: backend)).get("/health").json()["checks"]
+
+    assert checks["reranker"] == {"status": "off", "note": library.rerank_off}
+    assert library.search("bridges", top_k=3).rerank_note == library.rerank_off

@@ -32,6 +32,7 @@ from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.stepfunctions.parser.asl.jsonata import jsonata as moto_jsonata
 
+from tests.aws_events import DELETIONS, s3_event
 from tests.conftest import REPO
 
 REGION = "us-east-1"
@@ -130,29 +131,21 @@ class Pipeline:
         return f"{self._sequence:018X}"
 
     def event(
-        self, kind: str, key: str, sequencer: str | None = None, **detail: str
+        self,
+        kind: str,
+        key: str,
+        sequencer: str | None = None,
+        *,
+        reason: str = "DeleteObject",
+        deletion_type: str = "Delete Marker Created",
     ) -> dict[str, Any]:
-        """An S3 EventBridge event as events/eventbridge/*.json documents it (a user's delete on
-        a versioned bucket unless `detail` says otherwise, e.g. reason/deletion-type)."""
-        obj: dict[str, Any] = {"key": key, "sequencer": sequencer or self.next_sequencer()}
-        deleted = kind == "Object Deleted"
-        fields = {"reason": "DeleteObject", "deletion-type": "Delete Marker Created"}
-        return {
-            "version": "0",
-            "id": str(uuid.uuid4()),
-            "detail-type": kind,
-            "source": "aws.s3",
-            "account": ACCOUNT,
-            "region": REGION,
-            "resources": [f"arn:aws:s3:::{DOCS_BUCKET}"],
-            "detail": {
-                "version": "0",
-                "bucket": {"name": DOCS_BUCKET},
-                "object": obj,
-                **(fields if deleted else {"reason": "PutObject"}),
-                **detail,
-            },
-        }
+        """The S3 EventBridge event of `kind` about `key`, as its documentation page shows it
+        (tests/aws_events.py); a deletion is a user's on a versioned bucket unless `reason` and
+        `deletion_type` say otherwise."""
+        name = "object-created" if kind == "Object Created" else DELETIONS[reason, deletion_type]
+        return s3_event(
+            name, bucket=DOCS_BUCKET, key=key, sequencer=sequencer or self.next_sequencer()
+        )
 
     def upload(self, key: str, data: bytes, timeout: float = 120) -> dict[str, Any]:
         self.s3.put_object(Bucket=DOCS_BUCKET, Key=key, Body=data)

@@ -3,34 +3,31 @@ state machine and handlers: only the deletion of the current object removes a do
 
 from __future__ import annotations
 
-import copy
 import json
-from functools import cache
 from typing import Any
 
+import pytest
+
+from docchat.adapters.s3_uploads import S3Uploads
 from docchat.ingest import doc_id_for
 from docchat.models import DocStatus, StepEvent
 from docchat.pipeline import register
-from tests.conftest import REPO
+from tests.aws_events import EVENTS, documented, encoded_key, execution_event, s3_event
 from tests.functions.conftest import DOCS_BUCKET, FakeContext, Pipeline, _load_handler
 from tests.functions.test_ingest_pipeline import _pdf
 
-EVENTS = REPO / "events" / "eventbridge"
-
-
-@cache
-def _fixture(name: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((EVENTS / f"{name}.json").read_text())
-    return loaded
+#: Keys as people name files: spaces, '+', parentheses, non-ASCII letters, folders.
+ODD_KEYS = (
+    "My Report (final) é.pdf",
+    "Q3+Q4 results.pdf",
+    "Bericht über Straße & Brücke/Ölpreis - 2026 (v2).pdf",
+    "日本語の資料.pdf",
+)
 
 
 def _event(pipeline: Pipeline, name: str, key: str) -> dict[str, Any]:
     """The documented event `name`, about `key` in the test bucket, newer than all before it."""
-    event = copy.deepcopy(_fixture(name))
-    event["resources"] = [f"arn:aws:s3:::{DOCS_BUCKET}"]
-    event["detail"]["bucket"]["name"] = DOCS_BUCKET
-    event["detail"]["object"].update(key=key, sequencer=pipeline.next_sequencer())
-    return event
+    return s3_event(name, bucket=DOCS_BUCKET, key=key, sequencer=pipeline.next_sequencer())
 
 
 def _record(pipeline: Pipeline, key: str) -> Any:
@@ -58,7 +55,7 @@ def _upload(pipeline: Pipeline, key: str, data: bytes) -> str:
 
 def test_fixtures_have_the_documented_shape() -> None:
     deleted = {
-        name: _fixture(name)["detail"]
+        name: documented(name)["detail"]
         for name in (
             "object-deleted-delete-marker",
             "object-deleted-permanently",
@@ -76,8 +73,20 @@ def test_fixtures_have_the_documented_shape() -> None:
         lifecycle = name.startswith("lifecycle")
         assert (deleted[name]["requester"] == "s3.amazonaws.com") is lifecycle, name
         assert ("source-ip-address" in deleted[name]) is not lifecycle, name
-    assert "size" in _fixture("object-created")["detail"]["object"]
+    created = documented("object-created")["detail"]
+    assert "size" in created["object"]
     assert all("size" not in d["object"] for d in deleted.values())  # deletions carry no size
+    # S3's events since July 2026: event-version 1.1, and the bucket a stack made carries the
+    # tags CloudFormation gave it (a map, where the bucket's other fields are strings).
+    assert {d["event-version"] for d in [created, *deleted.values()]} == {"1.1"}
+    assert isinstance(created["bucket"]["aws-generated-tags"], dict)
+    assert created["bucket"]["aws-generated-tags"]["aws:cloudformation:logical-id"]
+    assert {
+        documented(n)["detail"]["status"] for n in ("execution-failed", "execution-timed-out")
+    } == {
+        "FAILED",
+        "TIMED_OUT",
+    }
     readme = (EVENTS / "README.md").read_text()
     for path in EVENTS.glob("*.json"):
         assert f"`{path.name}`" in readme, f"{path.name} has no documentation page in README.md"
@@ -191,30 +200,131 @@ def test_permanent_delete_of_the_newest_version_indexes_the_previous_one(
     assert "rudders" in texts and "keels" not in texts
 
 
-def test_execution_status_change_marks_the_stuck_document_failed(pipeline: Pipeline) -> None:
-    # Given a run that registered its document and then timed out
-    key = "stuck.pdf"
+def _claimed_run(pipeline: Pipeline, key: str, execution_arn: str) -> dict[str, Any]:
+    """A run that registered `key` and then stopped: the S3 event it started from."""
     pipeline.s3.put_object(Bucket=DOCS_BUCKET, Key=key, Body=_pdf("davits"))
-    event = copy.deepcopy(_fixture("execution-status-change"))
-    detail = event["detail"]
-    started = json.loads(detail["input"])
-    started["detail"]["bucket"]["name"] = DOCS_BUCKET
-    started["detail"]["object"]["key"] = key
-    detail["input"] = json.dumps(started)
+    started = _event(pipeline, "object-created", key)
     services = pipeline.services
     claimed = register(
-        StepEvent.model_validate({"event": started, "execution_id": detail["executionArn"]}),
+        StepEvent.model_validate({"event": started, "execution_id": execution_arn}),
         objects=services.objects,
         registry=services.registry,
         settings=services.settings,
     )
     assert claimed.action == "process"
+    return started
+
+
+def test_execution_timed_out_marks_the_stuck_document_failed(pipeline: Pipeline) -> None:
+    # Given a run that registered its document and then timed out
+    arn = documented("execution-timed-out")["detail"]["executionArn"]
+    started = _claimed_run(pipeline, "stuck (copy).pdf", arn)
 
     # When the watchdog gets the documented status change
+    event = execution_event("execution-timed-out", input_event=started)
     result = _load_handler("watchdog").handler(event, FakeContext("watchdog"))
 
     # Then the document is FAILED with a reason that says what to do
     assert result["status"] == DocStatus.FAILED.value
-    record = _record(pipeline, key)
+    record = _record(pipeline, "stuck (copy).pdf")
     assert record is not None and record.status == DocStatus.FAILED
     assert record.error == "ingestion ran out of time and was stopped: upload the file again"
+
+
+class _Executions:
+    """Step Functions' DescribeExecution of a run that failed outside any Catch."""
+
+    def __init__(self, input_event: dict[str, Any]) -> None:
+        self.input = json.dumps(input_event)
+        self.asked: list[str] = []
+
+    def failure(self, execution_arn: str) -> Any:
+        from docchat.models import ExecutionFailure
+
+        self.asked.append(execution_arn)
+        cause = "The state/task 'Chunk' returned a result with a size exceeding the maximum"
+        return ExecutionFailure(input=self.input, error="States.DataLimitExceeded", cause=cause)
+
+
+def test_execution_failed_records_the_error_that_ended_the_run(pipeline: Pipeline) -> None:
+    # Given a run that failed where no Catch reaches (a state over 256 KiB)
+    arn = documented("execution-failed")["detail"]["executionArn"]
+    started = _claimed_run(pipeline, "huge.pdf", arn)
+    executions = _Executions(started)
+    pipeline.services.executions = executions
+
+    # When the watchdog gets the documented FAILED event, which carries no error
+    event = execution_event("execution-failed", input_event=started)
+    _load_handler("watchdog").handler(event, FakeContext("watchdog"))
+
+    # Then it asks Step Functions why, and the document says so, not "failed unexpectedly"
+    assert executions.asked == [arn]
+    record = _record(pipeline, "huge.pdf")
+    assert record is not None and record.status == DocStatus.FAILED
+    assert record.error_code == "stopped"
+    assert "split it into smaller files" in record.error
+
+
+@pytest.mark.parametrize("key", ODD_KEYS)
+def test_documented_events_ingest_and_delete_odd_keys(pipeline: Pipeline, key: str) -> None:
+    # Given an object whose key S3 URL-encodes in its events
+    assert encoded_key(key) != key
+    pipeline.s3.put_object(Bucket=DOCS_BUCKET, Key=key, Body=_pdf("gangways"))
+
+    # When the documented Object Created event names it
+    created = pipeline.run(_event(pipeline, "object-created", key))
+
+    # Then that object is the document, indexed under its own name (not a skipped run)
+    assert created["status"] == "SUCCEEDED", created
+    assert pipeline.states_entered(created)[-1] == "Done"
+    record = _record(pipeline, key)
+    assert record is not None and record.status == DocStatus.INDEXED
+    assert record.source == f"{DOCS_BUCKET}/{key}"
+    assert "gangways" in _texts(pipeline, key)
+
+    # And the documented deletion removes it
+    pipeline.s3.delete_object(Bucket=DOCS_BUCKET, Key=key)
+    deleted = pipeline.run(_event(pipeline, "object-deleted-delete-marker", key))
+    assert deleted["status"] == "SUCCEEDED"
+    assert _record(pipeline, key) is None
+    assert _texts(pipeline, key) == ""
+
+
+def test_a_page_upload_is_the_document_its_ticket_names(pipeline: Pipeline) -> None:
+    # Given the page asked for an upload URL for a file with an odd name
+    registry = pipeline.services.registry
+    ticket = S3Uploads(client=pipeline.s3, bucket=DOCS_BUCKET, registry=registry).upload_url(
+        "My Report (final) é.pdf", size=1000
+    )
+
+    # When the browser PUTs it and S3 sends the documented event
+    pipeline.s3.put_object(Bucket=DOCS_BUCKET, Key=ticket.key, Body=_pdf("bulwarks"))
+    execution = pipeline.run(_event(pipeline, "object-created", ticket.key))
+
+    # Then the document the page was told about is the one indexed
+    assert execution["status"] == "SUCCEEDED"
+    record = registry.get(ticket.doc_id)
+    assert record is not None and record.status == DocStatus.INDEXED
+    assert record.source.endswith("My Report (final) é.pdf")
+
+
+def test_sample_events_for_sam_local_invoke_are_the_documented_ones() -> None:
+    # events/<function>.json (`sam local invoke -e`) carry the same S3 and Step Functions
+    # events as the documentation pages, about the sample PDF.
+    def sample(name: str) -> Any:
+        return json.loads((EVENTS.parent / f"{name}.json").read_text())
+
+    bucket, key = "docchat-documents-example", "reports/dmca.pdf"
+    created = s3_event("object-created", bucket=bucket, key=key, sequencer="0062E99A88DC407460")
+    deleted = s3_event(
+        "object-deleted-delete-marker", bucket=bucket, key=key, sequencer="0062E99A88DC407470"
+    )
+    run = sample("register")["execution_id"]
+    assert sample("register") == {"event": created, "execution_id": run}
+    assert sample("remove") == {"event": deleted, "execution_id": run}
+    assert {k: v for k, v in sample("mark_failed").items() if k not in ("error", "cause")} == {
+        "event": created,
+        "execution_id": run,
+    }
+    watchdog = execution_event("execution-timed-out", input_event=created, execution_arn=run)
+    assert sample("watchdog") == watchdog

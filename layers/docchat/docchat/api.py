@@ -574,4 +574,10 @@ def _dependency_checks(
     count = getattr(live.library.index, "count", None)
     probe("index", lambda: {"chunks": count() if callable(count) else None})
     checks["model"] = {"status": "ok" if live.model else "none", "mode": live.mode}
+    library = live.library
+    checks["reranker"] = (
+        {"status": "off", "note": library.rerank_off}
+        if library.rerank_off
+        else {"status": "ok" if library.reranker else "none"}
+    )
     return checks, problems

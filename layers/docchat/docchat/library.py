@@ -89,8 +89,11 @@ class Library:
         fusion: Fusion,
         vector_weight: float,
         page_store: PageStore | None = None,
+        rerank_off: str = "",
     ) -> None:
         self.index = index
+        # Why the reranker asked for is off (docchat.wiring.rerank_off), told with each search.
+        self.rerank_off = rerank_off
         self.page_store = page_store
         self.embedder = embedder
         self.registry = registry
@@ -139,7 +142,7 @@ class Library:
         # The index filtered already; an index that let a stale chunk through still must not.
         fused = distinct([p for p in fused if _shown(p.chunk, versions)])[:pool]
         if self.reranker is None or not fused:
-            return SearchResult(fused[:top_k], reranked=False)
+            return SearchResult(fused[:top_k], reranked=False, rerank_note=self.rerank_off)
         try:
             return SearchResult(self.reranker.rerank(query, fused, top_n=top_k), reranked=True)
         except DocchatError as exc:

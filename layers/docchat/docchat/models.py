@@ -6,8 +6,9 @@ from bisect import bisect_right
 from enum import StrEnum
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Literal
+from urllib.parse import unquote_plus
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field, field_validator
 
 
 class Page(BaseModel):
@@ -187,25 +188,46 @@ class ObjectRef(BaseModel):
         return f"{self.bucket}/{self.key}"
 
 
+# S3's and Step Functions' events are outside data: each model declares only the fields docchat
+# reads and ignores the rest at every depth (pydantic's default), so a field AWS adds or retypes
+# (event-version 1.1's `aws-generated-tags` map on the bucket, say) cannot break ingestion.
+
+
+class S3Bucket(BaseModel):
+    name: str
+
+
+class S3Object(BaseModel):
+    """The object an S3 EventBridge event names. Its key arrives URL-encoded ("My+Report+%28final%29
+    %C3%A9.pdf"): it is decoded as AWS's Powertools decodes it
+    (`S3EventBridgeNotificationObject.key` uses `unquote_plus`)."""
+
+    key: str
+    sequencer: str = ""
+
+    @field_validator("key")
+    @classmethod
+    def _decoded(cls, key: str) -> str:
+        return unquote_plus(key)
+
+
 class S3EventDetail(BaseModel):
-    bucket: dict[str, str]
-    object: dict[str, object]
+    bucket: S3Bucket
+    object: S3Object
 
 
 class S3Event(BaseModel):
-    """An EventBridge `Object Created` / `Object Deleted` event from S3."""
-
-    model_config = ConfigDict(populate_by_name=True)
+    """An EventBridge `Object Created` / `Object Deleted` event from S3
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html)."""
 
     detail_type: str = Field(alias="detail-type")
     detail: S3EventDetail
 
     def object_ref(self) -> ObjectRef:
-        obj = self.detail.object
         return ObjectRef(
-            bucket=self.detail.bucket.get("name", ""),
-            key=str(obj.get("key", "")),
-            sequencer=str(obj.get("sequencer", "")),
+            bucket=self.detail.bucket.name,
+            key=self.detail.object.key,
+            sequencer=self.detail.object.sequencer,
         )
 
 
@@ -304,9 +326,15 @@ class StepResult(BaseModel):
 
 
 class ExecutionStatusDetail(BaseModel):
+    """What the watchdog reads of a `Step Functions Execution Status Change` event's detail
+    (https://docs.aws.amazon.com/step-functions/latest/dg/eventbridge-integration.html).
+    `input` is left out (null) when it is too large; `error` and `cause` are not in every event."""
+
     executionArn: str
     status: str
-    input: str
+    input: str | None = None
+    error: str | None = None
+    cause: str | None = None
 
 
 class ExecutionStatusEvent(BaseModel):
@@ -314,12 +342,14 @@ class ExecutionStatusEvent(BaseModel):
 
     detail: ExecutionStatusDetail
 
-    def failure_task(self) -> FailureTask:
-        return FailureTask(
-            event=S3Event.model_validate_json(self.detail.input),
-            execution_id=self.detail.executionArn,
-            error=self.detail.status,
-        )
+
+class ExecutionFailure(BaseModel):
+    """What Step Functions knows of a run that stopped: its input (the S3 event it started
+    from), and the error and cause that ended it ("" where it has none)."""
+
+    input: str
+    error: str = ""
+    cause: str = ""
 
 
 class UploadTicket(BaseModel):

@@ -33,6 +33,8 @@ from docchat.models import (
     DocRef,
     DocStatus,
     DocumentRecord,
+    ExecutionFailure,
+    ExecutionStatusEvent,
     FailureTask,
     FinalizeTask,
     OcrPage,
@@ -41,13 +43,14 @@ from docchat.models import (
     OcrTask,
     Page,
     RegisterResult,
+    S3Event,
     StepEvent,
     StepResult,
 )
 from docchat.notes import CLOUD_CONCURRENCY, ChunkNotes, StoredNotes, notes_key
 from docchat.ocr import OcrOptions
 from docchat.pagetext import pages_document, pages_key
-from docchat.ports import ChatModel, ChunkIndex, Embedder, Objects, Registry
+from docchat.ports import ChatModel, ChunkIndex, Embedder, Executions, Objects, Registry
 
 SEQUENCER_WIDTH = 32
 OBJECT_DELETED = "Object Deleted"
@@ -320,6 +323,32 @@ def mark_failed(task: FailureTask, *, index: ChunkIndex, registry: Registry) -> 
     return StepResult(doc_id=doc_id, status=DocStatus.FAILED.value, detail=reason)
 
 
+def stopped_run(
+    event: ExecutionStatusEvent,
+    *,
+    executions: Executions,
+    index: ChunkIndex,
+    registry: Registry,
+) -> StepResult:
+    """The watchdog: an ingestion run failed, timed out or was stopped without MarkFailed
+    running (a state-size limit, a timeout of the whole run, a stop by hand). Its document is
+    marked FAILED with the error that ended the run, which Step Functions is asked for when
+    the event does not carry it."""
+    detail = event.detail
+    failure = ExecutionFailure(
+        input=detail.input or "", error=detail.error or "", cause=detail.cause or ""
+    )
+    if not failure.input or (detail.status == "FAILED" and not failure.error):
+        failure = executions.failure(detail.executionArn)
+    task = FailureTask(
+        event=S3Event.model_validate_json(failure.input),
+        execution_id=detail.executionArn,
+        error=failure.error if detail.status == "FAILED" and failure.error else detail.status,
+        cause=failure.cause,
+    )
+    return mark_failed(task, index=index, registry=registry)
+
+
 def _failed_by(item: dict[str, object] | None, execution_id: str) -> bool:
     return (
         item is not None
@@ -392,6 +421,10 @@ _PLAIN_REASONS = {
     "States.Timeout": "a step ran out of time: split the document into smaller PDFs",
     "Sandbox.Timedout": "a step ran out of time: split the document into smaller PDFs",
     "Runtime.OutOfMemory": "a step ran out of memory: split the document into smaller PDFs",
+    "States.DataLimitExceeded": (
+        "the document has more parts than one ingestion run can pass between its steps: "
+        "split it into smaller files"
+    ),
     "TIMED_OUT": "ingestion ran out of time and was stopped: upload the file again",
     "ABORTED": "ingestion was stopped by hand: upload the file again",
     "FAILED": "ingestion failed unexpectedly: upload the file again",
@@ -456,4 +489,5 @@ __all__ = [
     "ocr_range",
     "register",
     "remove",
+    "stopped_run",
 ]

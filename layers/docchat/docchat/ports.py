@@ -13,7 +13,16 @@ from typing import Literal, Protocol
 from docchat.conversations import Conversation, ConversationSummary, StoredMessage
 from docchat.embed import Vectors
 from docchat.llm import Message, ModelEvent, ToolSpec
-from docchat.models import Chunk, DocumentRecord, FileLink, Page, Passage, Removal, UploadTicket
+from docchat.models import (
+    Chunk,
+    DocumentRecord,
+    ExecutionFailure,
+    FileLink,
+    Page,
+    Passage,
+    Removal,
+    UploadTicket,
+)
 
 # --- embedding and search (chat side) ---------------------------------------------------------
 
@@ -237,6 +246,12 @@ class Registry(Protocol):
     ) -> bool: ...
 
     def delete(self, doc_id: str, *, sequencer: str) -> bool: ...
+
+
+class Executions(Protocol):
+    """The ingestion runs Step Functions keeps: why one stopped."""
+
+    def failure(self, execution_arn: str) -> ExecutionFailure: ...
 
 
 class ChunkIndex(Protocol):

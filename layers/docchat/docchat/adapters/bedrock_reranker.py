@@ -21,6 +21,17 @@ from docchat.errors import RerankError
 from docchat.models import Passage
 
 RERANK_MODEL_ID = "cohere.rerank-v3-5:0"
+#: Where Bedrock offers each rerank model (the user guide's "Supported Regions and models for
+#: reranking", https://docs.aws.amazon.com/bedrock/latest/userguide/rerank-supported.html, read
+#: 2026-11-27). Elsewhere a Rerank call fails every time: reranking is off from the start.
+RERANK_REGIONS = {
+    "cohere.rerank-v3-5:0": frozenset(
+        {"ap-northeast-1", "ca-central-1", "eu-central-1", "us-east-1", "us-west-2"}
+    ),
+    "amazon.rerank-v1:0": frozenset(
+        {"ap-northeast-1", "ca-central-1", "eu-central-1", "us-west-2"}
+    ),
+}
 # The service model's limits: 1..1000 sources, each text 1..32000 characters.
 MAX_SOURCES = 1000
 MAX_TEXT_CHARS = 32_000
@@ -31,6 +42,18 @@ CLIENT_CONFIG = Config(
 THROTTLED_CODES = frozenset(
     {"ThrottlingException", "ServiceQuotaExceededException", "DependencyFailedException"}
 )
+
+
+def not_offered(model_id: str, region: str) -> str:
+    """Why `model_id` cannot rerank in `region`, or "" when it can (or when the model or the
+    Region is not one docchat knows: the call then says for itself)."""
+    regions = RERANK_REGIONS.get(model_id)
+    if not region or regions is None or region in regions:
+        return ""
+    return (
+        f"reranking is off: Bedrock offers {model_id} only in {', '.join(sorted(regions))}, "
+        f"not in {region}; passages keep their fused order"
+    )
 
 
 class BedrockReranker:

@@ -50,10 +50,21 @@ def agent_config(settings: Settings, *, index_sleeps: bool) -> AgentConfig:
     )
 
 
+def rerank_off(settings: Settings) -> str:
+    """Why the reranker the settings ask for cannot run here ("" when it can): a Bedrock rerank
+    model outside the Regions that offer it. Decided once, at start, not by a failing call per
+    search."""
+    if settings.reranker != "bedrock":
+        return ""
+    from docchat.adapters.bedrock_reranker import not_offered
+
+    return not_offered(settings.rerank_model_id, settings.region)
+
+
 def reranker(settings: Settings, embedder: Embedder) -> Reranker | None:
     """What reorders the fused passages (DOCCHAT_RERANKER): the best sentence of each, with
-    `embedder` (the default), a Bedrock rerank model, or nothing."""
-    if settings.reranker == "none":
+    `embedder` (the default), a Bedrock rerank model, or nothing (also when `rerank_off`)."""
+    if settings.reranker == "none" or rerank_off(settings):
         return None
     if settings.reranker == "bedrock":
         from docchat.adapters.bedrock_reranker import BedrockReranker

@@ -29,7 +29,14 @@ from functools import cache, cached_property
 from typing import TYPE_CHECKING
 
 from docchat.config import Settings
-from docchat.wiring import agent_config, chat_model, notes_model, require, reranker
+from docchat.wiring import (
+    agent_config,
+    chat_model,
+    notes_model,
+    require,
+    rerank_off,
+    reranker,
+)
 
 # The adapters (and with them boto3, opensearch-py, numpy) are imported where they are made, on
 # first use: a cold start pays only for what it touches. The web app (FastAPI) is imported only
@@ -44,6 +51,7 @@ if TYPE_CHECKING:
     from docchat.adapters.opensearch_index import OpenSearchIndex
     from docchat.adapters.s3_objects import S3Objects
     from docchat.adapters.s3_uploads import S3Files, S3Uploads
+    from docchat.adapters.step_functions import StepFunctionsExecutions
     from docchat.backend import ChatBackend
     from docchat.pagetext import S3PageStore
     from docchat.ports import ChatModel, DocumentRegistry, Reranker
@@ -83,6 +91,17 @@ class CloudServices:
         self.require("documents_table", entry="the document registry")
         dynamodb = boto3.resource("dynamodb", region_name=self.settings.region or None)
         return DynamoRegistry(dynamodb.Table(self.settings.documents_table))
+
+    @cached_property
+    def executions(self) -> StepFunctionsExecutions:
+        """The ingestion runs, for the watchdog to ask why one stopped."""
+        import boto3
+
+        from docchat.adapters.step_functions import StepFunctionsExecutions
+
+        return StepFunctionsExecutions(
+            boto3.client("stepfunctions", region_name=self.settings.region or None)
+        )
 
     @cached_property
     def conversations(self) -> DynamoConversations:
@@ -171,6 +190,7 @@ class CloudServices:
             embedder=self.embedder,
             registry=self.registry,
             reranker=self.reranker,
+            rerank_off=rerank_off(settings),
             candidates=settings.candidates,
             fusion=settings.fusion,
             vector_weight=settings.vector_weight,

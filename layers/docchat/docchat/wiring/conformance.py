@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from docchat.adapters.s3_uploads import S3Files, S3Uploads
     from docchat.adapters.sqlite_conversations import SqliteConversations
     from docchat.adapters.sqlite_index import SqliteIndex
+    from docchat.adapters.step_functions import StepFunctionsExecutions
     from docchat.pagetext import S3PageStore
     from docchat.ports import (
         ChatModel,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
         DocumentIndex,
         DocumentRegistry,
         Embedder,
+        Executions,
         LocalIndex,
         Objects,
         PageStore,
@@ -58,6 +60,10 @@ def dynamodb_registry(registry: DynamoRegistry) -> tuple[Registry, DocumentRegis
 
 def s3_objects(objects: S3Objects) -> Objects:
     return objects
+
+
+def step_functions(executions: StepFunctionsExecutions) -> Executions:
+    return executions
 
 
 def uploads(presigned: S3Uploads, direct: LocalUploads) -> tuple[Uploads, Uploads]:

@@ -18,7 +18,7 @@ from docchat.config import Settings
 from docchat.library import Library
 from docchat.ports import ChunkReader, Embedder
 from docchat.uploads import LocalUploads
-from docchat.wiring import agent_config, chat_model, chunk_notes, reranker
+from docchat.wiring import agent_config, chat_model, chunk_notes, rerank_off, reranker
 
 # The CLI imports this module for every command: the web app (FastAPI) only where it is served.
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ def local_library(settings: Settings) -> Library:
         embedder=embedder,
         registry=index,
         reranker=reranker(settings, embedder),
+        rerank_off=rerank_off(settings),
         candidates=settings.candidates,
         fusion=settings.fusion,
         vector_weight=settings.vector_weight,

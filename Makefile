@@ -18,7 +18,7 @@ PDFS ?= examples/pdfs
 QUESTION ?= What does the DMCA say about circumvention of technological protection measures?
 DEMO_DIR ?= .docchat-demo
 
-.PHONY: demo test unit e2e install lint clean
+.PHONY: demo test unit e2e destroy reindex install lint clean
 
 # ingest exits 1 when some PDF failed (the others are indexed: go on and ask), 2 on unusable input.
 demo: $(STAMP)
@@ -26,7 +26,7 @@ demo: $(STAMP)
 	$(BIN)/docchat ask --data-dir "$(DEMO_DIR)" "$(QUESTION)"
 
 test: $(STAMP) $(SAM_STAMP) $(SCAN_STAMP) $(CHROMIUM)
-	$(BIN)/ruff check layers tests bench
+	$(BIN)/ruff check layers tests bench infra
 	$(BIN)/mypy
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -37,6 +37,19 @@ test: $(STAMP) $(SAM_STAMP) $(SCAN_STAMP) $(CHROMIUM)
 e2e:
 	@$(if $(STACK),$(MAKE) -s --no-print-directory $(STAMP) && $(BIN)/python,$(PYTHON)) \
 		-m tests.e2e "$(STACK)" $(E2E_ARGS)
+
+# Delete a deployed stack with its documents: `make destroy STACK=<name>` empties the two
+# buckets (every version; it asks for the stack's name first), then `sam delete` removes the
+# stack and what `sam deploy` made for it. CloudFormation alone cannot delete a bucket that
+# holds objects.
+destroy: $(STAMP) $(SAM_STAMP)
+	$(BIN)/python infra/stack_tools.py empty "$(STACK)"
+	$(SAM_VENV)/bin/sam delete --stack-name "$(STACK)" --no-prompts
+
+# After CollectionGeneration, CollectionStandbyReplicas or the embedding model changed (a new,
+# empty index): `make reindex STACK=<name>` ingests every document into it again.
+reindex: $(STAMP)
+	$(BIN)/python infra/stack_tools.py reindex "$(STACK)"
 
 install: $(STAMP) $(SAM_STAMP) $(SCAN_STAMP)
 
@@ -72,7 +85,7 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check layers tests bench
+	$(BIN)/ruff check layers tests bench infra
 	$(BIN)/mypy
 
 clean:

@@ -8,13 +8,19 @@ from docchat.pipeline import register
 from docchat.wiring.cloud import services
 
 #: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
-REQUIRED = ("documents_table",)
+REQUIRED = ("documents_table", "opensearch_endpoint")
 
 
 def _run(event: dict[str, Any]) -> RegisterResult:
     s = services().require(*REQUIRED, entry="the register function")
     task = StepEvent.model_validate(event)
-    return register(task, objects=s.objects, registry=s.registry, settings=s.settings)
+    return register(
+        task,
+        objects=s.objects,
+        registry=s.registry,
+        settings=s.settings,
+        index_location=s.index.location,
+    )
 
 
 handler = step_handler("register", _run)

@@ -8,13 +8,20 @@ from docchat.pipeline import stopped_run
 from docchat.wiring.cloud import services
 
 #: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
-REQUIRED = ("documents_table", "opensearch_endpoint")
+REQUIRED = ("documents_table", "opensearch_endpoint", "artifacts_bucket")
 
 
 def _run(event: dict[str, Any]) -> StepResult:
     s = services().require(*REQUIRED, entry="the watchdog function")
     task = ExecutionStatusEvent.model_validate(event)
-    return stopped_run(task, executions=s.executions, index=s.index, registry=s.registry)
+    return stopped_run(
+        task,
+        executions=s.executions,
+        index=s.index,
+        registry=s.registry,
+        objects=s.objects,
+        artifacts_bucket=s.settings.artifacts_bucket,
+    )
 
 
 handler = step_handler("watchdog", _run)

@@ -45,6 +45,8 @@ class Stack:
     user_pool_id: str = ""
     client_id: str = ""
     chunk_context: str = "off"  # the ChunkContext parameter
+    chat_model_id: str = ""  # the ChatModelId parameter
+    rerank_model_id: str = ""  # the RerankModelId parameter ("" turns reranking off)
 
     def url(self, path: str) -> str:
         """`path` under the API's stage, whether or not the output ends with a slash."""
@@ -90,6 +92,8 @@ def stack_from_description(name: str, description: Mapping[str, Any]) -> Stack:
         user_pool_id=outputs.get("ChatUserPoolId", ""),
         client_id=outputs.get("ChatUserPoolClientId", ""),
         chunk_context=params.get("ChunkContext", "off"),
+        chat_model_id=params.get("ChatModelId", ""),
+        rerank_model_id=params.get("RerankModelId", ""),
     )
 
 
@@ -111,6 +115,26 @@ def missing_prerequisites(
 
 
 # --- the chat stream ---------------------------------------------------------------------------
+
+#: An answer that takes longer than this and arrives in one burst was buffered on its way.
+STREAM_CHECKED_AFTER_S = 3.0
+
+
+def unstreamed(arrivals: Sequence[float]) -> str | None:
+    """Why the chat stream's lines (their arrival times, in seconds from the request) show a
+    buffered response, or None when they came as they were written: the first line must come
+    well before the last when the answer took a while (API Gateway's REST streaming and the
+    Web Adapter's response_stream mode both have to work for that)."""
+    if not arrivals or arrivals[-1] < STREAM_CHECKED_AFTER_S:
+        return None
+    first, last = arrivals[0], arrivals[-1]
+    if last - first >= 0.25 * last:
+        return None
+    return (
+        f"the chat stream arrived in one piece: first line after {first:.1f} s, last after "
+        f"{last:.1f} s. Something buffers it: check the API's responseTransferMode STREAM, "
+        "AWS_LWA_INVOKE_MODE=response_stream and the Web Adapter layer version"
+    )
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from tests.e2e.check import (
     describe_item,
     ingest_outcome,
     sse_events,
+    unstreamed,
 )
 
 log = logging.getLogger("docchat.e2e")
@@ -131,11 +132,22 @@ class ChatApi:
         headers = {"Content-Type": "application/json", **self.auth.headers("POST", url, body)}
         # The stage keeps a stream open for up to 5 minutes (REGIONAL endpoint).
         timeout = httpx.Timeout(60, read=300)
+        started = time.monotonic()
+        arrivals: list[float] = []
+
+        def timed(lines: Iterator[str]) -> Iterator[str]:
+            for line in lines:
+                arrivals.append(time.monotonic() - started)
+                yield line
+
         with httpx.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
             if response.status_code != 200:
                 response.read()
                 _expect_ok(response, "POST chat")
-            reply = chat_reply(sse_events(response.iter_lines()))
+            reply = chat_reply(sse_events(timed(response.iter_lines())))
+        buffered = unstreamed(arrivals)
+        if buffered:
+            raise AssertionError(buffered)
         if reply.error is not None:
             raise AssertionError(f"the chat stream ended with an error: {reply.error}")
         if reply.done is None:

@@ -47,6 +47,63 @@ SEARCH_FIRST = "Search the documents to answer. "
 ENDED_BADLY = ("FAILED", "TIMED_OUT", "ABORTED")
 
 
+def test_stack_first_use_of_each_model_is_made_by_the_deployer(stack: Stack, session: Any) -> None:
+    """First in the file: the chat and rerank models' first use in an account starts their
+    AWS Marketplace subscription, which needs aws-marketplace:Subscribe and ViewSubscriptions
+    (Bedrock user guide, "Access Amazon Bedrock foundation models", and "Prerequisites for
+    reranking"). The functions' roles are not given those: this one call per model, with the
+    deployer's credentials, is the documented post-deploy step (README, "First use of the
+    models"), and the checks below then find the models answering the functions."""
+    from docchat.adapters.bedrock_reranker import BedrockReranker, not_offered
+    from docchat.models import Chunk, Passage
+
+    def first_use(what: str, call: Any) -> None:
+        try:
+            call()
+        except Exception as exc:
+            raise AssertionError(
+                f"the first call of {what} failed with your credentials ({exc}). Its first use "
+                "in the account needs aws-marketplace:Subscribe and "
+                "aws-marketplace:ViewSubscriptions for the caller (and, for Anthropic models, "
+                "the one-time use-case form in the Bedrock console); a subscription can take "
+                "up to 15 minutes: run make e2e again then"
+            ) from exc
+
+    runtime = session.client("bedrock-runtime")
+    first_use(
+        stack.chat_model_id,
+        lambda: runtime.converse(
+            modelId=stack.chat_model_id,
+            messages=[{"role": "user", "content": [{"text": "Answer with the word ready."}]}],
+            inferenceConfig={"maxTokens": 8},
+        ),
+    )
+    region = session.region_name or ""
+    if not stack.rerank_model_id or not_offered(stack.rerank_model_id, region):
+        return
+    reranker = BedrockReranker(
+        client=session.client("bedrock-agent-runtime"), model_id=stack.rerank_model_id
+    )
+    passages = [
+        Passage(
+            chunk=Chunk(
+                chunk_id=f"c{n}",
+                doc_id="d",
+                version="v",
+                source="s",
+                title="t",
+                headings=[],
+                page_start=1,
+                page_end=1,
+                text=text,
+            ),
+            score=1.0,
+        )
+        for n, text in enumerate(("Bridges cross rivers.", "Tunnels pass under hills."))
+    ]
+    first_use(stack.rerank_model_id, lambda: reranker.rerank("rivers", passages, top_n=1))
+
+
 def test_stack_chat_api_url_ends_with_a_slash(stack: Stack) -> None:
     # The page's relative URLs drop the stage without it (issue 11, defect 3).
     assert stack.api_url.endswith("/"), f"ChatApiUrl {stack.api_url!r} must end with '/'"

@@ -210,6 +210,7 @@ def _claimed_run(pipeline: Pipeline, key: str, execution_arn: str) -> dict[str, 
         objects=services.objects,
         registry=services.registry,
         settings=services.settings,
+        index_location=services.index.location,
     )
     assert claimed.action == "process"
     return started
@@ -328,3 +329,42 @@ def test_sample_events_for_sam_local_invoke_are_the_documented_ones() -> None:
     }
     watchdog = execution_event("execution-timed-out", input_event=created, execution_arn=run)
     assert sample("watchdog") == watchdog
+
+
+def test_an_object_copied_onto_itself_is_indexed_again_into_a_new_collection(
+    pipeline: Pipeline,
+) -> None:
+    # Given a document indexed into the stack's index
+    key = "kept/annual report.pdf"
+    _upload(pipeline, key, _pdf("hawsers"))
+    indexed = _record(pipeline, key)
+    assert indexed is not None and indexed.status == DocStatus.INDEXED
+
+    # When the index is another one (a new collection after CollectionGeneration changed, or
+    # another embedding model) and `make reindex` copies the object onto itself
+    from docchat.adapters.sqlite_index import SqliteIndex
+
+    old = pipeline.services.index
+    pipeline.services.index = SqliteIndex(
+        old.path.parent / "new-collection.sqlite3",
+        embedding_model=old.embedding_model,
+        dimension=old.dimension,
+    )
+    try:
+        pipeline.s3.copy_object(
+            Bucket=DOCS_BUCKET,
+            Key=key,
+            CopySource={"Bucket": DOCS_BUCKET, "Key": key},
+            MetadataDirective="REPLACE",
+        )
+        execution = pipeline.run(_event(pipeline, "object-created", key))
+
+        # Then the same bytes are indexed again, into the new index
+        assert execution["status"] == "SUCCEEDED", execution
+        assert pipeline.states_entered(execution)[-1] == "Done"
+        assert "hawsers" in _texts(pipeline, key)
+        again = pipeline.run(_event(pipeline, "object-created", key))
+        assert pipeline.states_entered(again)[-1] == "Unchanged"
+    finally:
+        pipeline.services.index.close()
+        pipeline.services.index = old

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from docchat.errors import SearchIndexError, SearchIndexUnavailableError
+from docchat.errors import SearchIndexError, SearchIndexNotReadyError, SearchIndexUnavailableError
 from docchat.ingest import doc_id_for
 from docchat.models import Chunk, DocStatus
 from tests.functions.conftest import DOCS_BUCKET, Pipeline
@@ -134,3 +134,34 @@ def test_failed_removal_is_recorded_on_the_document(pipeline: Pipeline) -> None:
     assert (record.status, record.error_code) == (DocStatus.FAILED, "remove_failed")
     assert "OpenSearch denied access (403)" in record.error
     assert record.error.endswith("upload the file again and delete it to retry")
+
+
+def test_first_writes_to_a_collection_whose_policy_is_not_in_effect_are_retried(
+    pipeline: Pipeline,
+) -> None:
+    # Given a new collection whose data access policy refuses the first writes (403), as
+    # OpenSearch Serverless does for minutes after the stack made the policy
+    real = pipeline.services.index
+    refusals = [2]
+
+    class NotReady:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def write_chunks(self, chunks: Any, vectors: Any) -> None:
+            if refusals[0] > 0:
+                refusals[0] -= 1
+                raise SearchIndexNotReadyError("OpenSearch denied access (403) while indexing")
+            real.write_chunks(chunks, vectors)
+
+    pipeline.services.index = NotReady()
+
+    # When a document is uploaded
+    execution = pipeline.upload("first.pdf", _pdf("capstans"))
+    pipeline.services.index = real
+
+    # Then the Index step waited it out and the document is indexed
+    assert execution["status"] == "SUCCEEDED", execution
+    assert refusals == [0]
+    record = pipeline.services.registry.get(doc_id_for(f"{DOCS_BUCKET}/first.pdf"))
+    assert record is not None and record.status == DocStatus.INDEXED

@@ -7,6 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+import pytest
+from botocore.exceptions import ClientError
+
 from docchat.backend import ChatBackend
 from docchat.ingest import doc_id_for, version_of
 from docchat.library import Library
@@ -81,3 +84,35 @@ def test_chat_app_reads_a_page_and_forgets_it_with_the_document(pipeline: Pipeli
     assert (gone.status_code, gone.json()["error"]["code"]) == (404, "not_found")
     left = pipeline.s3.list_objects_v2(Bucket=ARTIFACTS_BUCKET, Prefix="pages/")
     assert left.get("KeyCount", 0) == 0
+
+
+def _kept_pages(pipeline: Pipeline) -> list[str]:
+    listed = pipeline.s3.list_objects_v2(Bucket=ARTIFACTS_BUCKET, Prefix="pages/")
+    return sorted(item["Key"] for item in listed.get("Contents", []))
+
+
+def test_a_versions_page_text_goes_with_the_version(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a document indexed, then replaced by new bytes
+    doc_id = doc_id_for(f"{DOCS_BUCKET}/{KEY}")
+    pipeline.upload(KEY, PDF)
+    second = make_pdf([[("h1", "Weirs"), ("body", "The weir holds the river back.")]])
+    assert pipeline.upload(KEY, second)["status"] == "SUCCEEDED"
+
+    # Then only the indexed version's page text is kept
+    assert _kept_pages(pipeline) == [pages_key(doc_id, version_of(second))]
+
+    # When a third version fails after Convert kept its pages
+    third = make_pdf([[("h1", "Sluices"), ("body", "The sluice lets water through.")]])
+    denied = {"Error": {"Code": "AccessDeniedException", "Message": "not subscribed"}}
+
+    def refuse(**_: object) -> None:
+        raise ClientError(denied, "InvokeModel")
+
+    monkeypatch.setattr(pipeline.services.bedrock, "invoke_model", refuse)
+    failed = pipeline.upload(KEY, third)
+
+    # Then the failed run keeps only its own version's pages (the document now says FAILED)
+    assert failed["status"] == "FAILED", failed
+    assert _kept_pages(pipeline) == [pages_key(doc_id, version_of(third))]

@@ -2,8 +2,8 @@
 given parameters and stack identity the way CloudFormation would resolve it at deploy time.
 
 Covers what template.yaml uses: Ref, Fn::GetAtt (resolved to a placeholder "<Name.Attr>"),
-Fn::Join, Fn::Select, Fn::Split, Fn::Sub, Fn::If, Fn::Equals, Fn::Not, Fn::And, Fn::Or,
-Condition. https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/intrinsic-function-reference.html
+Fn::FindInMap, Fn::Join, Fn::Select, Fn::Split, Fn::Sub, Fn::If, Fn::Equals, Fn::Not, Fn::And,
+Fn::Or, Condition. https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/intrinsic-function-reference.html
 """
 
 from __future__ import annotations
@@ -86,6 +86,10 @@ class Stack:
         parts = arg.split(".", 1) if isinstance(arg, str) else arg
         name = f"{parts[0]}.{parts[1]}"
         return self.known.get(name, f"<{name}>")
+
+    def _findinmap(self, arg: list[Any]) -> Any:
+        mapping, top, second = (self.resolve(a) for a in arg)
+        return self.template["Mappings"][mapping][top][second]
 
     def _join(self, arg: list[Any]) -> str:
         separator, values = arg

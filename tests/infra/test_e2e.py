@@ -36,6 +36,7 @@ from tests.e2e.check import (
     sse_events,
     stack_from_description,
     stale_passages,
+    unstreamed,
 )
 from tests.e2e.live import Auth, ChatApi
 
@@ -378,6 +379,16 @@ def test_ingest_outcome_waits_for_the_version_and_reports_failures() -> None:
     failed = {**item, "status": "FAILED", "error_code": "encrypted_pdf", "error": "upload it open"}
     with pytest.raises(IngestFailedError, match=r"d FAILED \(encrypted_pdf\): upload it open"):
         ingest_outcome(failed, "v2")
+
+
+def test_unstreamed_spots_an_answer_that_arrived_in_one_piece() -> None:
+    # Lines as they come: streamed (spread over the answer), buffered (all at the end), quick.
+    streamed = [0.4, 0.5, 1.2, 2.0, 3.1, 4.8, 6.0]
+    buffered = [5.9, 5.9, 5.9, 6.0, 6.0]
+    assert unstreamed(streamed) is None
+    assert unstreamed([0.2, 0.3, 0.5]) is None  # too quick to tell
+    found = unstreamed(buffered)
+    assert found is not None and "in one piece" in found and "after 5.9 s" in found
 
 
 # --- the check's API client against the real app on loopback -----------------------------------

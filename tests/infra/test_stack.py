@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from cfnlint.schema.manager import PROVIDER_SCHEMA_MANAGER
 
+from tests.conftest import REPO
 from tests.infra.intrinsics import Stack
 from tests.infra.test_sam_transform import _translate
 
@@ -102,6 +103,73 @@ def test_stack_default_collection_is_nextgen_scaling_to_zero() -> None:
     limits = group["CapacityLimits"]
     assert (limits["MinIndexingCapacityInOcu"], limits["MinSearchCapacityInOcu"]) == (0, 0)
     assert resources["VectorCollection"]["Properties"]["CollectionGroupName"] == group["Name"]
+
+
+def test_stack_nextgen_group_and_collection_have_standby_replicas_whatever_the_parameter() -> None:
+    # OpenSearch refuses a NEXTGEN collection group with StandbyReplicas DISABLED: the default
+    # deploy (NEXTGEN, CollectionStandbyReplicas=DISABLED) rolled back.
+    for standby in ("DISABLED", "ENABLED"):
+        resources = _stack(CollectionStandbyReplicas=standby).resources()
+        assert resources["CollectionGroup"]["Properties"]["StandbyReplicas"] == "ENABLED"
+        assert resources["VectorCollection"]["Properties"]["StandbyReplicas"] == "ENABLED"
+    classic = _stack(CollectionGeneration="CLASSIC", CollectionStandbyReplicas="ENABLED")
+    assert classic.resources()["VectorCollection"]["Properties"]["StandbyReplicas"] == "ENABLED"
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ({"CollectionGeneration": "NEXTGEN"}, {"CollectionGeneration": "CLASSIC"}),
+        ({"CollectionGeneration": "CLASSIC"}, {"CollectionGeneration": "NEXTGEN"}),
+        (
+            {"CollectionGeneration": "CLASSIC", "CollectionStandbyReplicas": "DISABLED"},
+            {"CollectionGeneration": "CLASSIC", "CollectionStandbyReplicas": "ENABLED"},
+        ),
+    ],
+)
+def test_stack_a_change_that_replaces_the_collection_renames_it(
+    before: dict[str, str], after: dict[str, str]
+) -> None:
+    # A collection's StandbyReplicas and CollectionGroupName (its generation) are create-only:
+    # CloudFormation replaces it, which it refuses for a custom-named resource under the same
+    # name ("cannot update a stack when a custom-named resource requires replacing").
+    old = _stack(**before).resources()
+    new = _stack(**after).resources()
+    for logical in (
+        "VectorCollection",
+        "CollectionEncryptionPolicy",
+        "CollectionNetworkPolicy",
+        "CollectionAccessPolicy",
+    ):
+        assert old[logical]["Properties"]["Name"] != new[logical]["Properties"]["Name"], logical
+
+
+def test_stack_classic_collection_keeps_the_name_it_had() -> None:
+    # Stacks deployed before names said the generation ran CLASSIC without standby replicas
+    # (the NEXTGEN default could not deploy): their collection keeps its name and its index.
+    stack = _stack(CollectionGeneration="CLASSIC")
+    name = stack.resources()["VectorCollection"]["Properties"]["Name"]
+    assert re.fullmatch(r"docchat-[0-9a-f]{8}", name), name
+
+
+def test_stack_arns_name_the_partition() -> None:
+    # Literal "arn:aws:" breaks the stack in aws-cn and aws-us-gov.
+    text = (REPO / "template.yaml").read_text()
+    assert "arn:aws:" not in text.replace("arn:aws[a-z-]*:", ""), [
+        line.strip() for line in text.splitlines() if "arn:aws:" in line
+    ]
+
+
+def test_stack_watchdog_may_ask_why_an_ingestion_run_failed() -> None:
+    stack = _stack()
+    resources = stack.resources()
+    machine = resources["IngestStateMachine"]["Properties"].get("StateMachineName") or (
+        stack.resolve({"Fn::GetAtt": ["IngestStateMachine", "Name"]})
+    )
+    allowed = _allowed(resources, "WatchdogFunctionRole", "states:DescribeExecution")
+    assert allowed == [
+        f"arn:aws:states:us-east-1:123456789012:execution:{machine}:*"
+    ], allowed
 
 
 def test_stack_classic_collection_has_no_group() -> None:

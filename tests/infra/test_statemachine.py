@@ -138,6 +138,21 @@ def test_statemachine_every_task_retries_lambda_service_errors_with_full_jitter(
         assert retries[0].get("JitterStrategy") == "FULL", f"{name}: {retries[0]}"
 
 
+def test_statemachine_conversion_out_of_memory_or_time_is_retried_at_most_once() -> None:
+    # A conversion or OCR that ran out of memory or time would fail the same way again: Lambda
+    # reports it as Runtime.ExitError (the sandbox killed), Lambda.Unknown, Sandbox.Timedout or
+    # Runtime.OutOfMemory, and a retry costs another full run of the function.
+    stopped = {"Runtime.ExitError", "Lambda.Unknown", "Sandbox.Timedout", "Runtime.OutOfMemory"}
+    conversions = {"Convert", "ConvertWithOcr", "Ocr"}
+    found = {name: task for name, task, _ in _tasks() if name in conversions}
+    assert set(found) == conversions
+    for name, task in found.items():
+        for retry in task.get("Retry", []):
+            caught = set(retry["ErrorEquals"]) & (stopped | {"States.ALL", "States.TaskFailed"})
+            if caught:
+                assert retry["MaxAttempts"] <= 1, f"{name} retries {sorted(caught)}: {retry}"
+
+
 def test_statemachine_every_step_outside_the_map_catches_failures_into_mark_failed() -> None:
     steps = [
         (name, state)

@@ -16,7 +16,12 @@ from opensearchpy import Connection, OpenSearch, Urllib3AWSV4SignerAuth, Urllib3
 from opensearchpy import ConnectionError as OpenSearchConnectionError
 
 from docchat.adapters.opensearch_index import OpenSearchIndex, client_for
-from docchat.errors import ConfigError, SearchIndexError, SearchIndexUnavailableError
+from docchat.errors import (
+    ConfigError,
+    SearchIndexError,
+    SearchIndexNotReadyError,
+    SearchIndexUnavailableError,
+)
 from docchat.models import Chunk
 
 INDEX = "docchat-chunks-test-words-4"
@@ -398,6 +403,26 @@ def test_opensearch_index_503_is_unavailable_and_403_says_to_grant_access() -> N
         index.count()
     with pytest.raises(SearchIndexError, match="data access policy"):
         index.count()
+
+
+def test_opensearch_index_serverless_write_refused_is_not_ready_yet() -> None:
+    # A new collection's data access policy takes minutes to apply: the first writes are
+    # refused with 403, and the Index step must retry them rather than fail the document.
+    denied = {"error": {"type": "security_exception", "reason": "no permissions for [indices]"}}
+    serverless = _index(FakeOpenSearch().reply(403, denied), serverless=True)
+    domain = _index(FakeOpenSearch().reply(403, denied), serverless=False)
+    reading = _index(FakeOpenSearch().reply(403, denied), serverless=True)
+
+    with pytest.raises(SearchIndexNotReadyError) as caught:
+        serverless.ensure_index()
+    assert "data access policy" in str(caught.value)
+    assert "SearchIndexRoleArns" in str(caught.value)
+    with pytest.raises(SearchIndexError) as refused:
+        domain.ensure_index()
+    assert not isinstance(refused.value, SearchIndexUnavailableError)
+    with pytest.raises(SearchIndexError) as read:
+        reading.count()
+    assert not isinstance(read.value, SearchIndexUnavailableError)
 
 
 def test_opensearch_index_real_transport_to_a_closed_port_is_unavailable() -> None:

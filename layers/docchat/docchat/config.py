@@ -20,6 +20,11 @@ from docchat.errors import ConfigError
 PREFIX = "DOCCHAT_"
 
 
+#: What a Lambda function's own process keeps beside a conversion child (Python, pypdfium2,
+#: numpy, boto3: about 300 MiB resident), in MiB.
+FUNCTION_HEADROOM_MIB = 512
+
+
 class Settings(BaseModel):
     """Every setting is read from `DOCCHAT_<NAME>`; the README documents each one."""
 
@@ -208,6 +213,18 @@ class Settings(BaseModel):
         }
         if "region" not in values and environ.get("AWS_REGION"):
             values["region"] = environ["AWS_REGION"]
+        function_memory = environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "")
+        if "convert_memory_mib" not in values and function_memory.isdigit():
+            # In Lambda the conversion child shares the function's memory with its parent: cap it
+            # below, so that a flood of memory ends as PdfTooLargeError in the child, not as the
+            # whole function killed (Runtime.ExitError) and retried.
+            values["convert_memory_mib"] = max(
+                256,
+                min(
+                    cls.model_fields["convert_memory_mib"].default,
+                    int(function_memory) - FUNCTION_HEADROOM_MIB,
+                ),
+            )
         if "anthropic_api_key" not in values and environ.get("ANTHROPIC_API_KEY"):
             values["anthropic_api_key"] = environ["ANTHROPIC_API_KEY"]
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -167,6 +167,14 @@ class SearchIndexUnavailableError(SearchIndexError):
 
 
 @registered
+class SearchIndexNotReadyError(SearchIndexUnavailableError):
+    """A new collection's index, or its data access policy, is not in effect yet (a write was
+    refused with 403): the Index step retries it for minutes before giving up."""
+
+    code = "index_not_ready"
+
+
+@registered
 class ObjectMissingError(DocchatError):
     """The object is gone (deleted, or replaced before it was read)."""
 

@@ -28,6 +28,17 @@ def pages_key(doc_id: str, version: str) -> str:
     return f"{PAGES_PREFIX}{doc_id}/{version}.json"
 
 
+def drop_pages(objects: Objects, bucket: str, doc_id: str, *, keep: str = "") -> list[str]:
+    """Delete the page text the artifacts bucket keeps for versions of `doc_id` other than
+    `keep` (all of them when `keep` is empty); the keys deleted. A version's pages go with it:
+    when a newer version is indexed, when a run fails, when the document is removed."""
+    kept = pages_key(doc_id, keep) if keep else ""
+    dropped = [k for k in objects.keys(bucket, f"{PAGES_PREFIX}{doc_id}/") if k != kept]
+    for key in dropped:
+        objects.delete(bucket, key)
+    return dropped
+
+
 def pages_document(title: str, pages: list[Page]) -> dict[str, Any]:
     """The JSON object the Convert step writes (and the Chunk step reads)."""
     return {"title": title, "pages": [p.model_dump(mode="json") for p in pages]}

@@ -8,6 +8,7 @@ stale event or an older version from overwriting a newer one.
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import PurePosixPath
 
@@ -49,10 +50,15 @@ from docchat.models import (
 )
 from docchat.notes import CLOUD_CONCURRENCY, ChunkNotes, StoredNotes, notes_key
 from docchat.ocr import OcrOptions
-from docchat.pagetext import pages_document, pages_key
+from docchat.pagetext import drop_pages, pages_document, pages_key
 from docchat.ports import ChatModel, ChunkIndex, Embedder, Executions, Objects, Registry
 
 SEQUENCER_WIDTH = 32
+#: The most batches one document is split into. Chunk's output lists their keys (~150 bytes
+#: each) and a Step Functions state holds at most 256 KiB, a limit `States.ALL` cannot catch
+#: (States.DataLimitExceeded); an inline Map's iterations also fill the run's history (25,000
+#: events, about 14 a batch). A larger document gets larger batches instead.
+MAX_BATCHES = 500
 OBJECT_DELETED = "Object Deleted"
 #: error_code of a document whose object is gone but whose chunks could not be removed.
 REMOVE_FAILED = "remove_failed"
@@ -67,9 +73,16 @@ def normalized_sequencer(sequencer: str) -> str:
 
 
 def register(
-    task: StepEvent, *, objects: Objects, registry: Registry, settings: Settings
+    task: StepEvent,
+    *,
+    objects: Objects,
+    registry: Registry,
+    settings: Settings,
+    index_location: str,
 ) -> RegisterResult:
-    """Decide whether this upload needs ingesting, and claim the document if it does."""
+    """Decide whether this upload needs ingesting, and claim the document if it does: not when
+    these bytes are indexed already, in the index at `index_location` (after a change of
+    collection or embedding model the same bytes are indexed again)."""
     ref = task.event.object_ref()
     doc_id = doc_id_for(ref.source)
     sequencer = normalized_sequencer(ref.sequencer)
@@ -81,7 +94,9 @@ def register(
     if current is not None:
         if str(current.get("sequencer", "")) > sequencer:
             return RegisterResult(action="skip", reason="a newer event for this object came first")
-        if current.get("version") == version and not _needs_rerun(current, settings):
+        if current.get("version") == version and not _needs_rerun(
+            current, settings, index_location
+        ):
             return RegisterResult(
                 action="skip", reason="unchanged: this version is already handled"
             )
@@ -106,13 +121,14 @@ def register(
     return RegisterResult(action="process", doc=doc)
 
 
-def _needs_rerun(current: dict[str, object], settings: Settings) -> bool:
-    """A failed version is retried on a new upload event; so is one stuck without progress."""
+def _needs_rerun(current: dict[str, object], settings: Settings, index_location: str) -> bool:
+    """A failed version is retried on a new upload event; so is one stuck without progress,
+    and one indexed in another index than this stack's (or before indexes were recorded)."""
     status = current.get("status")
     if status == DocStatus.FAILED.value:
         return True
     if status == DocStatus.INDEXED.value:
-        return False
+        return current.get("index") != index_location
     updated = float(str(current.get("updated_at", 0)))
     return time.time() - updated > settings.stale_after_s
 
@@ -250,7 +266,7 @@ def chunk(
         cache = StoredNotes(objects, settings.artifacts_bucket, doc.doc_id)
         notes = ChunkNotes(model=notes_model, cache=cache, concurrency=CLOUD_CONCURRENCY)
         chunks = notes.noted(chunks, pages)
-    size = settings.chunks_per_batch
+    size = max(settings.chunks_per_batch, math.ceil(len(chunks) / MAX_BATCHES))
     batches = []
     for n, start in enumerate(range(0, len(chunks), size)):
         key = _artifact(settings, doc, f"chunks/{n:05d}.json")
@@ -290,24 +306,49 @@ def index_batch(
 # --- Finalize, MarkFailed, Remove ----------------------------------------------------------------
 
 
-def finalize(task: FinalizeTask, *, index: ChunkIndex, registry: Registry) -> StepResult:
-    """Drop the old version's chunks and mark the document INDEXED, if this is still the
-    current version; otherwise drop this run's own chunks."""
+def finalize(
+    task: FinalizeTask,
+    *,
+    index: ChunkIndex,
+    registry: Registry,
+    objects: Objects,
+    artifacts_bucket: str,
+) -> StepResult:
+    """Drop the old version's chunks and page text and mark the document INDEXED, if this is
+    still the current version; otherwise drop this run's own."""
     doc = task.doc
     current = registry.get(doc.doc_id)
     if current is None:
         index.delete_document(doc.doc_id)
+        drop_pages(objects, artifacts_bucket, doc.doc_id)
         return StepResult(doc_id=doc.doc_id, status="removed", detail="deleted meanwhile")
     removed = index.finalize_document(doc.doc_id, current.version)
+    drop_pages(objects, artifacts_bucket, doc.doc_id, keep=current.version)
     if current.version != doc.version:
         return StepResult(doc_id=doc.doc_id, status="superseded", detail=json.dumps(removed))
-    _advance(registry, doc, DocStatus.INDEXED, chunks=task.chunks, error="", error_code="")
+    _advance(
+        registry,
+        doc,
+        DocStatus.INDEXED,
+        chunks=task.chunks,
+        error="",
+        error_code="",
+        index=index.location,
+    )
     return StepResult(doc_id=doc.doc_id, status=DocStatus.INDEXED.value, detail=json.dumps(removed))
 
 
-def mark_failed(task: FailureTask, *, index: ChunkIndex, registry: Registry) -> StepResult:
+def mark_failed(
+    task: FailureTask,
+    *,
+    index: ChunkIndex,
+    registry: Registry,
+    objects: Objects,
+    artifacts_bucket: str,
+) -> StepResult:
     """Record why a run failed, in words a user can act on, and drop the document's chunks
-    (they belong to a version of the file that no longer exists).
+    and the page text of its other versions (they belong to a version of the file that no
+    longer exists).
 
     Safe to run again for the same run (a retry, the sweep after the search index's visibility
     delay, the watchdog): as long as this run's failure is what the registry holds, the chunks
@@ -320,6 +361,8 @@ def mark_failed(task: FailureTask, *, index: ChunkIndex, registry: Registry) -> 
     if not recorded and not _failed_by(registry.get_item(doc_id), task.execution_id):
         return StepResult(doc_id=doc_id, status="unchanged", detail="another run owns it")
     index.delete_document(doc_id)
+    failed = registry.get(doc_id)
+    drop_pages(objects, artifacts_bucket, doc_id, keep=failed.version if failed else "")
     return StepResult(doc_id=doc_id, status=DocStatus.FAILED.value, detail=reason)
 
 
@@ -329,6 +372,8 @@ def stopped_run(
     executions: Executions,
     index: ChunkIndex,
     registry: Registry,
+    objects: Objects,
+    artifacts_bucket: str,
 ) -> StepResult:
     """The watchdog: an ingestion run failed, timed out or was stopped without MarkFailed
     running (a state-size limit, a timeout of the whole run, a stop by hand). Its document is
@@ -346,7 +391,9 @@ def stopped_run(
         error=failure.error if detail.status == "FAILED" and failure.error else detail.status,
         cause=failure.cause,
     )
-    return mark_failed(task, index=index, registry=registry)
+    return mark_failed(
+        task, index=index, registry=registry, objects=objects, artifacts_bucket=artifacts_bucket
+    )
 
 
 def _failed_by(item: dict[str, object] | None, execution_id: str) -> bool:
@@ -411,7 +458,7 @@ def remove(
         return StepResult(doc_id=doc_id, status="kept", detail="uploaded again after deletion")
     index.delete_document(doc_id)
     if current is not None and artifacts_bucket:
-        objects.delete(artifacts_bucket, pages_key(doc_id, str(current.get("version", ""))))
+        drop_pages(objects, artifacts_bucket, doc_id)
         objects.delete(artifacts_bucket, notes_key(doc_id))
     registry.delete(doc_id, sequencer=sequencer)
     return StepResult(doc_id=doc_id, status="removed")
@@ -421,6 +468,11 @@ _PLAIN_REASONS = {
     "States.Timeout": "a step ran out of time: split the document into smaller PDFs",
     "Sandbox.Timedout": "a step ran out of time: split the document into smaller PDFs",
     "Runtime.OutOfMemory": "a step ran out of memory: split the document into smaller PDFs",
+    # Lambda reports a sandbox killed for lack of memory (or by its timeout) as one of these.
+    "Runtime.ExitError": "a step was stopped, most often for lack of memory: split the document "
+    "into smaller PDFs",
+    "Lambda.Unknown": "a step was stopped, most often for lack of memory or time: split the "
+    "document into smaller PDFs",
     "States.DataLimitExceeded": (
         "the document has more parts than one ingestion run can pass between its steps: "
         "split it into smaller files"

@@ -229,6 +229,8 @@ class Objects(Protocol):
 
     def delete(self, bucket: str, key: str) -> None: ...
 
+    def keys(self, bucket: str, prefix: str) -> list[str]: ...
+
 
 class Registry(Protocol):
     """The pipeline's document registry, whose conditional writes order concurrent runs."""
@@ -256,6 +258,12 @@ class Executions(Protocol):
 
 class ChunkIndex(Protocol):
     """What the pipeline writes and removes in the search index."""
+
+    @property
+    def location(self) -> str:
+        """Which index this is (cluster and index name): Register re-ingests a document that
+        was indexed somewhere else."""
+        ...
 
     def write_chunks(self, chunks: Sequence[Chunk], vectors: Vectors) -> None: ...
 

@@ -36,6 +36,7 @@ from docchat.errors import (
     ConfigError,
     EmbedderMismatchError,
     SearchIndexError,
+    SearchIndexNotReadyError,
     SearchIndexUnavailableError,
 )
 from docchat.models import Chunk
@@ -127,6 +128,7 @@ class OpenSearchIndex:
         dimension: int,
         serverless: bool,
         index_prefix: str = "docchat-chunks",
+        endpoint: str = "",
         max_bulk_bytes: int = 5_000_000,
         page_size: int = 1000,
         wake_s: float = WAKE_S,
@@ -153,6 +155,7 @@ class OpenSearchIndex:
         self.wake_pause_s = wake_pause_s
         self._client = client
         self._index_name = _index_name(index_prefix, embedding_model, dimension)
+        self._endpoint = endpoint
         self._index_ready = False
 
     @property
@@ -160,12 +163,18 @@ class OpenSearchIndex:
         """The index for this model and dimension, so vectors of other sizes never mix."""
         return self._index_name
 
+    @property
+    def location(self) -> str:
+        """Which index of which cluster this is: a document indexed elsewhere (another
+        collection, another embedding model) is not indexed here."""
+        return f"{self._endpoint}/{self._index_name}"
+
     # --- writing -----------------------------------------------------------------------------
 
     def ensure_index(self) -> None:
         """Create the index with its k-NN and BM25 mapping unless it exists already; an index
         made before chunks carried their contextual text gets that field added."""
-        with _translated(f"creating index {self.index_name}"):
+        with _writing(f"creating index {self.index_name}", serverless=self.serverless):
             if not self._client.indices.exists(index=self.index_name):
                 try:
                     self._client.indices.create(
@@ -383,7 +392,7 @@ class OpenSearchIndex:
     def _bulk(self, batch: list[tuple[str, str]], *, action: str) -> None:
         """Send one bulk request; `batch` holds (label for messages, NDJSON lines) pairs."""
         body = "".join(lines for _, lines in batch)
-        with _translated(action):
+        with _writing(action, serverless=self.serverless):
             response = self._client.bulk(index=self.index_name, body=body)
         _check_bulk(response, [label for label, _ in batch], action=action)
 
@@ -616,6 +625,29 @@ def _describe(error: Any) -> tuple[str, str]:
     if len(reason) > _REASON_CHARS:
         reason = reason[:_REASON_CHARS] + "..."
     return kind, reason
+
+
+@contextmanager
+def _writing(action: str, *, serverless: bool) -> Iterator[None]:
+    """`_translated` for writes: on OpenSearch Serverless a refusal (403) right after the stack
+    made the collection is its data access policy not yet in effect (policies take minutes),
+    so it is `SearchIndexNotReadyError`, which the Index step retries for minutes; the message
+    still says what to grant if it never takes effect."""
+    try:
+        with _translated(action):
+            yield
+    except SearchIndexError as exc:
+        cause = exc.__cause__
+        denied = isinstance(cause, TransportError) and cause.status_code == 403
+        if not (serverless and denied):
+            raise
+        raise SearchIndexNotReadyError(
+            f"{exc}. A collection's data access policy takes a few minutes to apply after it "
+            "is made; an existing collection (ExistingOpenSearchEndpoint) needs one that "
+            "grants the stack's roles (its output SearchIndexRoleArns) aoss:CreateIndex, "
+            "aoss:DescribeIndex, aoss:UpdateIndex, aoss:ReadDocument and aoss:WriteDocument "
+            "on index/<collection>/*"
+        ) from cause
 
 
 @contextmanager

@@ -66,6 +66,18 @@ class S3Objects:
         except ClientError as exc:
             raise _translated(exc, bucket, key) from exc
 
+    def keys(self, bucket: str, prefix: str) -> list[str]:
+        """The keys under `prefix` (ListObjectsV2, every page)."""
+        found: list[str] = []
+        try:
+            for page in self._s3.get_paginator("list_objects_v2").paginate(
+                Bucket=bucket, Prefix=prefix
+            ):
+                found += [item["Key"] for item in page.get("Contents", [])]
+        except ClientError as exc:
+            raise _translated(exc, bucket, prefix) from exc
+        return found
+
     def read_vectors(self, bucket: str, key: str) -> Vectors:
         vectors: Vectors = np.load(io.BytesIO(self.read(bucket, key)), allow_pickle=False)
         return vectors

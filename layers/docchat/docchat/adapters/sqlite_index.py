@@ -121,6 +121,11 @@ class SqliteIndex:
         self._matrix = np.zeros((0, dimension), dtype=np.float32)
         self._postings = Postings.build({}, [], [])
 
+
+    @property
+    def location(self) -> str:
+        """The index file (what the cloud pipeline's Register compares; see ports.ChunkIndex)."""
+        return str(self.path)
     def close(self) -> None:
         self._db.close()
         self._tokenizer.close()

@@ -153,6 +153,7 @@ class CloudServices:
             dimension=embedder.dimension,
             serverless=settings.opensearch_service == "aoss",
             index_prefix=settings.index_prefix,
+            endpoint=settings.opensearch_endpoint,
         )
 
     @cached_property

@@ -26,9 +26,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from docchat.adapters import bm25
+from docchat.adapters.embedding import unit_length
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.config import Settings
-from docchat.embed import unit_length
 from docchat.evaluate import (
     DEPTH,
     Chunking,

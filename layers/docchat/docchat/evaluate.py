@@ -19,12 +19,11 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.chunk import chunks_from_pages
 from docchat.citations import answer_quotes
 from docchat.config import Settings
-from docchat.embed import Vectors
 from docchat.errors import EvaluationDataError
 from docchat.ingest import Progress, embed_chunks
 from docchat.library import RERANK_POOL
 from docchat.models import Chunk, DocumentRecord, Page
-from docchat.ports import Embedder, Reranker
+from docchat.ports import Embedder, Reranker, Vectors
 from docchat.rerank import sentence_similarities
 from docchat.retrieve import Fusion, check_weight, fused_passages
 

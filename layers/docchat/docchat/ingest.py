@@ -13,13 +13,12 @@ from pathlib import Path
 from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
 from docchat.convert import ConvertLimits, OcrSource, ProgressFn
-from docchat.embed import Vectors
 from docchat.errors import ConversionError
 from docchat.isolate import pages_from_pdf_isolated
 from docchat.models import Chunk, ConvertedDocument, DocStatus, DocumentRecord
 from docchat.notes import ChunkNotes
 from docchat.ocr import OcrOptions
-from docchat.ports import DocumentIndex, Embedder
+from docchat.ports import DocumentIndex, Embedder, Vectors
 
 Progress = Callable[[str, int, int], None]
 

@@ -10,12 +10,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from docchat.conversations import Conversation, ConversationSummary, StoredMessage
-from docchat.embed import Vectors
 from docchat.llm import Message, ModelEvent, ToolSpec
 from docchat.models import Chunk, DocumentRecord, FileLink, Page, Passage, Removal, UploadTicket
 
 # --- embedding and search (chat side) ---------------------------------------------------------
+
+Vectors = npt.NDArray[np.float32]
 
 
 class Embedder(Protocol):

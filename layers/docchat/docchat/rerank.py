@@ -20,9 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from docchat.citations import chunk_sentences, query_terms, term_weights, terms
-from docchat.embed import Vectors
 from docchat.models import Chunk, Passage
-from docchat.ports import Embedder, Reranker
+from docchat.ports import Embedder, Reranker, Vectors
 from docchat.retrieve import rescaled
 
 # A sentence shorter than this (not a list item) says too little to speak for its passage:

@@ -17,7 +17,6 @@ from numpy.typing import NDArray
 
 from docchat.adapters.bm25 import FIELD_WEIGHTS, Fields, Postings, Tokenizer, best_rows
 from docchat.adapters.sqlite_errors import StorageKind, storage_error, write_transaction
-from docchat.embed import Vectors
 from docchat.errors import (
     DocumentNotFoundError,
     EmbedderMismatchError,
@@ -27,6 +26,7 @@ from docchat.errors import (
     StorageError,
 )
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, file_label
+from docchat.ports import Vectors
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

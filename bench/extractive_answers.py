@@ -42,10 +42,8 @@ from typing import Any
 import numpy as np
 
 from docchat.adapters.local_embedder import LocalEmbedder
-from docchat.chunk import chunks_from_pages
 from docchat.citations import SIMILARITY_WEIGHT, answer_quotes, question_coverage
 from docchat.config import Settings
-from docchat.convert import pages_from_pdf
 from docchat.evaluate import (
     Chunking,
     Quoter,
@@ -59,6 +57,8 @@ from docchat.evaluate import (
     qa_split,
     ranked_chunks,
 )
+from docchat.ingest.chunk import chunks_from_pages
+from docchat.ingest.convert import pages_from_pdf
 from docchat.models import Chunk
 from docchat.rerank import SentenceReranker
 from docchat.wiring import reranker

@@ -42,11 +42,11 @@ import numpy as np
 from numpy.typing import NDArray
 from reportlab.pdfgen.canvas import Canvas
 
-from docchat import isolate
-from docchat.convert import ConvertLimits
 from docchat.errors import ConversionError
-from docchat.isolate import pages_from_pdf_isolated
-from docchat.ocr import OcrOptions
+from docchat.ingest import isolate
+from docchat.ingest.convert import ConvertLimits
+from docchat.ingest.isolate import pages_from_pdf_isolated
+from docchat.ingest.ocr import OcrOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "pdfs"
@@ -204,8 +204,8 @@ class _Server:
         from docchat.api import create_app
         from docchat.backend import ChatBackend
         from docchat.config import Settings
+        from docchat.ingest.uploads import LocalUploads
         from docchat.library import Library
-        from docchat.uploads import LocalUploads
         from docchat.wiring import agent_config
 
         embedder = HashEmbedder()

@@ -19,10 +19,10 @@ from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.errors import ModelUnavailableError
 from docchat.events import SourcePassage
+from docchat.ingest.uploads import LocalUploads
 from docchat.library import Library
 from docchat.llm import Message, ModelEvent, ToolSpec
 from docchat.models import Chunk, DocStatus, DocumentRecord
-from docchat.uploads import LocalUploads
 from docchat.wiring import agent_config
 from tests.conftest import WordEmbedder
 

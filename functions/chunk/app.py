@@ -4,7 +4,7 @@ from typing import Any
 
 from docchat.lambda_handler import step_handler
 from docchat.models import ChunkResult, ConvertResult
-from docchat.pipeline import chunk
+from docchat.ingest.steps import chunk
 from docchat.wiring.cloud import services
 
 #: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.

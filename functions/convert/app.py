@@ -8,7 +8,7 @@ from typing import Any
 
 from docchat.lambda_handler import step_handler
 from docchat.models import ConvertResult, DocRef
-from docchat.pipeline import convert, convert_with_ocr
+from docchat.ingest.steps import convert, convert_with_ocr
 from docchat.wiring.cloud import services
 
 #: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.

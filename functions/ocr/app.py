@@ -7,7 +7,7 @@ from typing import Any
 
 from docchat.lambda_handler import step_handler
 from docchat.models import OcrResult, OcrTask
-from docchat.pipeline import ocr_range
+from docchat.ingest.steps import ocr_range
 from docchat.wiring.cloud import services
 
 #: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.

@@ -224,7 +224,7 @@ def misplaced_quotes(citations: Sequence[Mapping[str, Any]], pages: Sequence[str
 
 
 def chunk_version(chunk_id: str) -> str:
-    """The version prefix a chunk id carries (`<doc_id>:<version[:12]>:<n>`, chunk.py)."""
+    """The version prefix a chunk id carries (`<doc_id>:<version[:12]>:<n>`, ingest/chunk.py)."""
     parts = chunk_id.split(":")
     if len(parts) != 3:
         raise ValueError(f"chunk id {chunk_id!r} is not <doc_id>:<version>:<number>")

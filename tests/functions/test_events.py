@@ -8,9 +8,9 @@ import json
 from functools import cache
 from typing import Any
 
-from docchat.ingest import doc_id_for
+from docchat.ingest.local import doc_id_for
+from docchat.ingest.steps import register
 from docchat.models import DocStatus, StepEvent
-from docchat.pipeline import register
 from tests.conftest import REPO
 from tests.functions.conftest import DOCS_BUCKET, FakeContext, Pipeline, _load_handler
 from tests.functions.test_ingest_pipeline import _pdf

@@ -29,11 +29,11 @@ TUNED = (
 # Where the domain and the evaluation take them (adapters take none of them).
 MODULES = (
     "docchat.agent",
-    "docchat.chunk",
+    "docchat.ingest.chunk",
     "docchat.evaluate",
-    "docchat.ingest",
+    "docchat.ingest.local",
     "docchat.library",
-    "docchat.pipeline",
+    "docchat.ingest.steps",
     "docchat.rerank",
     "docchat.retrieve",
 )

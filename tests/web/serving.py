@@ -15,9 +15,9 @@ from docchat.api import SignIn, create_app
 from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.identity import UserOf, local_user
+from docchat.ingest.uploads import LocalUploads
 from docchat.library import Library
 from docchat.llm import Message
-from docchat.uploads import LocalUploads
 from tests.chatkit import SEARCH, ServedApp, tuned_config
 from tests.conftest import WordEmbedder
 

@@ -19,15 +19,15 @@ from docchat.api import create_app
 from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.errors import DocumentNotFoundError, NotPdfError, UploadTooLargeError
-from docchat.ingest import doc_id_for
-from docchat.library import Library
-from docchat.models import DocStatus, DocumentRecord
-from docchat.uploads import (
+from docchat.ingest.local import doc_id_for
+from docchat.ingest.uploads import (
     LocalUploads,
     check_pdf,
     display_name,
     upload_path,
 )
+from docchat.library import Library
+from docchat.models import DocStatus, DocumentRecord
 from tests.chatkit import SEARCH, local_parts, tuned_config
 from tests.conftest import EXAMPLES, WordEmbedder
 from tests.pdfgen import make_pdf

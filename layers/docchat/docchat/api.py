@@ -69,6 +69,7 @@ from docchat.errors import (
 from docchat.events import sse
 from docchat.guards import error_response
 from docchat.identity import UserOf, local_user
+from docchat.ingest.uploads import MAX_UPLOAD_BYTES, S3_UPLOAD_ROUTE
 from docchat.limits import (
     CONVERSATION_ID_PATTERN,
     MAX_DOC_IDS,
@@ -82,7 +83,6 @@ from docchat.models import DocumentRecord, FileLink, file_name, source_name
 from docchat.observe import RequestIds, logged_answer
 from docchat.openai_api import CompletionRequest, ModelList, completion, completion_chunks
 from docchat.ports import ConversationStore, DocumentFiles, Uploads
-from docchat.uploads import MAX_UPLOAD_BYTES, S3_UPLOAD_ROUTE
 
 MAX_BODY_BYTES = 512 * 1024
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

@@ -16,11 +16,11 @@ from typing import Any, Literal
 import numpy as np
 
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.chunk import chunks_from_pages
 from docchat.citations import answer_quotes
 from docchat.config import Settings
 from docchat.errors import EvaluationDataError
-from docchat.ingest import Progress, embed_chunks
+from docchat.ingest.chunk import chunks_from_pages
+from docchat.ingest.local import Progress, embed_chunks
 from docchat.library import RERANK_POOL
 from docchat.models import Chunk, DocumentRecord, Page
 from docchat.ports import Embedder, Reranker, Vectors

@@ -10,8 +10,8 @@ from pathlib import PurePosixPath
 
 from docchat.citations import terms
 from docchat.errors import DocchatError
+from docchat.ingest.pagetext import extracted_pages
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
-from docchat.pagetext import extracted_pages
 from docchat.ports import ChunkReader, DocumentRegistry, Embedder, PageStore, Reranker
 from docchat.rerank import sentence_similarities
 from docchat.retrieve import Fusion, hybrid_search

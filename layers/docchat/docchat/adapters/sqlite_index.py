@@ -350,7 +350,7 @@ class SqliteIndex:
         )
         return DocumentRecord(**dict(rows[0])) if rows else None
 
-    # --- model-written notes (docchat.notes.NoteCache) ------------------------------------------
+    # --- model-written notes (docchat.ingest.notes.NoteCache) ------------------------------------
 
     def notes(self, keys: Sequence[str]) -> dict[str, str]:
         if not keys:
@@ -401,7 +401,7 @@ class SqliteIndex:
         """Before a document's chunks go (deleted, or a new version), the first of its aliases
         whose content they still are becomes a document of its own and takes them: identical
         files indexed once must not be lost with the one that happened to be indexed first."""
-        from docchat.ingest import doc_id_for  # the pipeline modules are heavy; only here
+        from docchat.ingest.local import doc_id_for  # the pipeline modules are heavy; only here
 
         heirs = self._db.execute(
             "SELECT source, version FROM aliases WHERE doc_id = ? AND version != ? ORDER BY source",

@@ -16,7 +16,7 @@ from docchat.errors import ConfigError
 # imported only where it is built.
 if TYPE_CHECKING:
     from docchat.agent import AgentConfig
-    from docchat.notes import ChunkNotes, NoteCache
+    from docchat.ingest.notes import ChunkNotes, NoteCache
     from docchat.ports import ChatModel, Embedder, Reranker
 
 
@@ -111,6 +111,6 @@ def chunk_notes(settings: Settings, cache: NoteCache) -> ChunkNotes | None:
     model = notes_model(settings)
     if model is None:
         return None
-    from docchat.notes import ChunkNotes
+    from docchat.ingest.notes import ChunkNotes
 
     return ChunkNotes(model=model, cache=cache)

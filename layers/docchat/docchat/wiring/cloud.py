@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from docchat.adapters.s3_objects import S3Objects
     from docchat.adapters.s3_uploads import S3Files, S3Uploads
     from docchat.backend import ChatBackend
-    from docchat.pagetext import S3PageStore
+    from docchat.ingest.pagetext import S3PageStore
     from docchat.ports import ChatModel, DocumentRegistry, Reranker
 
     Embedders = LocalEmbedder | TitanEmbedder | CohereEmbedder
@@ -155,7 +155,7 @@ class CloudServices:
         (GET /documents/{id}/pages/{n} then says the text was not kept)."""
         if not self.settings.artifacts_bucket:
             return None
-        from docchat.pagetext import S3PageStore
+        from docchat.ingest.pagetext import S3PageStore
 
         return S3PageStore(self.objects, self.settings.artifacts_bucket)
 

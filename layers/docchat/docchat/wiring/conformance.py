@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from docchat.adapters.s3_uploads import S3Files, S3Uploads
     from docchat.adapters.sqlite_conversations import SqliteConversations
     from docchat.adapters.sqlite_index import SqliteIndex
-    from docchat.pagetext import S3PageStore
+    from docchat.ingest.pagetext import S3PageStore
+    from docchat.ingest.uploads import LocalUploads
     from docchat.ports import (
         ChatModel,
         ChunkIndex,
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
         Reranker,
         Uploads,
     )
-    from docchat.uploads import LocalUploads
 
 
 def opensearch_index(index: OpenSearchIndex) -> tuple[ChunkIndex, ChunkReader]:

@@ -11,9 +11,7 @@ import json
 import time
 from pathlib import PurePosixPath
 
-from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
-from docchat.convert import OcrResults
 from docchat.errors import (
     EmptyPdfError,
     ObjectMissingError,
@@ -22,8 +20,13 @@ from docchat.errors import (
     SupersededError,
     code_for_name,
 )
-from docchat.ingest import convert_pdf, doc_id_for, embed_chunks, version_of
-from docchat.isolate import ocr_pages_isolated
+from docchat.ingest.chunk import chunks_from_pages
+from docchat.ingest.convert import OcrResults
+from docchat.ingest.isolate import ocr_pages_isolated
+from docchat.ingest.local import convert_pdf, doc_id_for, embed_chunks, version_of
+from docchat.ingest.notes import CLOUD_CONCURRENCY, ChunkNotes, StoredNotes, notes_key
+from docchat.ingest.ocr import OcrOptions
+from docchat.ingest.pagetext import pages_document, pages_key
 from docchat.models import (
     BatchResult,
     BatchTask,
@@ -44,9 +47,6 @@ from docchat.models import (
     StepEvent,
     StepResult,
 )
-from docchat.notes import CLOUD_CONCURRENCY, ChunkNotes, StoredNotes, notes_key
-from docchat.ocr import OcrOptions
-from docchat.pagetext import pages_document, pages_key
 from docchat.ports import ChatModel, ChunkIndex, Embedder, Objects, Registry
 
 SEQUENCER_WIDTH = 32
@@ -227,7 +227,7 @@ def chunk(
 ) -> ChunkResult:
     """Pages -> chunks, stored in batches that the Embed map works through; with
     `notes_model` (DOCCHAT_CHUNK_CONTEXT=model) each chunk carries its model-written note,
-    cached in the artifacts bucket (docchat.notes)."""
+    cached in the artifacts bucket (docchat.ingest.notes)."""
     doc = result.doc
     stored = objects.read_json(settings.artifacts_bucket, result.pages_key)
     assert isinstance(stored, dict)

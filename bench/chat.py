@@ -64,11 +64,11 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.api import create_app
 from docchat.backend import ChatBackend
 from docchat.config import Settings
-from docchat.library import Library
 from docchat.llm import Message, ModelEvent, TextDelta, ToolSpec, TurnEnd
 from docchat.models import Chunk, DocumentRecord
 from docchat.ports import Vectors
-from docchat.retrieve import hybrid_search
+from docchat.search.hybrid import hybrid_search
+from docchat.search.library import Library
 from docchat.wiring import agent_config
 from docchat.wiring.cloud import CHAT_SETTINGS
 

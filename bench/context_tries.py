@@ -43,7 +43,7 @@ from docchat.evaluate import (
     qa_split,
 )
 from docchat.models import Chunk
-from docchat.retrieve import fuse_by_score
+from docchat.search.hybrid import fuse_by_score
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 CANDIDATES = 100

@@ -44,10 +44,10 @@ from docchat.evaluate import (
     load_squad,
     qa_split,
 )
-from docchat.library import RERANK_POOL
 from docchat.models import Chunk, Passage
-from docchat.rerank import SentenceReranker
-from docchat.retrieve import RRF_K, fuse_by_rank, fuse_by_score, hybrid_search
+from docchat.search.hybrid import RRF_K, fuse_by_rank, fuse_by_score, hybrid_search
+from docchat.search.library import RERANK_POOL
+from docchat.search.rerank import SentenceReranker
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 CACHE = Path(".docchat-eval")

@@ -60,7 +60,7 @@ from docchat.evaluate import (
 from docchat.ingest.chunk import chunks_from_pages
 from docchat.ingest.convert import pages_from_pdf
 from docchat.models import Chunk
-from docchat.rerank import SentenceReranker
+from docchat.search.rerank import SentenceReranker
 from docchat.wiring import reranker
 
 REPO = Path(__file__).resolve().parents[1]

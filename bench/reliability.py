@@ -205,7 +205,7 @@ class _Server:
         from docchat.backend import ChatBackend
         from docchat.config import Settings
         from docchat.ingest.uploads import LocalUploads
-        from docchat.library import Library
+        from docchat.search.library import Library
         from docchat.wiring import agent_config
 
         embedder = HashEmbedder()

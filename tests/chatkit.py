@@ -20,9 +20,9 @@ from docchat.config import Settings
 from docchat.errors import ModelUnavailableError
 from docchat.events import SourcePassage
 from docchat.ingest.uploads import LocalUploads
-from docchat.library import Library
 from docchat.llm import Message, ModelEvent, ToolSpec
 from docchat.models import Chunk, DocStatus, DocumentRecord
+from docchat.search.library import Library
 from docchat.wiring import agent_config
 from tests.conftest import WordEmbedder
 

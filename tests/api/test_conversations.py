@@ -24,9 +24,9 @@ from docchat.api import create_app
 from docchat.backend import ChatBackend
 from docchat.conversations import StoredMessage
 from docchat.identity import cognito_user
-from docchat.library import Library
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
 from docchat.llm import TextDelta, ToolUse, TurnEnd
+from docchat.search.library import Library
 from docchat.wiring.cloud import cloud_app
 from tests.chatkit import ScriptedModel, ServedApp, library, tuned_config
 from tests.unit.test_conversation_stores import conversations_table as _conversations_table

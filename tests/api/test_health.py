@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from docchat.api import create_app
 from docchat.backend import ChatBackend
-from docchat.library import Library
+from docchat.search.library import Library
 from docchat.wiring.cloud import cloud_app
 from tests.chatkit import library, tuned_config
 

@@ -19,8 +19,8 @@ from docchat.agent import Agent
 from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.events import event_data
-from docchat.library import Library
 from docchat.ports import ChatModel
+from docchat.search.library import Library
 from docchat.wiring import chat_model
 from tests.api.test_claude_chat import Recorded as RecordedClaude
 from tests.api.test_claude_chat import _claude, manual

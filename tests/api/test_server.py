@@ -12,8 +12,8 @@ import pytest
 
 from docchat.api import MAX_BODY_BYTES, create_app
 from docchat.backend import ChatBackend
-from docchat.library import Library
 from docchat.llm import TextDelta, ToolUse, TurnEnd
+from docchat.search.library import Library
 from tests.chatkit import ScriptedModel, ServedApp, library, tuned_config
 
 __all__ = ["library"]  # the fixture

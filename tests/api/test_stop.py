@@ -13,8 +13,8 @@ import pytest
 
 from docchat.api import create_app
 from docchat.backend import ChatBackend
-from docchat.library import Library
 from docchat.llm import Message, ModelEvent, TextDelta, ToolSpec, TurnEnd
+from docchat.search.library import Library
 from tests.chatkit import ServedApp, library, tuned_config
 
 __all__ = ["library"]  # the fixture

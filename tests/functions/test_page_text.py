@@ -10,7 +10,7 @@ from urllib.parse import quote
 from docchat.backend import ChatBackend
 from docchat.ingest.local import doc_id_for, version_of
 from docchat.ingest.pagetext import S3PageStore, pages_key
-from docchat.library import Library
+from docchat.search.library import Library
 from tests.chatkit import SEARCH, tuned_config
 from tests.functions.conftest import ARTIFACTS_BUCKET, DOCS_BUCKET, Pipeline
 from tests.pdfgen import make_pdf

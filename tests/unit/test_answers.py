@@ -8,8 +8,8 @@ from docchat.agent import NOT_FOUND, Agent
 from docchat.citations import answer_quotes, best_quote, chunk_sentences
 from docchat.evaluate import verbatim
 from docchat.events import CitationsEvent, DeltaEvent
-from docchat.library import distinct
 from docchat.models import Chunk, Passage
+from docchat.search.library import distinct
 from tests.chatkit import library_of, tuned_config
 
 LIMITATIONS = (

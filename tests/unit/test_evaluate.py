@@ -33,7 +33,7 @@ from docchat.evaluate import (
     verbatim,
 )
 from docchat.models import Chunk, Passage
-from docchat.retrieve import fuse_by_score, hybrid_search
+from docchat.search.hybrid import fuse_by_score, hybrid_search
 from tests.conftest import WordEmbedder
 
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "beir-tiny"

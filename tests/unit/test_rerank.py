@@ -10,7 +10,7 @@ import pytest
 from docchat.citations import chunk_sentences
 from docchat.config import Settings
 from docchat.models import Chunk, Passage
-from docchat.rerank import SHORT, SentenceReranker, sentence_similarities
+from docchat.search.rerank import SHORT, SentenceReranker, sentence_similarities
 from docchat.wiring import reranker
 from tests.conftest import WordEmbedder
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from docchat.agent import Agent
-from docchat.library import Library
 from docchat.llm import TextDelta, ToolUse, TurnEnd
+from docchat.search.library import Library
 from docchat.tools import TOOLS
 from tests.chatkit import ScriptedModel, library, tuned_config
 

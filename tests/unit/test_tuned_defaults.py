@@ -32,10 +32,10 @@ MODULES = (
     "docchat.ingest.chunk",
     "docchat.evaluate",
     "docchat.ingest.local",
-    "docchat.library",
+    "docchat.search.library",
     "docchat.ingest.steps",
-    "docchat.rerank",
-    "docchat.retrieve",
+    "docchat.search.rerank",
+    "docchat.search.hybrid",
 )
 
 

@@ -16,8 +16,8 @@ from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.identity import UserOf, local_user
 from docchat.ingest.uploads import LocalUploads
-from docchat.library import Library
 from docchat.llm import Message
+from docchat.search.library import Library
 from tests.chatkit import SEARCH, ServedApp, tuned_config
 from tests.conftest import WordEmbedder
 

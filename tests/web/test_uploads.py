@@ -26,8 +26,8 @@ from docchat.ingest.uploads import (
     display_name,
     upload_path,
 )
-from docchat.library import Library
 from docchat.models import DocStatus, DocumentRecord
+from docchat.search.library import Library
 from tests.chatkit import SEARCH, local_parts, tuned_config
 from tests.conftest import EXAMPLES, WordEmbedder
 from tests.pdfgen import make_pdf

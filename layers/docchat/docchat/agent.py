@@ -37,10 +37,10 @@ from docchat.events import (
     ToolCallEvent,
     Usage,
 )
-from docchat.library import Catalog, Library
 from docchat.llm import Block, Message, TextDelta, ToolResultBlock, ToolUse, TurnEnd
 from docchat.models import Chunk, Citation, file_name, source_name
 from docchat.ports import ChatModel
+from docchat.search.library import Catalog, Library
 from docchat.tools import (
     INPUTS,
     MAX_READ_PAGES,

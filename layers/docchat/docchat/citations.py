@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from docchat.models import Chunk, Citation, source_name
-from docchat.sentences import is_list_item, sentence_spans
+from docchat.search.sentences import is_list_item, sentence_spans
 
 _LETTER = re.compile(r"[^\W\d_]")
 _WORD = re.compile(r"[a-z0-9]+")

@@ -21,11 +21,11 @@ from docchat.config import Settings
 from docchat.errors import EvaluationDataError
 from docchat.ingest.chunk import chunks_from_pages
 from docchat.ingest.local import Progress, embed_chunks
-from docchat.library import RERANK_POOL
 from docchat.models import Chunk, DocumentRecord, Page
 from docchat.ports import Embedder, Reranker, Vectors
-from docchat.rerank import sentence_similarities
-from docchat.retrieve import Fusion, check_weight, fused_passages
+from docchat.search.hybrid import Fusion, check_weight, fused_passages
+from docchat.search.library import RERANK_POOL
+from docchat.search.rerank import sentence_similarities
 
 Ranking = list[str]
 DEPTH = 100  # documents ranked per BEIR query: enough for recall@100

@@ -59,7 +59,7 @@ def reranker(settings: Settings, embedder: Embedder) -> Reranker | None:
         from docchat.adapters.bedrock_reranker import BedrockReranker
 
         return BedrockReranker(model_id=settings.rerank_model_id, region=settings.region or None)
-    from docchat.rerank import SentenceReranker
+    from docchat.search.rerank import SentenceReranker
 
     return SentenceReranker(
         embedder,

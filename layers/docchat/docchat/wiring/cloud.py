@@ -163,7 +163,7 @@ class CloudServices:
     def backend(self) -> ChatBackend:
         """The chat side: OpenSearch, Bedrock embeddings, the registry, rerank and Claude."""
         from docchat.backend import ChatBackend
-        from docchat.library import Library
+        from docchat.search.library import Library
 
         settings = self.settings
         library = Library(

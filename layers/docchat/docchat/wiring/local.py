@@ -16,8 +16,8 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.ingest.uploads import LocalUploads
-from docchat.library import Library
 from docchat.ports import ChunkReader, Embedder
+from docchat.search.library import Library
 from docchat.wiring import agent_config, chat_model, chunk_notes, reranker
 
 # The CLI imports this module for every command: the web app (FastAPI) only where it is served.

@@ -61,8 +61,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.answer.backend import ChatBackend
 from docchat.api import create_app
-from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.llm import Message, ModelEvent, TextDelta, ToolSpec, TurnEnd
 from docchat.models import Chunk, DocumentRecord

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from docchat.adapters.local_embedder import LocalEmbedder
-from docchat.citations import SIMILARITY_WEIGHT, answer_quotes, question_coverage
+from docchat.answer.citations import SIMILARITY_WEIGHT, answer_quotes, question_coverage
 from docchat.config import Settings
 from docchat.evaluate import (
     Chunking,

@@ -201,8 +201,8 @@ class _Server:
         import uvicorn
 
         from docchat.adapters.sqlite_index import SqliteIndex
+        from docchat.answer.backend import ChatBackend
         from docchat.api import create_app
-        from docchat.backend import ChatBackend
         from docchat.config import Settings
         from docchat.ingest.uploads import LocalUploads
         from docchat.search.library import Library

@@ -19,10 +19,10 @@ from fastapi.testclient import TestClient
 from moto import mock_aws
 
 from docchat.adapters.sqlite_conversations import SqliteConversations
-from docchat.agent import Agent
+from docchat.answer.agent import Agent
+from docchat.answer.backend import ChatBackend
+from docchat.answer.conversations import StoredMessage
 from docchat.api import create_app
-from docchat.backend import ChatBackend
-from docchat.conversations import StoredMessage
 from docchat.identity import cognito_user
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
 from docchat.llm import TextDelta, ToolUse, TurnEnd

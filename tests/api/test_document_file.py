@@ -15,8 +15,8 @@ from botocore.config import Config
 from fastapi.testclient import TestClient
 
 from docchat.adapters.s3_uploads import VIEW_EXPIRES_S, S3Files
+from docchat.answer.backend import ChatBackend
 from docchat.api import create_app
-from docchat.backend import ChatBackend
 from docchat.errors import DocumentFileError
 from docchat.models import DocStatus, DocumentRecord
 from tests.api.guarded import PDF, GuardedServer

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from docchat.answer.backend import ChatBackend
 from docchat.api import create_app
-from docchat.backend import ChatBackend
 from docchat.search.library import Library
 from docchat.wiring.cloud import cloud_app
 from tests.chatkit import library, tuned_config

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from docchat.backend import ChatBackend
+from docchat.answer.backend import ChatBackend
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.search.library import Catalog, Library, SearchResult
 from tests.api.test_server import Server

@@ -10,8 +10,8 @@ import httpx
 import openai
 import pytest
 
+from docchat.answer.backend import ChatBackend
 from docchat.api import MAX_BODY_BYTES, create_app
-from docchat.backend import ChatBackend
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.search.library import Library
 from tests.chatkit import ScriptedModel, ServedApp, library, tuned_config

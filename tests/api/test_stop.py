@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
+from docchat.answer.backend import ChatBackend
 from docchat.api import create_app
-from docchat.backend import ChatBackend
 from docchat.llm import Message, ModelEvent, TextDelta, ToolSpec, TurnEnd
 from docchat.search.library import Library
 from tests.chatkit import ServedApp, library, tuned_config

@@ -171,7 +171,7 @@ class ChatReply:
 
 
 def chat_reply(events: Iterable[SseEvent]) -> ChatReply:
-    """The answer, passages, citations and end of a chat stream (agent.py's event types)."""
+    """The answer, passages, citations and end of a chat stream (answer/agent.py's event types)."""
     reply = ChatReply(events=list(events))
     text: list[str] = []
     for event in reply.events:

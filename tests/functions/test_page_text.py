@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from docchat.backend import ChatBackend
+from docchat.answer.backend import ChatBackend
 from docchat.ingest.local import doc_id_for, version_of
 from docchat.ingest.pagetext import S3PageStore, pages_key
 from docchat.search.library import Library

@@ -71,7 +71,7 @@ def test_cloud_wiring_leaves_the_web_app_to_the_chat_function() -> None:
     # imports the web app (and the agent) only in cloud_app.
     code = (
         "import sys, docchat.wiring.cloud, docchat.ingest.steps; "
-        "print(sorted(m for m in ('fastapi', 'starlette', 'docchat.api', 'docchat.agent') "
+        "print(sorted(m for m in ('fastapi', 'starlette', 'docchat.api', 'docchat.answer.agent') "
         "if m in sys.modules))"
     )
     shown = subprocess.run(

@@ -12,7 +12,7 @@ import pydantic
 import pytest
 from starlette.exceptions import HTTPException
 
-from docchat import events as ev
+from docchat.answer import events as ev
 from docchat.models import Citation
 from docchat.openai_api import completion, completion_chunks
 from tests.chatkit import PASSAGE

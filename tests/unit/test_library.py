@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.agent import Agent
-from docchat.events import ChatEvent, event_data
+from docchat.answer.agent import Agent
+from docchat.answer.events import ChatEvent, event_data
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.models import Chunk, DocStatus, DocumentRecord
 from docchat.ports import Vectors

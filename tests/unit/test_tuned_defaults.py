@@ -28,7 +28,7 @@ TUNED = (
 )
 # Where the domain and the evaluation take them (adapters take none of them).
 MODULES = (
-    "docchat.agent",
+    "docchat.answer.agent",
     "docchat.ingest.chunk",
     "docchat.evaluate",
     "docchat.ingest.local",

@@ -10,9 +10,9 @@ from typing import Any
 
 from docchat.adapters.sqlite_conversations import SqliteConversations
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.agent import Agent, ChatEvent
+from docchat.answer.agent import Agent, ChatEvent
+from docchat.answer.backend import ChatBackend
 from docchat.api import SignIn, create_app
-from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.identity import UserOf, local_user
 from docchat.ingest.uploads import LocalUploads

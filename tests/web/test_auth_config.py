@@ -8,8 +8,8 @@ from typing import Literal
 import pytest
 from fastapi.testclient import TestClient
 
+from docchat.answer.backend import ChatBackend
 from docchat.api import SignIn, create_app
-from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.errors import ConfigError
 from docchat.wiring.cloud import cloud_app

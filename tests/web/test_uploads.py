@@ -15,8 +15,8 @@ from moto import mock_aws
 
 from docchat import api
 from docchat.adapters.s3_uploads import S3Uploads
+from docchat.answer.backend import ChatBackend
 from docchat.api import create_app
-from docchat.backend import ChatBackend
 from docchat.config import Settings
 from docchat.errors import DocumentNotFoundError, NotPdfError, UploadTooLargeError
 from docchat.ingest.local import doc_id_for

@@ -50,9 +50,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException
 
 from docchat.adapters.local_files import LocalFiles
-from docchat.backend import ChatBackend
+from docchat.answer.backend import ChatBackend
+from docchat.answer.conversations import StoredMessage, extended, remembered, title_from
+from docchat.answer.events import sse
 from docchat.config import Settings
-from docchat.conversations import StoredMessage, extended, remembered, title_from
 from docchat.errors import (
     ConversationFullError,
     ConversationNotFoundError,
@@ -66,7 +67,6 @@ from docchat.errors import (
     UploadRouteError,
     UploadTooLargeError,
 )
-from docchat.events import sse
 from docchat.guards import error_response
 from docchat.identity import UserOf, local_user
 from docchat.ingest.uploads import MAX_UPLOAD_BYTES, S3_UPLOAD_ROUTE

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.citations import answer_quotes
+from docchat.answer.citations import answer_quotes
 from docchat.config import Settings
 from docchat.errors import EvaluationDataError
 from docchat.ingest.chunk import chunks_from_pages
@@ -559,7 +559,7 @@ Quoter = Callable[[str, Sequence[Chunk]], Sequence[tuple[Chunk, int, str]]]
 
 
 def extractive_quoter(*, threshold: float, reranker: Reranker | None = None) -> Quoter:
-    """The chat's extractive answer (`docchat.citations.answer_quotes`) as a `Quoter`, with
+    """The chat's extractive answer (`docchat.answer.citations.answer_quotes`) as a `Quoter`, with
     the sentence similarities of `reranker` as the chat has them."""
 
     def quote(question: str, chunks: Sequence[Chunk]) -> list[tuple[Chunk, int, str]]:

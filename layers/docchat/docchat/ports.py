@@ -13,7 +13,7 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from docchat.conversations import Conversation, ConversationSummary, StoredMessage
+from docchat.answer.conversations import Conversation, ConversationSummary, StoredMessage
 from docchat.llm import Message, ModelEvent, ToolSpec
 from docchat.models import Chunk, DocumentRecord, FileLink, Page, Passage, Removal, UploadTicket
 

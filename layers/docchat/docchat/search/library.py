@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from itertools import chain, zip_longest
 from pathlib import PurePosixPath
 
-from docchat.citations import terms
+from docchat.answer.citations import terms
 from docchat.errors import DocchatError
 from docchat.ingest.pagetext import extracted_pages
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from docchat.citations import chunk_sentences, query_terms, term_weights, terms
+from docchat.answer.citations import chunk_sentences, query_terms, term_weights, terms
 from docchat.models import Chunk, Passage
 from docchat.ports import Embedder, Reranker, Vectors
 from docchat.search.hybrid import rescaled

@@ -15,7 +15,7 @@ from docchat.errors import ConfigError
 # The ingestion Lambdas import this package too: the chat side (the agent, the web app) is
 # imported only where it is built.
 if TYPE_CHECKING:
-    from docchat.agent import AgentConfig
+    from docchat.answer.agent import AgentConfig
     from docchat.ingest.notes import ChunkNotes, NoteCache
     from docchat.ports import ChatModel, Embedder, Reranker
 
@@ -38,7 +38,7 @@ def require(settings: Settings, *names: str, entry: str) -> Settings:
 def agent_config(settings: Settings, *, index_sleeps: bool) -> AgentConfig:
     """The agent's settings; `index_sleeps` when the search index scales to zero (OpenSearch
     Serverless), so that a slow first search is announced as the index waking."""
-    from docchat.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig
+    from docchat.answer.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig
 
     return AgentConfig(
         wake_notice_s=AgentConfig.wake_notice_s if index_sleeps else None,

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from docchat.adapters.opensearch_index import OpenSearchIndex
     from docchat.adapters.s3_objects import S3Objects
     from docchat.adapters.s3_uploads import S3Files, S3Uploads
-    from docchat.backend import ChatBackend
+    from docchat.answer.backend import ChatBackend
     from docchat.ingest.pagetext import S3PageStore
     from docchat.ports import ChatModel, DocumentRegistry, Reranker
 
@@ -162,7 +162,7 @@ class CloudServices:
     @cached_property
     def backend(self) -> ChatBackend:
         """The chat side: OpenSearch, Bedrock embeddings, the registry, rerank and Claude."""
-        from docchat.backend import ChatBackend
+        from docchat.answer.backend import ChatBackend
         from docchat.search.library import Library
 
         settings = self.settings

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.adapters.sqlite_conversations import SqliteConversations
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.backend import ChatBackend
+from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
 from docchat.ingest.uploads import LocalUploads
 from docchat.ports import ChunkReader, Embedder

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from docchat.agent import Agent, AgentConfig
+from docchat.answer.agent import Agent, AgentConfig
 from docchat.ports import ChatModel
 from docchat.search.library import Library
 

@@ -202,10 +202,10 @@ class _Server:
 
         from docchat.adapters.sqlite_index import SqliteIndex
         from docchat.answer.backend import ChatBackend
-        from docchat.api import create_app
         from docchat.config import Settings
         from docchat.ingest.uploads import LocalUploads
         from docchat.search.library import Library
+        from docchat.serve.app import create_app
         from docchat.wiring import agent_config
 
         embedder = HashEmbedder()
@@ -408,8 +408,8 @@ def case_storage(tmp: Path) -> list[Case]:
             damaged.handled += _typed(result) and "is damaged" in " ".join(result.stderr.split())
         damaged.lost += not (data / "uploads" / "kept.pdf").is_file()
     # ... and the API over one
-    from docchat.api import create_app
     from docchat.config import Settings
+    from docchat.serve.app import create_app
     from docchat.wiring.local import local_backend, local_uploads_for
 
     settings = Settings(data_dir=tmp / "garbage")

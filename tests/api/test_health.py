@@ -6,8 +6,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from docchat.answer.backend import ChatBackend
-from docchat.api import create_app
 from docchat.search.library import Library
+from docchat.serve.app import create_app
 from docchat.wiring.cloud import cloud_app
 from tests.chatkit import library, tuned_config
 

@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from docchat.answer.backend import ChatBackend
-from docchat.api import create_app
 from docchat.llm import Message, ModelEvent, TextDelta, ToolSpec, TurnEnd
 from docchat.search.library import Library
+from docchat.serve.app import create_app
 from tests.chatkit import ServedApp, library, tuned_config
 
 __all__ = ["library"]  # the fixture

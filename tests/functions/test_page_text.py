@@ -33,7 +33,7 @@ def _client(pipeline: Pipeline) -> TestClient:
     # Powertools objects on import, and those keep the settings they saw then.
     from fastapi.testclient import TestClient
 
-    from docchat.api import create_app
+    from docchat.serve.app import create_app
 
     live = pipeline.services
     library = Library(

@@ -71,8 +71,8 @@ def test_cloud_wiring_leaves_the_web_app_to_the_chat_function() -> None:
     # imports the web app (and the agent) only in cloud_app.
     code = (
         "import sys, docchat.wiring.cloud, docchat.ingest.steps; "
-        "print(sorted(m for m in ('fastapi', 'starlette', 'docchat.api', 'docchat.answer.agent') "
-        "if m in sys.modules))"
+        "print(sorted(m for m in ('fastapi', 'starlette', 'docchat.serve.app', "
+        "'docchat.answer.agent') if m in sys.modules))"
     )
     shown = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -9,9 +9,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from docchat.answer.backend import ChatBackend
-from docchat.api import SignIn, create_app
 from docchat.config import Settings
 from docchat.errors import ConfigError
+from docchat.serve.app import SignIn, create_app
 from docchat.wiring.cloud import cloud_app
 
 DOMAIN = "https://docchat-1b2c.auth.eu-west-1.amazoncognito.com"

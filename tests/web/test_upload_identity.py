@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docchat.api import create_app
 from docchat.config import Settings
 from docchat.models import DocStatus
+from docchat.serve.app import create_app
 from tests.chatkit import ServedApp, local_parts
 from tests.pdfgen import make_pdf
 

@@ -407,7 +407,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     """Run the chat API (the same app the Lambda runs) on this machine."""
     import uvicorn
 
-    from docchat.guards import is_loopback
+    from docchat.serve.guards import is_loopback
     from docchat.wiring.local import guarded_local_app, local_backend, local_uploads_for
 
     token = settings.api_token if args.token is None else args.token

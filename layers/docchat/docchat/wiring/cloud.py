@@ -223,8 +223,8 @@ def cloud_app() -> FastAPI:
     """The app the chat Lambda runs; its settings are checked here, as the process starts."""
     from starlette.exceptions import HTTPException
 
-    from docchat.api import SignIn, create_app
-    from docchat.identity import cloud_user_for
+    from docchat.serve.app import SignIn, create_app
+    from docchat.serve.identity import cloud_user_for
 
     live = services().require(*CHAT_SETTINGS, entry="the chat function")
     settings = live.settings

@@ -24,7 +24,7 @@ from docchat.wiring import agent_config, chat_model, chunk_notes, reranker
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from docchat.api import UploadsFactory
+    from docchat.serve.app import UploadsFactory
 
 #: Settings `docchat serve` and the CLI cannot start without: none.
 REQUIRED: tuple[str, ...] = ()
@@ -112,8 +112,8 @@ def guarded_local_app(
     settings' allowed hosts plus `allowed_hosts`, and `token` (default: settings.api_token).
     Uploads go into the data directory (`uploads` replaces how, for tests), and so do saved
     conversations, all of the one local user."""
-    from docchat.api import create_app
-    from docchat.guards import LocalGuard
+    from docchat.serve.app import create_app
+    from docchat.serve.guards import LocalGuard
 
     app = create_app(
         backend,

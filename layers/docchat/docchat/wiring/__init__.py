@@ -1,8 +1,10 @@
 """Wiring: one module per mode builds the adapters behind docchat.ports.
 
 `docchat.wiring.local` serves a data directory (the CLI, `docchat serve`); `docchat.wiring.cloud`
-serves the Lambdas. What both modes share (the agent's settings, the chat model) is here, as is
-`require`, with which each entry point names the settings it cannot start without.
+serves the Lambdas, and `docchat.wiring.lambda_handler` wraps each ingestion Lambda's step
+(logs, traces, metrics, typed payloads). What both modes share (the agent's settings, the chat
+model) is here, as is `require`, with which each entry point names the settings it cannot start
+without.
 """
 
 from __future__ import annotations

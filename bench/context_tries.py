@@ -29,7 +29,7 @@ from docchat.adapters import bm25
 from docchat.adapters.embedding import unit_length
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.config import Settings
-from docchat.evaluate import (
+from docchat.evaluate.beir import (
     DEPTH,
     Chunking,
     beir_scores,

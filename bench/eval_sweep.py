@@ -25,7 +25,7 @@ import numpy as np
 from docchat.adapters import bm25
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.config import Settings
-from docchat.evaluate import (
+from docchat.evaluate.beir import (
     DEPTH,
     QA_CUTOFFS,
     Chunking,

@@ -44,7 +44,7 @@ import numpy as np
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.answer.citations import SIMILARITY_WEIGHT, answer_quotes, question_coverage
 from docchat.config import Settings
-from docchat.evaluate import (
+from docchat.evaluate.beir import (
     Chunking,
     Quoter,
     Retrieval,

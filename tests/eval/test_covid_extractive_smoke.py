@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from docchat.config import Settings
-from docchat.evaluate import (
+from docchat.evaluate.beir import (
     RERANKED,
     Chunking,
     Retrieval,

@@ -30,7 +30,7 @@ TUNED = (
 MODULES = (
     "docchat.answer.agent",
     "docchat.ingest.chunk",
-    "docchat.evaluate",
+    "docchat.evaluate.beir",
     "docchat.ingest.local",
     "docchat.search.library",
     "docchat.ingest.steps",

@@ -30,7 +30,7 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.answer.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCallEvent
 from docchat.config import Settings
 from docchat.errors import DocchatError, IndexMissingError, StorageError, StorageFullError
-from docchat.eval_cli import add_eval_commands
+from docchat.evaluate.cli import add_eval_commands
 from docchat.ingest.local import IngestResult, ingest_file, pdf_paths, source_of
 from docchat.ingest.pagetext import extracted_pages
 from docchat.models import (

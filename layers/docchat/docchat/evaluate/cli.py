@@ -25,7 +25,7 @@ from rich.table import Table
 
 from docchat.config import Settings
 from docchat.errors import DocchatError
-from docchat.evaluate import (
+from docchat.evaluate.beir import (
     CONTEXTS,
     Chunking,
     Context,
@@ -258,7 +258,7 @@ def _show(scores: dict[str, dict[str, float]], *, title: str, json_path: Path | 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m docchat.eval_cli beir DIR …`: the eval commands without the rest of docchat."""
+    """`python -m docchat.evaluate.cli beir DIR`: the eval commands without the rest of docchat."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", type=Path, default=None, help=argparse.SUPPRESS)
     parser = argparse.ArgumentParser(prog="docchat")

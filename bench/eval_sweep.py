@@ -25,22 +25,21 @@ import numpy as np
 from docchat.adapters import bm25
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.config import Settings
-from docchat.evaluate.beir import (
-    DEPTH,
-    QA_CUTOFFS,
+from docchat.evaluate.beir import DEPTH, beir_scores, documents_in_order, load_beir
+from docchat.evaluate.corpus import (
     Chunking,
     Context,
-    QaSplit,
     Retrieval,
-    beir_scores,
     cached_vectors,
     corpus_chunks,
-    documents_in_order,
-    evaluate_qa,
     filled_index,
+)
+from docchat.evaluate.qa import (
+    QA_CUTOFFS,
+    QaSplit,
+    evaluate_qa,
     first_hit,
     hit_rates,
-    load_beir,
     load_squad,
     qa_split,
 )

@@ -44,19 +44,15 @@ import numpy as np
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.answer.citations import SIMILARITY_WEIGHT, answer_quotes, question_coverage
 from docchat.config import Settings
-from docchat.evaluate.beir import (
+from docchat.evaluate.corpus import (
     Chunking,
-    Quoter,
     Retrieval,
     cached_vectors,
     corpus_chunks,
-    evaluate_qa,
-    extractive_quoter,
     filled_index,
-    load_squad,
-    qa_split,
     ranked_chunks,
 )
+from docchat.evaluate.qa import Quoter, evaluate_qa, extractive_quoter, load_squad, qa_split
 from docchat.ingest.chunk import chunks_from_pages
 from docchat.ingest.convert import pages_from_pdf
 from docchat.models import Chunk

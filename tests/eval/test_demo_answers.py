@@ -11,7 +11,7 @@ from docchat.answer.agent import NOT_FOUND, Agent
 from docchat.answer.events import CitationsEvent, DeltaEvent
 from docchat.cli import main
 from docchat.config import Settings
-from docchat.evaluate.beir import verbatim
+from docchat.evaluate.qa import verbatim
 from docchat.ingest.convert import pages_from_pdf
 from docchat.models import Citation
 from docchat.wiring import agent_config

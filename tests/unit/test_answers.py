@@ -7,7 +7,7 @@ from pathlib import Path
 from docchat.answer.agent import NOT_FOUND, Agent
 from docchat.answer.citations import answer_quotes, best_quote, chunk_sentences
 from docchat.answer.events import CitationsEvent, DeltaEvent
-from docchat.evaluate.beir import verbatim
+from docchat.evaluate.qa import verbatim
 from docchat.models import Chunk, Passage
 from docchat.search.library import distinct
 from tests.chatkit import library_of, tuned_config

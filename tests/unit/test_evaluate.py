@@ -15,21 +15,21 @@ from docchat.config import Settings
 from docchat.errors import ConfigError, EvaluationDataError
 from docchat.evaluate import cli
 from docchat.evaluate.beir import (
-    Chunking,
-    Retrieval,
     beir_scores,
     beir_slice,
-    corpus_chunks,
     evaluate_beir,
+    load_beir,
+    ndcg_at_k,
+    recall_at_k,
+)
+from docchat.evaluate.corpus import Chunking, Retrieval, corpus_chunks
+from docchat.evaluate.qa import (
     evaluate_qa,
     extractive_quoter,
     first_hit,
     hit_rates,
-    load_beir,
     load_squad,
-    ndcg_at_k,
     qa_split,
-    recall_at_k,
     verbatim,
 )
 from docchat.models import Chunk, Passage

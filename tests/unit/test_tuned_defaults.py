@@ -31,6 +31,8 @@ MODULES = (
     "docchat.answer.agent",
     "docchat.ingest.chunk",
     "docchat.evaluate.beir",
+    "docchat.evaluate.corpus",
+    "docchat.evaluate.qa",
     "docchat.ingest.local",
     "docchat.search.library",
     "docchat.ingest.steps",

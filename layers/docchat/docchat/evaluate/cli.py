@@ -25,18 +25,9 @@ from rich.table import Table
 
 from docchat.config import Settings
 from docchat.errors import DocchatError
-from docchat.evaluate.beir import (
-    CONTEXTS,
-    Chunking,
-    Context,
-    Retrieval,
-    evaluate_beir,
-    evaluate_qa,
-    extractive_quoter,
-    load_beir,
-    load_squad,
-    qa_split,
-)
+from docchat.evaluate.beir import evaluate_beir, load_beir
+from docchat.evaluate.corpus import CONTEXTS, Chunking, Context, Retrieval
+from docchat.evaluate.qa import evaluate_qa, extractive_quoter, load_squad, qa_split
 from docchat.wiring import reranker
 from docchat.wiring.local import local_embedder
 

@@ -29,15 +29,15 @@ TUNED = (
 # Where the domain and the evaluation take them (adapters take none of them).
 MODULES = (
     "docchat.answer.agent",
-    "docchat.ingest.chunk",
     "docchat.evaluate.beir",
     "docchat.evaluate.corpus",
     "docchat.evaluate.qa",
+    "docchat.ingest.chunk",
     "docchat.ingest.local",
-    "docchat.search.library",
     "docchat.ingest.steps",
-    "docchat.search.rerank",
     "docchat.search.hybrid",
+    "docchat.search.library",
+    "docchat.search.rerank",
 )
 
 

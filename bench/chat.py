@@ -20,8 +20,8 @@ Budgets; the script exits 1 when one fails (and prints a profile of what failed)
   of exact vector search alone for as many candidates, same queries in the same run, the query
   vector precomputed on both sides;
 - the cold start docchat adds to a bare FastAPI app on Python 3.13, a fresh process doing
-  `from docchat.api import cloud_app; cloud_app()` against `import fastapi; fastapi.FastAPI()`,
-  median of 7: under 0.5 s.
+  `from docchat.wiring.cloud import cloud_app; cloud_app()` against
+  `import fastapi; fastapi.FastAPI()`, median of 7: under 0.5 s.
 The server's own overhead to the first SSE byte of POST /chat (a model that answers at once) has
 no stated number: it is reported next to a bare FastAPI streaming endpoint, and flagged (without
 failing) when its p50 is above 50 ms.
@@ -61,14 +61,14 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.api import create_app
-from docchat.backend import ChatBackend
+from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
-from docchat.embed import Vectors
-from docchat.library import Library
 from docchat.llm import Message, ModelEvent, TextDelta, ToolSpec, TurnEnd
 from docchat.models import Chunk, DocumentRecord
-from docchat.retrieve import hybrid_search
+from docchat.ports import Vectors
+from docchat.search.hybrid import hybrid_search
+from docchat.search.library import Library
+from docchat.serve.app import create_app
 from docchat.wiring import agent_config
 from docchat.wiring.cloud import CHAT_SETTINGS
 

@@ -26,24 +26,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from docchat.adapters import bm25
+from docchat.adapters.embedding import unit_length
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.config import Settings
-from docchat.embed import unit_length
-from docchat.evaluate import (
-    DEPTH,
-    Chunking,
-    beir_scores,
-    cached_vectors,
-    corpus_chunks,
-    documents_in_order,
-    first_hit,
-    hit_rates,
-    load_beir,
-    load_squad,
-    qa_split,
-)
+from docchat.evaluate.beir import DEPTH, beir_scores, documents_in_order, load_beir
+from docchat.evaluate.corpus import Chunking, cached_vectors, corpus_chunks
+from docchat.evaluate.qa import first_hit, hit_rates, load_squad, qa_split
 from docchat.models import Chunk
-from docchat.retrieve import fuse_by_score
+from docchat.search.hybrid import fuse_by_score
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 CANDIDATES = 100

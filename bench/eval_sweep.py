@@ -25,29 +25,28 @@ import numpy as np
 from docchat.adapters import bm25
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.config import Settings
-from docchat.evaluate import (
-    DEPTH,
-    QA_CUTOFFS,
+from docchat.evaluate.beir import DEPTH, beir_scores, documents_in_order, load_beir
+from docchat.evaluate.corpus import (
     Chunking,
     Context,
-    QaSplit,
     Retrieval,
-    beir_scores,
     cached_vectors,
     corpus_chunks,
-    documents_in_order,
-    evaluate_qa,
     filled_index,
+)
+from docchat.evaluate.qa import (
+    QA_CUTOFFS,
+    QaSplit,
+    evaluate_qa,
     first_hit,
     hit_rates,
-    load_beir,
     load_squad,
     qa_split,
 )
-from docchat.library import RERANK_POOL
 from docchat.models import Chunk, Passage
-from docchat.rerank import SentenceReranker
-from docchat.retrieve import RRF_K, fuse_by_rank, fuse_by_score, hybrid_search
+from docchat.search.hybrid import RRF_K, fuse_by_rank, fuse_by_score, hybrid_search
+from docchat.search.library import RERANK_POOL
+from docchat.search.rerank import SentenceReranker
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 CACHE = Path(".docchat-eval")

@@ -42,25 +42,21 @@ from typing import Any
 import numpy as np
 
 from docchat.adapters.local_embedder import LocalEmbedder
-from docchat.chunk import chunks_from_pages
-from docchat.citations import SIMILARITY_WEIGHT, answer_quotes, question_coverage
+from docchat.answer.citations import SIMILARITY_WEIGHT, answer_quotes, question_coverage
 from docchat.config import Settings
-from docchat.convert import pages_from_pdf
-from docchat.evaluate import (
+from docchat.evaluate.corpus import (
     Chunking,
-    Quoter,
     Retrieval,
     cached_vectors,
     corpus_chunks,
-    evaluate_qa,
-    extractive_quoter,
     filled_index,
-    load_squad,
-    qa_split,
     ranked_chunks,
 )
+from docchat.evaluate.qa import Quoter, evaluate_qa, extractive_quoter, load_squad, qa_split
+from docchat.ingest.chunk import chunks_from_pages
+from docchat.ingest.convert import pages_from_pdf
 from docchat.models import Chunk
-from docchat.rerank import SentenceReranker
+from docchat.search.rerank import SentenceReranker
 from docchat.wiring import reranker
 
 REPO = Path(__file__).resolve().parents[1]

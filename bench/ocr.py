@@ -31,9 +31,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from tests.pdfgen import scanned_copy  # noqa: E402
 
-from docchat import ocr  # noqa: E402
-from docchat.convert import ConvertLimits, pages_from_pdf  # noqa: E402
-from docchat.ocr import OcrOptions  # noqa: E402
+from docchat.ingest import ocr  # noqa: E402
+from docchat.ingest.convert import ConvertLimits, pages_from_pdf  # noqa: E402
+from docchat.ingest.ocr import OcrOptions  # noqa: E402
 from reliability import SHARED, conversion_outcomes  # noqa: E402
 
 OCRMYPDF = SHARED / "ocrmypdf-test-resources" / "tests" / "resources"

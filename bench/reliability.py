@@ -42,11 +42,11 @@ import numpy as np
 from numpy.typing import NDArray
 from reportlab.pdfgen.canvas import Canvas
 
-from docchat import isolate
-from docchat.convert import ConvertLimits
 from docchat.errors import ConversionError
-from docchat.isolate import pages_from_pdf_isolated
-from docchat.ocr import OcrOptions
+from docchat.ingest import isolate
+from docchat.ingest.convert import ConvertLimits
+from docchat.ingest.isolate import pages_from_pdf_isolated
+from docchat.ingest.ocr import OcrOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "pdfs"
@@ -201,11 +201,11 @@ class _Server:
         import uvicorn
 
         from docchat.adapters.sqlite_index import SqliteIndex
-        from docchat.api import create_app
-        from docchat.backend import ChatBackend
+        from docchat.answer.backend import ChatBackend
         from docchat.config import Settings
-        from docchat.library import Library
-        from docchat.uploads import LocalUploads
+        from docchat.ingest.uploads import LocalUploads
+        from docchat.search.library import Library
+        from docchat.serve.app import create_app
         from docchat.wiring import agent_config
 
         embedder = HashEmbedder()
@@ -408,8 +408,8 @@ def case_storage(tmp: Path) -> list[Case]:
             damaged.handled += _typed(result) and "is damaged" in " ".join(result.stderr.split())
         damaged.lost += not (data / "uploads" / "kept.pdf").is_file()
     # ... and the API over one
-    from docchat.api import create_app
     from docchat.config import Settings
+    from docchat.serve.app import create_app
     from docchat.wiring.local import local_backend, local_uploads_for
 
     settings = Settings(data_dir=tmp / "garbage")

@@ -14,15 +14,15 @@ import pytest
 import uvicorn
 
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.agent import AgentConfig
-from docchat.backend import ChatBackend
+from docchat.answer.agent import AgentConfig
+from docchat.answer.backend import ChatBackend
+from docchat.answer.events import SourcePassage
 from docchat.config import Settings
 from docchat.errors import ModelUnavailableError
-from docchat.events import SourcePassage
-from docchat.library import Library
+from docchat.ingest.uploads import LocalUploads
 from docchat.llm import Message, ModelEvent, ToolSpec
 from docchat.models import Chunk, DocStatus, DocumentRecord
-from docchat.uploads import LocalUploads
+from docchat.search.library import Library
 from docchat.wiring import agent_config
 from tests.conftest import WordEmbedder
 

@@ -2,10 +2,10 @@
 
 from typing import Any
 
-from docchat.lambda_handler import step_handler
+from docchat.ingest.steps import chunk
 from docchat.models import ChunkResult, ConvertResult
-from docchat.pipeline import chunk
 from docchat.wiring.cloud import services
+from docchat.wiring.lambda_handler import step_handler
 
 #: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
 REQUIRED = ("documents_table", "artifacts_bucket")

@@ -6,10 +6,10 @@ calls it again with that result (a ConvertResult) to build the pages with the OC
 
 from typing import Any
 
-from docchat.lambda_handler import step_handler
+from docchat.ingest.steps import convert, convert_with_ocr
 from docchat.models import ConvertResult, DocRef
-from docchat.pipeline import convert, convert_with_ocr
 from docchat.wiring.cloud import services
+from docchat.wiring.lambda_handler import step_handler
 
 #: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
 REQUIRED = ("documents_table", "artifacts_bucket")

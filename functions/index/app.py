@@ -2,10 +2,10 @@
 
 from typing import Any
 
-from docchat.lambda_handler import step_handler
+from docchat.ingest.steps import index_batch
 from docchat.models import BatchResult, BatchTask
-from docchat.pipeline import index_batch
 from docchat.wiring.cloud import services
+from docchat.wiring.lambda_handler import step_handler
 
 #: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
 REQUIRED = ("artifacts_bucket", "opensearch_endpoint")

@@ -5,10 +5,10 @@ OpenCV does not fit a zip function beside the docchat layer."""
 
 from typing import Any
 
-from docchat.lambda_handler import step_handler
+from docchat.ingest.steps import ocr_range
 from docchat.models import OcrResult, OcrTask
-from docchat.pipeline import ocr_range
 from docchat.wiring.cloud import services
+from docchat.wiring.lambda_handler import step_handler
 
 #: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
 REQUIRED = ("artifacts_bucket",)

@@ -2,10 +2,10 @@
 
 from typing import Any
 
-from docchat.lambda_handler import step_handler
+from docchat.ingest.steps import remove
 from docchat.models import StepEvent, StepResult
-from docchat.pipeline import remove
 from docchat.wiring.cloud import services
+from docchat.wiring.lambda_handler import step_handler
 
 #: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
 REQUIRED = ("documents_table", "opensearch_endpoint")

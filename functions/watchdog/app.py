@@ -2,10 +2,11 @@
 
 from typing import Any
 
-from docchat.lambda_handler import step_handler
+from docchat.ingest.steps import mark_failed
 from docchat.models import ExecutionStatusEvent, StepResult
-from docchat.pipeline import stopped_run
+from docchat.ingest.steps import stopped_run
 from docchat.wiring.cloud import services
+from docchat.wiring.lambda_handler import step_handler
 
 #: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
 REQUIRED = ("documents_table", "opensearch_endpoint", "artifacts_bucket")

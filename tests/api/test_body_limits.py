@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from docchat.api import MAX_BODY_BYTES
+from docchat.serve.app import MAX_BODY_BYTES
 
 MiB = 1024 * 1024
 SENT_MIB = 200

@@ -14,11 +14,11 @@ import pytest
 
 from docchat.adapters.anthropic_model import ClaudeModel
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.agent import Agent
-from docchat.backend import ChatBackend
-from docchat.events import event_data
-from docchat.library import Library
+from docchat.answer.agent import Agent
+from docchat.answer.backend import ChatBackend
+from docchat.answer.events import event_data
 from docchat.models import Chunk, DocStatus, DocumentRecord
+from docchat.search.library import Library
 from tests.api.test_server import Server
 from tests.chatkit import SEARCH, tuned_config
 from tests.conftest import REPO, WordEmbedder

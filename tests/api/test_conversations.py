@@ -2,7 +2,7 @@
 
 The callers are told apart as the cloud stack tells them apart: by the Cognito `sub` in the
 request context the Lambda Web Adapter forwards (`x-amzn-request-context`, see
-docchat/identity.py for the pages it copies).
+docchat/serve/identity.py for the pages it copies).
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from fastapi.testclient import TestClient
 from moto import mock_aws
 
 from docchat.adapters.sqlite_conversations import SqliteConversations
-from docchat.agent import Agent
-from docchat.api import create_app
-from docchat.backend import ChatBackend
-from docchat.conversations import StoredMessage
-from docchat.identity import cognito_user
-from docchat.library import Library
+from docchat.answer.agent import Agent
+from docchat.answer.backend import ChatBackend
+from docchat.answer.conversations import StoredMessage
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
 from docchat.llm import TextDelta, ToolUse, TurnEnd
+from docchat.search.library import Library
+from docchat.serve.app import create_app
+from docchat.serve.identity import cognito_user
 from docchat.wiring.cloud import cloud_app
 from tests.chatkit import ScriptedModel, ServedApp, library, tuned_config
 from tests.unit.test_conversation_stores import conversations_table as _conversations_table

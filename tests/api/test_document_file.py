@@ -15,10 +15,10 @@ from botocore.config import Config
 from fastapi.testclient import TestClient
 
 from docchat.adapters.s3_uploads import VIEW_EXPIRES_S, S3Files
-from docchat.api import create_app
-from docchat.backend import ChatBackend
+from docchat.answer.backend import ChatBackend
 from docchat.errors import DocumentFileError
 from docchat.models import DocStatus, DocumentRecord
+from docchat.serve.app import create_app
 from tests.api.guarded import PDF, GuardedServer
 from tests.chatkit import library, tuned_config
 

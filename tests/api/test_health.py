@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from docchat.api import create_app
-from docchat.backend import ChatBackend
-from docchat.library import Library
+from docchat.answer.backend import ChatBackend
+from docchat.search.library import Library
+from docchat.serve.app import create_app
 from docchat.wiring.cloud import cloud_app
 from tests.chatkit import library, tuned_config
 

@@ -12,7 +12,7 @@ import openai
 import pytest
 from fastapi.testclient import TestClient
 
-from docchat.guards import LocalGuard, host_name, is_loopback
+from docchat.serve.guards import LocalGuard, host_name, is_loopback
 from docchat.wiring.cloud import cloud_app
 from tests.api.guarded import PDF, GuardedServer
 from tests.pdfgen import make_pdf

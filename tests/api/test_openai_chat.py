@@ -15,12 +15,12 @@ from typing import Any
 import httpx
 import openai
 
-from docchat.agent import Agent
-from docchat.backend import ChatBackend
+from docchat.answer.agent import Agent
+from docchat.answer.backend import ChatBackend
+from docchat.answer.events import event_data
 from docchat.config import Settings
-from docchat.events import event_data
-from docchat.library import Library
 from docchat.ports import ChatModel
+from docchat.search.library import Library
 from docchat.wiring import chat_model
 from tests.api.test_claude_chat import Recorded as RecordedClaude
 from tests.api.test_claude_chat import _claude, manual

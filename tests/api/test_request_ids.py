@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from docchat.backend import ChatBackend
-from docchat.library import Catalog, Library, SearchResult
+from docchat.answer.backend import ChatBackend
 from docchat.llm import TextDelta, ToolUse, TurnEnd
+from docchat.search.library import Catalog, Library, SearchResult
 from tests.api.test_server import Server
 from tests.chatkit import SEARCH, ScriptedModel, library_of, tuned_config
 
@@ -55,7 +55,7 @@ class ProbedLibrary(Library):
         doc_ids: Sequence[str] | None = None,
         catalog: Catalog | None = None,
     ) -> SearchResult:
-        logging.getLogger("docchat.library").warning("search probe")
+        logging.getLogger("docchat.search.library").warning("search probe")
         if self.fail:
             raise RuntimeError("the index broke")
         return super().search(query, top_k=top_k, doc_ids=doc_ids, catalog=catalog)

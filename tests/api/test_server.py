@@ -10,10 +10,10 @@ import httpx
 import openai
 import pytest
 
-from docchat.api import MAX_BODY_BYTES, create_app
-from docchat.backend import ChatBackend
-from docchat.library import Library
+from docchat.answer.backend import ChatBackend
 from docchat.llm import TextDelta, ToolUse, TurnEnd
+from docchat.search.library import Library
+from docchat.serve.app import MAX_BODY_BYTES, create_app
 from tests.chatkit import ScriptedModel, ServedApp, library, tuned_config
 
 __all__ = ["library"]  # the fixture

@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from docchat.api import create_app
-from docchat.backend import ChatBackend
-from docchat.library import Library
+from docchat.answer.backend import ChatBackend
 from docchat.llm import Message, ModelEvent, TextDelta, ToolSpec, TurnEnd
+from docchat.search.library import Library
+from docchat.serve.app import create_app
 from tests.chatkit import ServedApp, library, tuned_config
 
 __all__ = ["library"]  # the fixture

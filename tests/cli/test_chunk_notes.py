@@ -21,10 +21,10 @@ import pytest
 
 from docchat.cli import main
 from docchat.config import Settings
-from docchat.ingest import ingest_file
+from docchat.ingest.local import ingest_file
+from docchat.ingest.notes import SYSTEM
+from docchat.ingest.uploads import _Stage
 from docchat.models import DocStatus
-from docchat.notes import SYSTEM
-from docchat.uploads import _Stage
 from docchat.wiring import chunk_notes
 from docchat.wiring.local import local_embedder, open_index
 from tests.pdfgen import make_pdf

@@ -156,8 +156,8 @@ def test_damaged_index_is_named_with_what_to_do(built: Path, tmp_path: Path) -> 
 def test_damaged_index_answers_the_api_in_json(tmp_path: Path) -> None:
     import httpx
 
-    from docchat.api import create_app
     from docchat.config import Settings
+    from docchat.serve.app import create_app
     from docchat.wiring.local import local_backend, local_uploads_for
     from tests.chatkit import ServedApp
 

@@ -195,7 +195,7 @@ class ChatReply:
 
 
 def chat_reply(events: Iterable[SseEvent]) -> ChatReply:
-    """The answer, passages, citations and end of a chat stream (agent.py's event types)."""
+    """The answer, passages, citations and end of a chat stream (answer/agent.py's event types)."""
     reply = ChatReply(events=list(events))
     text: list[str] = []
     for event in reply.events:
@@ -248,7 +248,7 @@ def misplaced_quotes(citations: Sequence[Mapping[str, Any]], pages: Sequence[str
 
 
 def chunk_version(chunk_id: str) -> str:
-    """The version prefix a chunk id carries (`<doc_id>:<version[:12]>:<n>`, chunk.py)."""
+    """The version prefix a chunk id carries (`<doc_id>:<version[:12]>:<n>`, ingest/chunk.py)."""
     parts = chunk_id.split(":")
     if len(parts) != 3:
         raise ValueError(f"chunk id {chunk_id!r} is not <doc_id>:<version>:<number>")

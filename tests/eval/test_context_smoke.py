@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from docchat.config import Settings
-from docchat.evaluate import CONTEXTS, Retrieval, beir_slice, evaluate_beir, load_beir
+from docchat.evaluate.beir import beir_slice, evaluate_beir, load_beir
+from docchat.evaluate.corpus import CONTEXTS, Retrieval
 from tests.conftest import WordEmbedder
 
 SCIFACT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "beir-scifact"

@@ -8,14 +8,8 @@ from pathlib import Path
 import pytest
 
 from docchat.config import Settings
-from docchat.evaluate import (
-    RERANKED,
-    Chunking,
-    Retrieval,
-    evaluate_qa,
-    extractive_quoter,
-    load_squad,
-)
+from docchat.evaluate.corpus import RERANKED, Chunking, Retrieval
+from docchat.evaluate.qa import evaluate_qa, extractive_quoter, load_squad
 from docchat.wiring import reranker
 
 COVID = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "covid-qa"

@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from docchat.agent import NOT_FOUND, Agent
+from docchat.answer.agent import NOT_FOUND, Agent
+from docchat.answer.events import CitationsEvent, DeltaEvent
 from docchat.cli import main
 from docchat.config import Settings
-from docchat.convert import pages_from_pdf
-from docchat.evaluate import verbatim
-from docchat.events import CitationsEvent, DeltaEvent
+from docchat.evaluate.qa import verbatim
+from docchat.ingest.convert import pages_from_pdf
 from docchat.models import Citation
 from docchat.wiring import agent_config
 from docchat.wiring.local import local_library

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from docchat.config import Settings
-from docchat.evaluate import RERANKED, Retrieval, beir_slice, evaluate_beir, load_beir
+from docchat.evaluate.beir import beir_slice, evaluate_beir, load_beir
+from docchat.evaluate.corpus import RERANKED, Retrieval
 from docchat.wiring import reranker
 
 SCIFACT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "beir-scifact"

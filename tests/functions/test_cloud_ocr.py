@@ -12,12 +12,12 @@ import pytest
 import yaml
 from reportlab.pdfgen.canvas import Canvas
 
-from docchat.convert import pages_from_pdf
 from docchat.errors import PdfTooLargeError
-from docchat.ingest import doc_id_for
+from docchat.ingest.convert import pages_from_pdf
+from docchat.ingest.local import doc_id_for
+from docchat.ingest.ocr import OcrOptions
+from docchat.ingest.pagetext import pages_key
 from docchat.models import DocStatus, Page
-from docchat.ocr import OcrOptions
-from docchat.pagetext import pages_key
 from tests.conftest import REPO
 from tests.functions.conftest import ARTIFACTS_BUCKET, DOCS_BUCKET, Pipeline
 from tests.infra.test_statemachine import CloudFormationLoader
@@ -139,7 +139,7 @@ def test_cloud_ocr_failure_marks_the_document_failed_with_its_reason(
             "converting the PDF needs more than 2048 MiB of memory: split the document"
         )
 
-    monkeypatch.setattr("docchat.pipeline.ocr_pages_isolated", too_large)
+    monkeypatch.setattr("docchat.ingest.steps.ocr_pages_isolated", too_large)
 
     execution = pipeline.upload("huge.pdf", _small_scan("Invoice number 4711"))
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from docchat.adapters.s3_uploads import S3Uploads
-from docchat.ingest import doc_id_for
+from docchat.ingest.local import doc_id_for
+from docchat.ingest.steps import register
 from docchat.models import DocStatus, StepEvent
-from docchat.pipeline import register
 from tests.aws_events import EVENTS, documented, encoded_key, execution_event, s3_event
 from tests.functions.conftest import DOCS_BUCKET, FakeContext, Pipeline, _load_handler
 from tests.functions.test_ingest_pipeline import _pdf

@@ -15,7 +15,7 @@ MARKER = "Zanzibar quartermaster ledger"
 def test_pipeline_logs_never_contain_document_text(
     pipeline: Pipeline, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    from docchat.lambda_handler import logger
+    from docchat.wiring.lambda_handler import logger
 
     caplog.set_level(logging.INFO)
     level = logger.log_level

@@ -10,10 +10,10 @@ from urllib.parse import quote
 import pytest
 from botocore.exceptions import ClientError
 
-from docchat.backend import ChatBackend
-from docchat.ingest import doc_id_for, version_of
-from docchat.library import Library
-from docchat.pagetext import S3PageStore, pages_key
+from docchat.answer.backend import ChatBackend
+from docchat.ingest.local import doc_id_for, version_of
+from docchat.ingest.pagetext import S3PageStore, pages_key
+from docchat.search.library import Library
 from tests.chatkit import SEARCH, tuned_config
 from tests.functions.conftest import ARTIFACTS_BUCKET, DOCS_BUCKET, Pipeline
 from tests.pdfgen import make_pdf
@@ -36,7 +36,7 @@ def _client(pipeline: Pipeline) -> TestClient:
     # Powertools objects on import, and those keep the settings they saw then.
     from fastapi.testclient import TestClient
 
-    from docchat.api import create_app
+    from docchat.serve.app import create_app
 
     live = pipeline.services
     library = Library(

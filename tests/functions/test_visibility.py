@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from docchat.embed import Vectors
 from docchat.errors import SearchIndexError
-from docchat.ingest import doc_id_for
+from docchat.ingest.local import doc_id_for
 from docchat.models import Chunk, DocStatus
+from docchat.ports import Vectors
 from tests.functions.conftest import DOCS_BUCKET, Pipeline
 from tests.functions.test_ingest_pipeline import _pdf
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from docchat.api import create_app
-from docchat.chunk import chunks_from_pages
 from docchat.cli import main as docchat
 from docchat.config import Settings
-from docchat.ingest import version_of
+from docchat.ingest.chunk import chunks_from_pages
+from docchat.ingest.local import version_of
 from docchat.models import Page
+from docchat.serve.app import create_app
 from docchat.wiring.local import local_backend
 from tests.chatkit import ServedApp
 from tests.conftest import EXAMPLES, REPO

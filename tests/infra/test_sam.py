@@ -193,7 +193,7 @@ def _layer_python(build: Build) -> Path:
 def test_sam_build_layer_has_the_docchat_package_at_python_root(build: Build) -> None:
     python = _layer_python(build)
     assert (python / "docchat" / "__init__.py").is_file(), sorted(p.name for p in python.iterdir())
-    assert (python / "docchat" / "pipeline.py").is_file()
+    assert (python / "docchat" / "ingest" / "steps.py").is_file()
     assert not (python / "python").exists(), "the layer nests python/python/: code moved?"
 
 

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
-from docchat.convert import ocr_pages
+from docchat.ingest.convert import ocr_pages
+from docchat.ingest.ocr import OcrOptions
 from docchat.models import OcrPage
-from docchat.ocr import OcrOptions
 from tests.conftest import EXAMPLES, REPO
 from tests.infra import intrinsics
 from tests.infra.dockerfile import parse

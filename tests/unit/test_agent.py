@@ -6,12 +6,12 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from docchat.agent import WAKING, Agent
+from docchat.answer.agent import WAKING, Agent
+from docchat.answer.events import ChatEvent, event_data
 from docchat.errors import SearchIndexUnavailableError
-from docchat.events import ChatEvent, event_data
-from docchat.library import Library, SearchResult
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.models import Passage
+from docchat.search.library import Library, SearchResult
 from tests.chatkit import ScriptedModel, library, tuned_config
 
 __all__ = ["library"]  # the fixture

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docchat.agent import NOT_FOUND, Agent
-from docchat.citations import answer_quotes, best_quote, chunk_sentences
-from docchat.evaluate import verbatim
-from docchat.events import CitationsEvent, DeltaEvent
-from docchat.library import distinct
+from docchat.answer.agent import NOT_FOUND, Agent
+from docchat.answer.citations import answer_quotes, best_quote, chunk_sentences
+from docchat.answer.events import CitationsEvent, DeltaEvent
+from docchat.evaluate.qa import verbatim
 from docchat.models import Chunk, Passage
+from docchat.search.library import distinct
 from tests.chatkit import library_of, tuned_config
 
 LIMITATIONS = (

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from docchat.config import Settings
+from docchat.ingest.steps import MAX_BATCHES, chunk
 from docchat.models import ConvertResult, DocRef, Page
-from docchat.pipeline import MAX_BATCHES, chunk
 
 STATE_LIMIT = (
     256 * 1024

@@ -9,11 +9,11 @@ import pypdfium2 as pdfium
 import pytest
 
 from docchat.config import Settings
-from docchat.convert import OcrResults, ocr_pages, pages_from_pdf
-from docchat.ingest import ocr_options
+from docchat.ingest.convert import OcrResults, ocr_pages, pages_from_pdf
+from docchat.ingest.local import ocr_options
+from docchat.ingest.ocr import OcrOptions
+from docchat.ingest.steps import ocr_ranges
 from docchat.models import DocRef, OcrPage
-from docchat.ocr import OcrOptions
-from docchat.pipeline import ocr_ranges
 from tests.pdfgen import make_pdf, scanned_copy
 
 OPTIONS = OcrOptions(dpi=150, threads=1)

@@ -14,9 +14,8 @@ from moto import mock_aws
 
 from docchat.adapters.dynamodb_conversations import DynamoConversations
 from docchat.adapters.sqlite_conversations import SqliteConversations
-from docchat.conversations import StoredMessage, remembered, title_from
-from docchat.errors import ConversationFullError, IndexSchemaError
-from docchat.events import (
+from docchat.answer.conversations import StoredMessage, remembered, title_from
+from docchat.answer.events import (
     ChatEvent,
     CitationsEvent,
     DeltaEvent,
@@ -26,6 +25,7 @@ from docchat.events import (
     Timings,
     Usage,
 )
+from docchat.errors import ConversationFullError, IndexSchemaError
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
 from docchat.models import Citation
 from docchat.ports import ConversationStore

@@ -17,7 +17,6 @@ from typing import Any
 import pypdfium2 as pdfium
 import pytest
 
-from docchat.convert import ConvertLimits, pages_from_pdf
 from docchat.errors import (
     ConversionError,
     ConversionTimeoutError,
@@ -27,6 +26,7 @@ from docchat.errors import (
     NeedsOcrError,
     PdfTooLargeError,
 )
+from docchat.ingest.convert import ConvertLimits, pages_from_pdf
 from docchat.models import ConvertedDocument
 from tests.conftest import EXAMPLES
 

@@ -11,29 +11,29 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from docchat import eval_cli
 from docchat.config import Settings
 from docchat.errors import ConfigError, EvaluationDataError
-from docchat.evaluate import (
-    Chunking,
-    Retrieval,
+from docchat.evaluate import cli
+from docchat.evaluate.beir import (
     beir_scores,
     beir_slice,
-    corpus_chunks,
     evaluate_beir,
+    load_beir,
+    ndcg_at_k,
+    recall_at_k,
+)
+from docchat.evaluate.corpus import Chunking, Retrieval, corpus_chunks
+from docchat.evaluate.qa import (
     evaluate_qa,
     extractive_quoter,
     first_hit,
     hit_rates,
-    load_beir,
     load_squad,
-    ndcg_at_k,
     qa_split,
-    recall_at_k,
     verbatim,
 )
 from docchat.models import Chunk, Passage
-from docchat.retrieve import fuse_by_score, hybrid_search
+from docchat.search.hybrid import fuse_by_score, hybrid_search
 from tests.conftest import WordEmbedder
 
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "beir-tiny"
@@ -200,10 +200,10 @@ def test_beir_slice_keeps_judged_documents_and_fixed_distractors() -> None:
 def test_eval_beir_command_prints_a_table_and_writes_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(eval_cli, "local_embedder", lambda settings: WordEmbedder())
+    monkeypatch.setattr(cli, "local_embedder", lambda settings: WordEmbedder())
     out = tmp_path / "scores.json"
 
-    code = eval_cli.main(["beir", str(TINY), "--json", str(out), "--cache", str(tmp_path)])
+    code = cli.main(["beir", str(TINY), "--json", str(out), "--cache", str(tmp_path)])
 
     assert code == 0
     written = json.loads(out.read_text())
@@ -231,11 +231,11 @@ def _titled_beir(tmp_path: Path) -> Path:
 def test_eval_beir_compares_plain_and_contextual_text_in_one_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(eval_cli, "local_embedder", lambda settings: WordEmbedder())
+    monkeypatch.setattr(cli, "local_embedder", lambda settings: WordEmbedder())
     folder = _titled_beir(tmp_path / "beir")
     out = tmp_path / "scores.json"
 
-    code = eval_cli.main(
+    code = cli.main(
         ["beir", str(folder), "--context", "both", "--json", str(out), "--cache", str(tmp_path)]
     )
 
@@ -510,6 +510,6 @@ def test_eval_search_options_default_to_the_settings() -> None:
     args = argparse.Namespace(candidates=None, fusion="rank", vector_weight=None)
 
     # Then the option wins and the rest are the settings'
-    assert eval_cli._retrieval(args, settings) == Retrieval(
+    assert cli._retrieval(args, settings) == Retrieval(
         candidates=7, fusion="rank", vector_weight=0.3
     )

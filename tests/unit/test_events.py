@@ -12,9 +12,9 @@ import pydantic
 import pytest
 from starlette.exceptions import HTTPException
 
-from docchat import events as ev
+from docchat.answer import events as ev
 from docchat.models import Citation
-from docchat.openai_api import completion, completion_chunks
+from docchat.serve.openai_api import completion, completion_chunks
 from tests.chatkit import PASSAGE
 from tests.conftest import REPO
 

@@ -14,8 +14,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docchat import isolate
-from docchat.convert import ConvertLimits
 from docchat.errors import (
     ConversionCrashedError,
     ConversionError,
@@ -26,7 +24,9 @@ from docchat.errors import (
     NeedsOcrError,
     PdfTooLargeError,
 )
-from docchat.isolate import pages_from_pdf_isolated
+from docchat.ingest import isolate
+from docchat.ingest.convert import ConvertLimits
+from docchat.ingest.isolate import pages_from_pdf_isolated
 from docchat.models import ConvertedDocument
 from tests.conftest import EXAMPLES
 from tests.pdfgen import make_pdf

@@ -354,7 +354,7 @@ def test_identical_files_are_indexed_once_and_none_is_lost_when_one_changes(
     tmp_path: Path,
 ) -> None:
     from docchat.config import Settings
-    from docchat.ingest import ingest_bytes
+    from docchat.ingest.local import ingest_bytes
     from tests.pdfgen import make_pdf
 
     index = SqliteIndex(tmp_path / "i.sqlite3", embedding_model="test-words", dimension=64)

@@ -17,9 +17,9 @@ import pytest
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen.canvas import Canvas
 
-from docchat.chunk import chunks_from_pages
-from docchat.citations import best_quote, terms
-from docchat.convert import page_furniture, pages_from_pdf, running_key
+from docchat.answer.citations import best_quote, terms
+from docchat.ingest.chunk import chunks_from_pages
+from docchat.ingest.convert import page_furniture, pages_from_pdf, running_key
 from docchat.models import Chunk
 from tests.chatkit import DEFAULTS
 

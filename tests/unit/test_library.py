@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.agent import Agent
-from docchat.embed import Vectors
-from docchat.events import ChatEvent, event_data
-from docchat.library import Catalog, Library
+from docchat.answer.agent import Agent
+from docchat.answer.events import ChatEvent, event_data
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.models import Chunk, DocStatus, DocumentRecord
+from docchat.ports import Vectors
+from docchat.search.library import Catalog, Library
 from tests.chatkit import SEARCH, ScriptedModel, tuned_config
 from tests.conftest import WordEmbedder
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from docchat.adapters import local_embedder
+from docchat.adapters.embedding import length_sorted_batches
 from docchat.adapters.local_embedder import LocalEmbedder
-from docchat.embed import length_sorted_batches
 from docchat.errors import ModelFileError
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.agent import NOT_FOUND, Agent
-from docchat.events import CitationsEvent, DeltaEvent
-from docchat.library import Library
+from docchat.answer.agent import NOT_FOUND, Agent
+from docchat.answer.events import CitationsEvent, DeltaEvent
 from docchat.models import Chunk, DocStatus, DocumentRecord
+from docchat.search.library import Library
 from tests.chatkit import SEARCH, tuned_config
 from tests.conftest import WordEmbedder
 

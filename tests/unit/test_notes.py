@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from docchat.notes import MAX_NOTE_CHARS, one_sentence
+from docchat.ingest.notes import MAX_NOTE_CHARS, one_sentence
 
 
 def test_a_note_is_one_line() -> None:

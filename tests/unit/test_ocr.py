@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from reportlab.pdfgen.canvas import Canvas
 
-from docchat import ocr
-from docchat.convert import pages_from_pdf
 from docchat.errors import ModelFileError, NeedsOcrError
-from docchat.ocr import OcrOptions
+from docchat.ingest import ocr
+from docchat.ingest.convert import pages_from_pdf
+from docchat.ingest.ocr import OcrOptions
 from tests.pdfgen import scanned_copy
 
 OPTIONS = OcrOptions(dpi=150, threads=1)

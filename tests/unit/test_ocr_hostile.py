@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from docchat.convert import ConvertLimits, ocr_pages, pages_from_pdf
 from docchat.errors import EmptyPdfError
-from docchat.isolate import pages_from_pdf_isolated
-from docchat.ocr import OcrOptions
+from docchat.ingest.convert import ConvertLimits, ocr_pages, pages_from_pdf
+from docchat.ingest.isolate import pages_from_pdf_isolated
+from docchat.ingest.ocr import OcrOptions
 from tests.conftest import SHARED_PDFS
 
 pytestmark = pytest.mark.slow

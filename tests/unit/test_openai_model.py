@@ -356,7 +356,7 @@ def test_chat_side_imports_the_openai_adapter_only_when_configured() -> None:
     # The chat Lambda imports the wiring, the API and Claude's adapter; the OpenAI-compatible
     # adapter stays unimported unless DOCCHAT_MODEL_PROVIDER=openai.
     probe = (
-        "import sys, docchat.wiring.cloud, docchat.api, docchat.agent\n"
+        "import sys, docchat.wiring.cloud, docchat.serve.app, docchat.answer.agent\n"
         "from docchat.config import Settings\n"
         "from docchat.wiring import chat_model\n"
         "chat_model(Settings(model_provider='anthropic', anthropic_api_key='k'))\n"

@@ -14,12 +14,12 @@ from tests.conftest import REPO
 from tests.infra.test_statemachine import CloudFormationLoader
 
 # One step through `step_handler` in a fresh interpreter (the Powertools objects are made when
-# docchat.lambda_handler is imported), with a LambdaContext shaped like
+# docchat.wiring.lambda_handler is imported), with a LambdaContext shaped like
 # https://docs.aws.amazon.com/lambda/latest/dg/python-context.html
 PROBE = """
 from dataclasses import dataclass
 from pydantic import BaseModel
-from docchat.lambda_handler import step_handler
+from docchat.wiring.lambda_handler import step_handler
 
 class Done(BaseModel):
     doc_id: str

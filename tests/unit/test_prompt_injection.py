@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from docchat.agent import DEFAULT_SYSTEM_PROMPT, NOTICE, WITHHELD, Agent
-from docchat.events import event_data
-from docchat.library import Library
+from docchat.answer.agent import DEFAULT_SYSTEM_PROMPT, NOTICE, WITHHELD, Agent
+from docchat.answer.events import event_data
 from docchat.llm import TextDelta, ToolUse, TurnEnd
+from docchat.search.library import Library
 from tests.chatkit import ScriptedModel, library_of, tuned_config
 
 INJECTION = (

@@ -7,7 +7,7 @@ from typing import Any
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.models import Chunk, DocumentRecord
-from docchat.retrieve import fuse_by_rank, hybrid_search
+from docchat.search.hybrid import fuse_by_rank, hybrid_search
 from tests.conftest import WordEmbedder
 
 # Reciprocal-rank fusion, what these tests were written for (the tuned fusion is score fusion:

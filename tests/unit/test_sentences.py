@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from docchat.sentences import is_list_item, sentences
+from docchat.search.sentences import is_list_item, sentences
 
 
 def test_sentences_keep_us_and_other_abbreviations_inside_a_sentence() -> None:

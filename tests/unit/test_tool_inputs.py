@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from docchat.agent import Agent
-from docchat.library import Library
+from docchat.answer.agent import Agent
+from docchat.answer.tools import TOOLS
 from docchat.llm import TextDelta, ToolUse, TurnEnd
-from docchat.tools import TOOLS
+from docchat.search.library import Library
 from tests.chatkit import ScriptedModel, library, tuned_config
 
 __all__ = ["library"]  # the fixture

@@ -28,14 +28,16 @@ TUNED = (
 )
 # Where the domain and the evaluation take them (adapters take none of them).
 MODULES = (
-    "docchat.agent",
-    "docchat.chunk",
-    "docchat.evaluate",
-    "docchat.ingest",
-    "docchat.library",
-    "docchat.pipeline",
-    "docchat.rerank",
-    "docchat.retrieve",
+    "docchat.answer.agent",
+    "docchat.evaluate.beir",
+    "docchat.evaluate.corpus",
+    "docchat.evaluate.qa",
+    "docchat.ingest.chunk",
+    "docchat.ingest.local",
+    "docchat.ingest.steps",
+    "docchat.search.hybrid",
+    "docchat.search.library",
+    "docchat.search.rerank",
 )
 
 

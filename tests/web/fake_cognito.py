@@ -43,7 +43,7 @@ import yaml
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from docchat.api import SignIn
+from docchat.serve.app import SignIn
 from tests.chatkit import ServedApp
 from tests.conftest import REPO
 from tests.infra.test_statemachine import CloudFormationLoader

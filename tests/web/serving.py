@@ -10,14 +10,14 @@ from typing import Any
 
 from docchat.adapters.sqlite_conversations import SqliteConversations
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.agent import Agent, ChatEvent
-from docchat.api import SignIn, create_app
-from docchat.backend import ChatBackend
+from docchat.answer.agent import Agent, ChatEvent
+from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
-from docchat.identity import UserOf, local_user
-from docchat.library import Library
+from docchat.ingest.uploads import LocalUploads
 from docchat.llm import Message
-from docchat.uploads import LocalUploads
+from docchat.search.library import Library
+from docchat.serve.app import SignIn, create_app
+from docchat.serve.identity import UserOf, local_user
 from tests.chatkit import SEARCH, ServedApp, tuned_config
 from tests.conftest import WordEmbedder
 

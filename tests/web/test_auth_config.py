@@ -8,10 +8,10 @@ from typing import Literal
 import pytest
 from fastapi.testclient import TestClient
 
-from docchat.api import SignIn, create_app
-from docchat.backend import ChatBackend
+from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
 from docchat.errors import ConfigError
+from docchat.serve.app import SignIn, create_app
 from docchat.wiring.cloud import cloud_app
 
 DOMAIN = "https://docchat-1b2c.auth.eu-west-1.amazoncognito.com"

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from docchat.identity import cognito_user
+from docchat.serve.identity import cognito_user
 from tests.pdfgen import make_pdf
 from tests.web.browser import expect, launched_chromium
 from tests.web.fake_cognito import FakeCognito, StageGate, served

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from docchat.uploads import upload_path
+from docchat.ingest.uploads import upload_path
 from tests.conftest import EXAMPLES, REPO, page_texts, squash
 from tests.pdfgen import make_pdf
 from tests.web.browser import expect, launched_chromium, sync_api

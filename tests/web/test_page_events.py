@@ -1,7 +1,7 @@
 """Every field the page's app.js reads from a chat event exists in what the server sends.
 
-Each kind of event, built from the models in docchat/events.py and encoded by the server's own
-`sse()`, goes through the page's `handleEvent` with its data behind a Proxy that notes each
+Each kind of event, built from the models in docchat/answer/events.py and encoded by the server's
+own `sse()`, goes through the page's `handleEvent` with its data behind a Proxy that notes each
 read of a field the data does not have (nested ones included: passages, citations, tool
 inputs). A field renamed in a model, but not in app.js, is such a read; so is an event type
 the page has no handler for.
@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from docchat import events as ev
-from docchat.models import Citation
-from docchat.tools import (
+from docchat.answer import events as ev
+from docchat.answer.tools import (
     INPUTS,
     ListDocumentsInput,
     ReadPagesInput,
     SearchDocumentsInput,
     ToolInput,
 )
+from docchat.models import Citation
 from tests.chatkit import PASSAGE
 from tests.web.browser import launched_chromium
 from tests.web.serving import LocalServer

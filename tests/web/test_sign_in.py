@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from docchat.api import SignIn
+from docchat.serve.app import SignIn
 from tests.web.browser import expect, launched_chromium
 from tests.web.fake_cognito import CLIENT_ID, FakeCognito, StageGate, served
 from tests.web.serving import LocalServer

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docchat.api import create_app
 from docchat.config import Settings
 from docchat.models import DocStatus
+from docchat.serve.app import create_app
 from tests.chatkit import ServedApp, local_parts
 from tests.pdfgen import make_pdf
 
@@ -129,7 +129,7 @@ NAMES = st.lists(PIECES, max_size=500).map(lambda parts: "".join(parts)[:996] + 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(names=st.lists(NAMES, min_size=2, max_size=6, unique_by=lambda n: _nfc(n)))
 def test_fuzzed_upload_names_never_collide_nor_leave_the_folder(names: list[str]) -> None:
-    from docchat.uploads import display_name, upload_key, upload_path
+    from docchat.ingest.uploads import display_name, upload_key, upload_path
 
     folder = Path("/data/uploads")
     paths = [folder / upload_path(name) for name in names]

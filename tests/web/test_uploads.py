@@ -13,21 +13,21 @@ import pytest
 from fastapi.testclient import TestClient
 from moto import mock_aws
 
-from docchat import api
 from docchat.adapters.s3_uploads import S3Uploads
-from docchat.api import create_app
-from docchat.backend import ChatBackend
+from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
 from docchat.errors import DocumentNotFoundError, NotPdfError, UploadTooLargeError
-from docchat.ingest import doc_id_for
-from docchat.library import Library
-from docchat.models import DocStatus, DocumentRecord
-from docchat.uploads import (
+from docchat.ingest.local import doc_id_for
+from docchat.ingest.uploads import (
     LocalUploads,
     check_pdf,
     display_name,
     upload_path,
 )
+from docchat.models import DocStatus, DocumentRecord
+from docchat.search.library import Library
+from docchat.serve import app as api
+from docchat.serve.app import create_app
 from tests.chatkit import SEARCH, local_parts, tuned_config
 from tests.conftest import EXAMPLES, WordEmbedder
 from tests.pdfgen import make_pdf

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from docchat.backend import ChatBackend
+from docchat.answer.backend import ChatBackend
 from docchat.models import DocStatus
 from tests.api.test_stop import PAUSE_S, EndlessModel
 from tests.chatkit import tuned_config

@@ -27,11 +27,12 @@ from rich.table import Table
 from rich.text import Text
 
 from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.answer.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCallEvent
 from docchat.config import Settings
 from docchat.errors import DocchatError, IndexMissingError, StorageError, StorageFullError
-from docchat.eval_cli import add_eval_commands
-from docchat.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCallEvent
-from docchat.ingest import IngestResult, ingest_file, pdf_paths, source_of
+from docchat.evaluate.cli import add_eval_commands
+from docchat.ingest.local import IngestResult, ingest_file, pdf_paths, source_of
+from docchat.ingest.pagetext import extracted_pages
 from docchat.models import (
     Answer,
     Citation,
@@ -41,7 +42,6 @@ from docchat.models import (
     file_name,
     source_name,
 )
-from docchat.pagetext import extracted_pages
 from docchat.wiring import chunk_notes
 from docchat.wiring.local import local_embedder, open_index
 
@@ -299,7 +299,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 def _storage_failure(path: Path, exc: StorageError) -> IngestResult:
     """A file the index could not take, with the reason (the index keeps what it had)."""
-    from docchat.ingest import doc_id_for
+    from docchat.ingest.local import doc_id_for
 
     source = source_of(path)
     record = DocumentRecord(
@@ -407,7 +407,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     """Run the chat API (the same app the Lambda runs) on this machine."""
     import uvicorn
 
-    from docchat.guards import is_loopback
+    from docchat.serve.guards import is_loopback
     from docchat.wiring.local import guarded_local_app, local_backend, local_uploads_for
 
     token = settings.api_token if args.token is None else args.token
@@ -503,7 +503,7 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:
-    from docchat.uploads import interrupted
+    from docchat.ingest.uploads import interrupted
 
     index = _existing_index(settings)
     documents = index.documents()

@@ -95,7 +95,7 @@ class Chunk(BaseModel):
     text: str
     embedding_model: str = ""
     # One sentence the chat model wrote on what the chunk is about within its document, when
-    # DOCCHAT_CHUNK_CONTEXT=model (docchat.notes); part of `context`, never shown or quoted.
+    # DOCCHAT_CHUNK_CONTEXT=model (docchat.ingest.notes); part of `context`, never shown or quoted.
     note: str = ""
 
     @property

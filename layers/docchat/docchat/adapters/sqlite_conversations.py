@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from docchat.adapters.sqlite_errors import StorageKind, storage_error, write_transaction
-from docchat.conversations import (
+from docchat.answer.conversations import (
     Conversation,
     ConversationSummary,
     StoredMessage,

@@ -17,7 +17,6 @@ from numpy.typing import NDArray
 
 from docchat.adapters.bm25 import FIELD_WEIGHTS, Fields, Postings, Tokenizer, best_rows
 from docchat.adapters.sqlite_errors import StorageKind, storage_error, write_transaction
-from docchat.embed import Vectors
 from docchat.errors import (
     DocumentNotFoundError,
     EmbedderMismatchError,
@@ -27,6 +26,7 @@ from docchat.errors import (
     StorageError,
 )
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, file_label
+from docchat.ports import Vectors
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -355,7 +355,7 @@ class SqliteIndex:
         )
         return DocumentRecord(**dict(rows[0])) if rows else None
 
-    # --- model-written notes (docchat.notes.NoteCache) ------------------------------------------
+    # --- model-written notes (docchat.ingest.notes.NoteCache) ------------------------------------
 
     def notes(self, keys: Sequence[str]) -> dict[str, str]:
         if not keys:
@@ -406,7 +406,7 @@ class SqliteIndex:
         """Before a document's chunks go (deleted, or a new version), the first of its aliases
         whose content they still are becomes a document of its own and takes them: identical
         files indexed once must not be lost with the one that happened to be indexed first."""
-        from docchat.ingest import doc_id_for  # the pipeline modules are heavy; only here
+        from docchat.ingest.local import doc_id_for  # the pipeline modules are heavy; only here
 
         heirs = self._db.execute(
             "SELECT source, version FROM aliases WHERE doc_id = ? AND version != ? ORDER BY source",

@@ -388,7 +388,7 @@ async function runAnswer() {
   }
 }
 
-// One handler per chat event of docchat/events.py, given the event's data; `done` returns true.
+// One handler per chat event of docchat/answer/events.py, given its data; `done` returns true.
 // tests/unit/test_events.py fails when an event type has no handler here, and
 // tests/web/test_page_events.py when a field read here is not in what the server sends.
 const EVENT_HANDLERS = {

@@ -1,8 +1,10 @@
 """Wiring: one module per mode builds the adapters behind docchat.ports.
 
 `docchat.wiring.local` serves a data directory (the CLI, `docchat serve`); `docchat.wiring.cloud`
-serves the Lambdas. What both modes share (the agent's settings, the chat model) is here, as is
-`require`, with which each entry point names the settings it cannot start without.
+serves the Lambdas, and `docchat.wiring.lambda_handler` wraps each ingestion Lambda's step
+(logs, traces, metrics, typed payloads). What both modes share (the agent's settings, the chat
+model) is here, as is `require`, with which each entry point names the settings it cannot start
+without.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from docchat.errors import ConfigError
 # The ingestion Lambdas import this package too: the chat side (the agent, the web app) is
 # imported only where it is built.
 if TYPE_CHECKING:
-    from docchat.agent import AgentConfig
-    from docchat.notes import ChunkNotes, NoteCache
+    from docchat.answer.agent import AgentConfig
+    from docchat.ingest.notes import ChunkNotes, NoteCache
     from docchat.ports import ChatModel, Embedder, Reranker
 
 
@@ -38,7 +40,7 @@ def require(settings: Settings, *names: str, entry: str) -> Settings:
 def agent_config(settings: Settings, *, index_sleeps: bool) -> AgentConfig:
     """The agent's settings; `index_sleeps` when the search index scales to zero (OpenSearch
     Serverless), so that a slow first search is announced as the index waking."""
-    from docchat.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig
+    from docchat.answer.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig
 
     return AgentConfig(
         wake_notice_s=AgentConfig.wake_notice_s if index_sleeps else None,
@@ -70,7 +72,7 @@ def reranker(settings: Settings, embedder: Embedder) -> Reranker | None:
         from docchat.adapters.bedrock_reranker import BedrockReranker
 
         return BedrockReranker(model_id=settings.rerank_model_id, region=settings.region or None)
-    from docchat.rerank import SentenceReranker
+    from docchat.search.rerank import SentenceReranker
 
     return SentenceReranker(
         embedder,
@@ -122,6 +124,6 @@ def chunk_notes(settings: Settings, cache: NoteCache) -> ChunkNotes | None:
     model = notes_model(settings)
     if model is None:
         return None
-    from docchat.notes import ChunkNotes
+    from docchat.ingest.notes import ChunkNotes
 
     return ChunkNotes(model=model, cache=cache)

@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     from docchat.adapters.s3_objects import S3Objects
     from docchat.adapters.s3_uploads import S3Files, S3Uploads
     from docchat.adapters.step_functions import StepFunctionsExecutions
-    from docchat.backend import ChatBackend
-    from docchat.pagetext import S3PageStore
+    from docchat.answer.backend import ChatBackend
+    from docchat.ingest.pagetext import S3PageStore
     from docchat.ports import ChatModel, DocumentRegistry, Reranker
 
     Embedders = LocalEmbedder | TitanEmbedder | CohereEmbedder
@@ -175,15 +175,15 @@ class CloudServices:
         (GET /documents/{id}/pages/{n} then says the text was not kept)."""
         if not self.settings.artifacts_bucket:
             return None
-        from docchat.pagetext import S3PageStore
+        from docchat.ingest.pagetext import S3PageStore
 
         return S3PageStore(self.objects, self.settings.artifacts_bucket)
 
     @cached_property
     def backend(self) -> ChatBackend:
         """The chat side: OpenSearch, Bedrock embeddings, the registry, rerank and Claude."""
-        from docchat.backend import ChatBackend
-        from docchat.library import Library
+        from docchat.answer.backend import ChatBackend
+        from docchat.search.library import Library
 
         settings = self.settings
         library = Library(
@@ -244,8 +244,8 @@ def cloud_app() -> FastAPI:
     """The app the chat Lambda runs; its settings are checked here, as the process starts."""
     from starlette.exceptions import HTTPException
 
-    from docchat.api import SignIn, create_app
-    from docchat.identity import cloud_user_for
+    from docchat.serve.app import SignIn, create_app
+    from docchat.serve.identity import cloud_user_for
 
     live = services().require(*CHAT_SETTINGS, entry="the chat function")
     settings = live.settings

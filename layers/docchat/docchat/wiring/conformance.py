@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from docchat.adapters.sqlite_conversations import SqliteConversations
     from docchat.adapters.sqlite_index import SqliteIndex
     from docchat.adapters.step_functions import StepFunctionsExecutions
-    from docchat.pagetext import S3PageStore
+    from docchat.ingest.pagetext import S3PageStore
+    from docchat.ingest.uploads import LocalUploads
     from docchat.ports import (
         ChatModel,
         ChunkIndex,
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
         Reranker,
         Uploads,
     )
-    from docchat.uploads import LocalUploads
 
 
 def opensearch_index(index: OpenSearchIndex) -> tuple[ChunkIndex, ChunkReader]:

@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.adapters.sqlite_conversations import SqliteConversations
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.backend import ChatBackend
+from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
-from docchat.library import Library
+from docchat.ingest.uploads import LocalUploads
 from docchat.ports import ChunkReader, Embedder
-from docchat.uploads import LocalUploads
+from docchat.search.library import Library
 from docchat.wiring import agent_config, chat_model, chunk_notes, rerank_off, reranker
 
 # The CLI imports this module for every command: the web app (FastAPI) only where it is served.
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from docchat.api import UploadsFactory
+    from docchat.serve.app import UploadsFactory
 
 #: Settings `docchat serve` and the CLI cannot start without: none.
 REQUIRED: tuple[str, ...] = ()
@@ -113,8 +113,8 @@ def guarded_local_app(
     settings' allowed hosts plus `allowed_hosts`, and `token` (default: settings.api_token).
     Uploads go into the data directory (`uploads` replaces how, for tests), and so do saved
     conversations, all of the one local user."""
-    from docchat.api import create_app
-    from docchat.guards import LocalGuard
+    from docchat.serve.app import create_app
+    from docchat.serve.guards import LocalGuard
 
     app = create_app(
         backend,

@@ -1,8 +1,8 @@
 """The chat stream's events: one frozen model per event, and their Server-Sent Events encoding.
 
 The agent yields these; `/chat` sends each as `event: <type>` with the other fields as JSON
-`data`; the OpenAI-compatible API (`openai_api`), the CLI and the page read them. In order:
-`status`, per tool call `tool_call` (and `sources`), `delta`, `citations`, then `done` or
+`data`; the OpenAI-compatible API (`serve/openai_api.py`), the CLI and the page read them. In
+order: `status`, per tool call `tool_call` (and `sources`), `delta`, `citations`, then `done` or
 `error`. The page's `app.js` reads these fields by name: tests/unit/test_events.py and
 tests/web/test_page_events.py fail when the two drift apart.
 """

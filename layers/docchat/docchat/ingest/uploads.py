@@ -30,11 +30,11 @@ from docchat.errors import (
     UploadRouteError,
     UploadTooLargeError,
 )
+from docchat.ingest.notes import ChunkNotes
 from docchat.models import DocStatus, DocumentRecord, Removal, UploadTicket
-from docchat.notes import ChunkNotes
 from docchat.ports import Embedder, LocalIndex
 
-# docchat.ingest (and with it the PDF engine and the text splitter) is imported only where a
+# docchat.ingest.local (and with it the PDF engine and the text splitter) is imported only where a
 # file is indexed or named: the chat Lambda loads this module and should start light.
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
@@ -186,7 +186,7 @@ class LocalUploads:
             self._owner = None
 
     def _queue(self, path: Path, data: bytes, *, write: bool) -> DocumentRecord:
-        from docchat.ingest import doc_id_for, is_indexed, next_revision, version_of
+        from docchat.ingest.local import doc_id_for, is_indexed, next_revision, version_of
 
         source = str(path)
         doc_id = doc_id_for(source)
@@ -217,7 +217,7 @@ class LocalUploads:
         return queued
 
     def _ingest(self, path: Path, data: bytes, doc_id: str, version: str) -> None:
-        from docchat.ingest import ingest_bytes, is_indexed
+        from docchat.ingest.local import ingest_bytes, is_indexed
 
         if self._latest.get(doc_id) != version:
             return  # deleted, or a newer upload of the same name is queued behind this one

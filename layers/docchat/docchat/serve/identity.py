@@ -23,7 +23,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
-from docchat.conversations import LOCAL_USER
+from docchat.answer.conversations import LOCAL_USER
 
 REQUEST_CONTEXT = "x-amzn-request-context"
 #: Everyone with the URL, when the stack is deployed with ApiAuth=NONE.

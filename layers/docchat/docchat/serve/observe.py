@@ -5,7 +5,7 @@ Web Adapter, which forwards API Gateway's request context as JSON in the
 `x-amzn-request-context` header
 (https://awslabs.github.io/aws-lambda-web-adapter/features/request-context.html), else a new
 one. The response returns it in `X-Request-Id`, and every log line written while the request
-is served has it as `correlation_id`, docchat's module loggers (`docchat.agent`, ...)
+is served has it as `correlation_id`, docchat's module loggers (`docchat.answer.agent`, ...)
 included: the id is a context variable, so threads started with the request's context (the
 thread pool FastAPI runs routes and streams in, the agent's first index call) carry it too.
 
@@ -30,7 +30,7 @@ from typing import Any, TextIO
 from aws_lambda_powertools.logging import Logger
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from docchat.events import ChatEvent, DoneEvent, ErrorEvent, StatusEvent
+from docchat.answer.events import ChatEvent, DoneEvent, ErrorEvent, StatusEvent
 
 REQUEST_ID_HEADER = "X-Request-Id"
 # What the Lambda Web Adapter adds to each request it forwards from API Gateway.

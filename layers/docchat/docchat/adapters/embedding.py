@@ -1,4 +1,4 @@
-"""The embedder contract, shared by the local ONNX model and the Bedrock models."""
+"""What the embedder adapters share: batches of similar length, and unit-length rows."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-Vectors = npt.NDArray[np.float32]
+from docchat.ports import Vectors
 
 
 def length_sorted_batches(texts: Sequence[str], batch_size: int) -> list[list[int]]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from docchat.models import Chunk, Citation, source_name
-from docchat.sentences import is_list_item, sentence_spans
+from docchat.search.sentences import is_list_item, sentence_spans
 
 _LETTER = re.compile(r"[^\W\d_]")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -62,7 +62,7 @@ QUOTE_CHARS = 400
 EXTRACTIVE_QUOTES = 4
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s", "e", "ly")
 _JOINED = re.compile(r"(?<=[a-z0-9])[-\u2010\u2011](?=[a-z0-9])")
-# A backslash that convert.py put before a line's "#", "```", "~~~" or ">" (markdown escape).
+# A backslash that ingest/convert.py put before a line's "#", "```", "~~~" or ">" (markdown escape).
 _ESCAPE = re.compile(r"\\(?=#|```|~~~|>)")
 _ESCAPE_LINE = re.compile(r"(?m)^\\(?=#|```|~~~|>)")
 # Questions whose answer is a number ("How many nucleotides…?", "What size…?").

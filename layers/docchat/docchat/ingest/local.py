@@ -1,4 +1,5 @@
-"""The ingestion steps as plain functions, shared by the Lambdas and the local runner."""
+"""The local runner (`ingest_file`, `ingest_bytes`), and the ingestion steps as plain functions
+that it shares with the cloud's Lambda steps (ingest/steps.py): identity, conversion, embedding."""
 
 from __future__ import annotations
 
@@ -10,16 +11,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
-from docchat.convert import ConvertLimits, OcrSource, ProgressFn
-from docchat.embed import Vectors
 from docchat.errors import ConversionError
-from docchat.isolate import pages_from_pdf_isolated
+from docchat.ingest.chunk import chunks_from_pages
+from docchat.ingest.convert import ConvertLimits, OcrSource, ProgressFn
+from docchat.ingest.isolate import pages_from_pdf_isolated
+from docchat.ingest.notes import ChunkNotes
+from docchat.ingest.ocr import OcrOptions
 from docchat.models import Chunk, ConvertedDocument, DocStatus, DocumentRecord
-from docchat.notes import ChunkNotes
-from docchat.ocr import OcrOptions
-from docchat.ports import DocumentIndex, Embedder
+from docchat.ports import DocumentIndex, Embedder, Vectors
 
 Progress = Callable[[str, int, int], None]
 
@@ -80,7 +80,7 @@ def ingest_bytes(
     """Index one document version; a no-op when these bytes are already indexed, and only a
     new name (an alias) when another document holds exactly these bytes. `command` is the
     word a failure's advice uses for adding the file again; `notes` writes each chunk's note
-    (docchat.notes), whose model errors propagate with the previous version still indexed."""
+    (docchat.ingest.notes), whose model errors propagate with the previous version still indexed."""
     started = time.monotonic()
     doc_id = doc_id_for(source)
     version = version_of(data)
@@ -186,7 +186,7 @@ def convert_pdf(
 
 def ocr_options(settings: Settings) -> OcrOptions | None:
     """How pages without a text layer are OCR'd in this process; None when OCR is off. With
-    `cloud` the cloud pipeline hands OCR to its own step (pipeline.convert); a local run has no
+    `cloud` the cloud pipeline hands OCR to its own step (steps.convert); a local run has no
     such step and reads them here."""
     return OcrOptions(dpi=settings.ocr_dpi) if settings.ocr != "off" else None
 

@@ -16,8 +16,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from docchat.answer.events import ChatEvent, CitationsEvent, DeltaEvent, DoneEvent, ErrorEvent
 from docchat.errors import ConversationFullError
-from docchat.events import ChatEvent, CitationsEvent, DeltaEvent, DoneEvent, ErrorEvent
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
 from docchat.models import Citation
 

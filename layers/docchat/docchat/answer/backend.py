@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from docchat.agent import Agent, AgentConfig
-from docchat.library import Library
+from docchat.answer.agent import Agent, AgentConfig
 from docchat.ports import ChatModel
+from docchat.search.library import Library
 
 
 @dataclass

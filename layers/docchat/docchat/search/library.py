@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from itertools import chain, zip_longest
 from pathlib import PurePosixPath
 
-from docchat.citations import terms
+from docchat.answer.citations import terms
 from docchat.errors import DocchatError
+from docchat.ingest.pagetext import extracted_pages
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
-from docchat.pagetext import extracted_pages
 from docchat.ports import ChunkReader, DocumentRegistry, Embedder, PageStore, Reranker
-from docchat.rerank import sentence_similarities
-from docchat.retrieve import Fusion, hybrid_search
+from docchat.search.hybrid import Fusion, hybrid_search
+from docchat.search.rerank import sentence_similarities
 
 # Passages the reranker sees per passage wanted (the evaluation reranks as many).
 RERANK_POOL = 4

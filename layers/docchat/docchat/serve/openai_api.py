@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from docchat.events import (
+from docchat.answer.events import (
     ChatEvent,
     CitationsEvent,
     DeltaEvent,

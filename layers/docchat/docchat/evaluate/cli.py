@@ -25,18 +25,9 @@ from rich.table import Table
 
 from docchat.config import Settings
 from docchat.errors import DocchatError
-from docchat.evaluate import (
-    CONTEXTS,
-    Chunking,
-    Context,
-    Retrieval,
-    evaluate_beir,
-    evaluate_qa,
-    extractive_quoter,
-    load_beir,
-    load_squad,
-    qa_split,
-)
+from docchat.evaluate.beir import evaluate_beir, load_beir
+from docchat.evaluate.corpus import CONTEXTS, Chunking, Context, Retrieval
+from docchat.evaluate.qa import evaluate_qa, extractive_quoter, load_squad, qa_split
 from docchat.wiring import reranker
 from docchat.wiring.local import local_embedder
 
@@ -258,7 +249,7 @@ def _show(scores: dict[str, dict[str, float]], *, title: str, json_path: Path | 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m docchat.eval_cli beir DIR …`: the eval commands without the rest of docchat."""
+    """`python -m docchat.evaluate.cli beir DIR`: the eval commands without the rest of docchat."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", type=Path, default=None, help=argparse.SUPPRESS)
     parser = argparse.ArgumentParser(prog="docchat")

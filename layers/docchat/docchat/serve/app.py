@@ -50,9 +50,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException
 
 from docchat.adapters.local_files import LocalFiles
-from docchat.backend import ChatBackend
+from docchat.answer.backend import ChatBackend
+from docchat.answer.conversations import StoredMessage, extended, remembered, title_from
+from docchat.answer.events import sse
 from docchat.config import Settings
-from docchat.conversations import StoredMessage, extended, remembered, title_from
 from docchat.errors import (
     ConversationFullError,
     ConversationNotFoundError,
@@ -66,9 +67,7 @@ from docchat.errors import (
     UploadRouteError,
     UploadTooLargeError,
 )
-from docchat.events import sse
-from docchat.guards import error_response
-from docchat.identity import UserOf, local_user
+from docchat.ingest.uploads import MAX_UPLOAD_BYTES, S3_UPLOAD_ROUTE
 from docchat.limits import (
     CONVERSATION_ID_PATTERN,
     MAX_DOC_IDS,
@@ -79,14 +78,15 @@ from docchat.limits import (
 )
 from docchat.llm import Message
 from docchat.models import DocumentRecord, FileLink, file_name, source_name
-from docchat.observe import RequestIds, logged_answer
-from docchat.openai_api import CompletionRequest, ModelList, completion, completion_chunks
 from docchat.ports import ConversationStore, DocumentFiles, Uploads
-from docchat.uploads import MAX_UPLOAD_BYTES, S3_UPLOAD_ROUTE
+from docchat.serve.guards import error_response
+from docchat.serve.identity import UserOf, local_user
+from docchat.serve.observe import RequestIds, logged_answer
+from docchat.serve.openai_api import CompletionRequest, ModelList, completion, completion_chunks
 
 MAX_BODY_BYTES = 512 * 1024
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-WEB = Path(__file__).parent / "web"
+WEB = Path(__file__).parents[1] / "web"  # docchat/web: the page and its static files
 # application/octet-stream is what generic clients send for a file; like application/pdf, and
 # unlike the types a page may send to another site without asking first (text/plain, forms,
 # none at all), it cannot come from another site's page.

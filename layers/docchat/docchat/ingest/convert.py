@@ -23,8 +23,8 @@ from docchat.errors import (
     NeedsOcrError,
     PdfTooLargeError,
 )
+from docchat.ingest.ocr import Image, OcrLine, OcrOptions, available, engine
 from docchat.models import ConvertedDocument, OcrPage, OcrText, Page
-from docchat.ocr import Image, OcrLine, OcrOptions, available, engine
 
 ProgressFn = Callable[[int, int], None]
 _T = TypeVar("_T")

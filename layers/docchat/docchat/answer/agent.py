@@ -20,9 +20,8 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from docchat.citations import answer_quotes, citation, citations_for_answer
-from docchat.errors import DocchatError
-from docchat.events import (
+from docchat.answer.citations import answer_quotes, citation, citations_for_answer
+from docchat.answer.events import (
     AnswerMode,
     ChatEvent,
     CitationsEvent,
@@ -37,11 +36,7 @@ from docchat.events import (
     ToolCallEvent,
     Usage,
 )
-from docchat.library import Catalog, Library
-from docchat.llm import Block, Message, TextDelta, ToolResultBlock, ToolUse, TurnEnd
-from docchat.models import Chunk, Citation, file_name, source_name
-from docchat.ports import ChatModel
-from docchat.tools import (
+from docchat.answer.tools import (
     INPUTS,
     MAX_READ_PAGES,
     TOOLS,
@@ -50,6 +45,11 @@ from docchat.tools import (
     SearchDocumentsInput,
     invalid_input_message,
 )
+from docchat.errors import DocchatError
+from docchat.llm import Block, Message, TextDelta, ToolResultBlock, ToolUse, TurnEnd
+from docchat.models import Chunk, Citation, file_name, source_name
+from docchat.ports import ChatModel
+from docchat.search.library import Catalog, Library
 
 DEFAULT_SYSTEM_PROMPT = """\
 You answer questions about the user's documents, using only what the tools return.

@@ -12,9 +12,7 @@ import math
 import time
 from pathlib import PurePosixPath
 
-from docchat.chunk import chunks_from_pages
 from docchat.config import Settings
-from docchat.convert import OcrResults
 from docchat.errors import (
     EmptyPdfError,
     ObjectMissingError,
@@ -23,8 +21,13 @@ from docchat.errors import (
     SupersededError,
     code_for_name,
 )
-from docchat.ingest import convert_pdf, doc_id_for, embed_chunks, version_of
-from docchat.isolate import ocr_pages_isolated
+from docchat.ingest.chunk import chunks_from_pages
+from docchat.ingest.convert import OcrResults
+from docchat.ingest.isolate import ocr_pages_isolated
+from docchat.ingest.local import convert_pdf, doc_id_for, embed_chunks, version_of
+from docchat.ingest.notes import CLOUD_CONCURRENCY, ChunkNotes, StoredNotes, notes_key
+from docchat.ingest.ocr import OcrOptions
+from docchat.ingest.pagetext import drop_pages, pages_document, pages_key
 from docchat.models import (
     BatchResult,
     BatchTask,
@@ -48,9 +51,6 @@ from docchat.models import (
     StepEvent,
     StepResult,
 )
-from docchat.notes import CLOUD_CONCURRENCY, ChunkNotes, StoredNotes, notes_key
-from docchat.ocr import OcrOptions
-from docchat.pagetext import drop_pages, pages_document, pages_key
 from docchat.ports import ChatModel, ChunkIndex, Embedder, Executions, Objects, Registry
 
 SEQUENCER_WIDTH = 32
@@ -246,7 +246,7 @@ def chunk(
 ) -> ChunkResult:
     """Pages -> chunks, stored in batches that the Embed map works through; with
     `notes_model` (DOCCHAT_CHUNK_CONTEXT=model) each chunk carries its model-written note,
-    cached in the artifacts bucket (docchat.notes)."""
+    cached in the artifacts bucket (docchat.ingest.notes)."""
     doc = result.doc
     stored = objects.read_json(settings.artifacts_bucket, result.pages_key)
     assert isinstance(stored, dict)

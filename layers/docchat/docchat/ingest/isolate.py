@@ -24,10 +24,10 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
 from typing import Any, Literal
 
-from docchat.convert import ConvertLimits, OcrSource, ProgressFn, ocr_pages, pages_from_pdf
 from docchat.errors import ConversionCrashedError, ConversionTimeoutError, PdfTooLargeError
+from docchat.ingest.convert import ConvertLimits, OcrSource, ProgressFn, ocr_pages, pages_from_pdf
+from docchat.ingest.ocr import OcrOptions
 from docchat.models import ConvertedDocument, OcrPage
-from docchat.ocr import OcrOptions
 
 MIB = 1024 * 1024
 # The engine's own deadline stops between pages; this one also stops a page that never ends.
@@ -37,7 +37,7 @@ START_METHOD: Literal["forkserver", "spawn", "fork"] = "forkserver"
 # Imported once in the forkserver, so a conversion's child starts with the PDF engine loaded, and
 # re-running the caller's main script (as every child does first; Python 3.11's forkserver never
 # preloads `__main__` itself) finds the `docchat` command's imports done: half a second a file.
-PRELOAD = ["docchat.convert", "docchat.cli"]
+PRELOAD = ["docchat.ingest.convert", "docchat.cli"]
 
 
 def pages_from_pdf_isolated(

@@ -13,10 +13,10 @@ import yaml
 from reportlab.pdfgen.canvas import Canvas
 
 from docchat.errors import PdfTooLargeError
+from docchat.ingest.artifacts import pages_key
 from docchat.ingest.convert import pages_from_pdf
-from docchat.ingest.local import doc_id_for
+from docchat.ingest.decision import doc_id_for
 from docchat.ingest.ocr import OcrOptions
-from docchat.ingest.pagetext import pages_key
 from docchat.models import DocStatus, Page
 from tests.conftest import REPO
 from tests.functions.conftest import ARTIFACTS_BUCKET, DOCS_BUCKET, Pipeline

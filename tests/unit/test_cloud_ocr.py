@@ -10,8 +10,8 @@ import pytest
 
 from docchat.config import Settings
 from docchat.ingest.convert import OcrResults, ocr_pages, pages_from_pdf
-from docchat.ingest.local import ocr_options
 from docchat.ingest.ocr import OcrOptions
+from docchat.ingest.stages import ocr_options
 from docchat.ingest.steps import ocr_ranges
 from docchat.models import DocRef, OcrPage
 from tests.pdfgen import make_pdf, scanned_copy

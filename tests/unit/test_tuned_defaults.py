@@ -34,6 +34,7 @@ MODULES = (
     "docchat.evaluate.qa",
     "docchat.ingest.chunk",
     "docchat.ingest.local",
+    "docchat.ingest.stages",
     "docchat.ingest.steps",
     "docchat.search.hybrid",
     "docchat.search.library",

@@ -17,7 +17,7 @@ from docchat.adapters.s3_uploads import S3Uploads
 from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
 from docchat.errors import DocumentNotFoundError, NotPdfError, UploadTooLargeError
-from docchat.ingest.local import doc_id_for
+from docchat.ingest.decision import doc_id_for
 from docchat.ingest.uploads import (
     LocalUploads,
     check_pdf,

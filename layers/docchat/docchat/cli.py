@@ -299,7 +299,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 def _storage_failure(path: Path, exc: StorageError) -> IngestResult:
     """A file the index could not take, with the reason (the index keeps what it had)."""
-    from docchat.ingest.local import doc_id_for
+    from docchat.ingest.decision import doc_id_for
 
     source = source_of(path)
     record = DocumentRecord(

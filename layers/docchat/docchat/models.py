@@ -149,6 +149,15 @@ class DocumentRecord(BaseModel):
     revision: int = Field(default=1, ge=1)
 
 
+class RegistryEntry(DocumentRecord):
+    """A document as the cloud's registry holds it: its record, the S3 event and the run that
+    claimed it, and the index its version was indexed in (set when it became INDEXED)."""
+
+    sequencer: str = ""
+    execution_id: str = ""
+    index: str = ""
+
+
 class Passage(BaseModel):
     """A retrieved chunk and how it ranked."""
 

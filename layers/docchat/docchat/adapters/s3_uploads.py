@@ -47,7 +47,7 @@ class S3Uploads:
 
     def upload_url(self, filename: str, *, size: int) -> UploadTicket:
         """A URL that accepts exactly this many bytes of PDF at `uploads/<key>/<name>`."""
-        from docchat.ingest.local import doc_id_for
+        from docchat.ingest.decision import doc_id_for
 
         check_pdf_name(filename)
         check_size(size)

@@ -121,11 +121,11 @@ class SqliteIndex:
         self._matrix = np.zeros((0, dimension), dtype=np.float32)
         self._postings = Postings.build({}, [], [])
 
-
     @property
     def location(self) -> str:
         """The index file (what the cloud pipeline's Register compares; see ports.ChunkIndex)."""
         return str(self.path)
+
     def close(self) -> None:
         self._db.close()
         self._tokenizer.close()
@@ -406,7 +406,7 @@ class SqliteIndex:
         """Before a document's chunks go (deleted, or a new version), the first of its aliases
         whose content they still are becomes a document of its own and takes them: identical
         files indexed once must not be lost with the one that happened to be indexed first."""
-        from docchat.ingest.local import doc_id_for  # the pipeline modules are heavy; only here
+        from docchat.ingest.decision import doc_id_for  # the pipeline modules are heavy; only here
 
         heirs = self._db.execute(
             "SELECT source, version FROM aliases WHERE doc_id = ? AND version != ? ORDER BY source",

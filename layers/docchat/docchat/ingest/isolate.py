@@ -24,7 +24,13 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
 from typing import Any, Literal
 
-from docchat.errors import ConversionCrashedError, ConversionTimeoutError, PdfTooLargeError
+from docchat.errors import (
+    ConversionCrashedError,
+    ConversionTimeoutError,
+    DocchatError,
+    MalformedPdfError,
+    PdfTooLargeError,
+)
 from docchat.ingest.convert import ConvertLimits, OcrSource, ProgressFn, ocr_pages, pages_from_pdf
 from docchat.ingest.ocr import OcrOptions
 from docchat.models import ConvertedDocument, OcrPage
@@ -166,8 +172,13 @@ def _convert_in_child(
             outcome = work()
     except MemoryError:
         outcome = _too_large(memory_mib)
-    except Exception as exc:  # the parent re-raises typed errors; anything else is a crash
+    except DocchatError as exc:  # the parent re-raises typed errors as they are
         outcome = exc if _picklable(exc) else ConversionCrashedError(str(exc))
+    except Exception as exc:  # the engine refusing the file ("Crop exceeds page dimensions")
+        outcome = MalformedPdfError(
+            f"the PDF could not be read ({type(exc).__name__}: {exc}): re-export or repair "
+            "the file, then upload it again"
+        )
     try:
         send.send(outcome)
     finally:

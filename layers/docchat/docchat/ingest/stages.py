@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from docchat.config import Settings
 from docchat.ingest.convert import ConvertLimits, OcrSource, ProgressFn
+from docchat.ingest.filings import filing_title
 from docchat.ingest.isolate import pages_from_pdf_isolated
 from docchat.ingest.ocr import OcrOptions
 from docchat.models import Chunk, ConvertedDocument
@@ -26,8 +27,9 @@ def convert_pdf(
     ocr: OcrSource | None = None,
 ) -> ConvertedDocument:
     """PDF bytes -> markdown pages, in a child process within the settings' limits; pages
-    without a text layer are read as `ocr` says, else as the settings say."""
-    return pages_from_pdf_isolated(
+    without a text layer are read as `ocr` says, else as the settings say. A filing or an
+    earnings release is titled by what its cover says (company, form, period)."""
+    converted = pages_from_pdf_isolated(
         data,
         fallback_title=fallback_title,
         limits=ConvertLimits(max_pages=settings.max_pages, timeout_s=settings.convert_timeout_s),
@@ -35,6 +37,8 @@ def convert_pdf(
         memory_mib=settings.convert_memory_mib,
         on_page=on_page,
     )
+    named = filing_title(converted.pages)
+    return converted.model_copy(update={"title": named}) if named else converted
 
 
 def ocr_options(settings: Settings) -> OcrOptions | None:

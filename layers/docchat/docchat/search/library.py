@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from itertools import chain, zip_longest
 from pathlib import PurePosixPath
 
-from docchat.answer.citations import terms
 from docchat.errors import DocchatError
 from docchat.ingest.pagetext import extracted_pages
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
 from docchat.ports import ChunkReader, DocumentRegistry, Embedder, PageStore, Reranker
 from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.rerank import sentence_similarities
+from docchat.search.terms import terms
 
 # Passages the reranker sees per passage wanted (the evaluation reranks as many).
 RERANK_POOL = 4
@@ -41,9 +41,7 @@ class Catalog:
     def of(cls, records: Iterable[DocumentRecord]) -> Catalog:
         return cls({r.doc_id: r for r in records if r.status == DocStatus.INDEXED})
 
-    def named_in(
-        self, query: str, doc_ids: Sequence[str] | None = None
-    ) -> tuple[list[str], str]:
+    def named_in(self, query: str, doc_ids: Sequence[str] | None = None) -> tuple[list[str], str]:
         """The documents (of `doc_ids`, when given) whose title or file name `query` spells
         out, in the order it names them, and the query without those names. A name must be
         two words or more ("2007 Instruction 1040-NR", "dmca.pdf"): one word is too often

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from docchat.answer.citations import chunk_sentences, query_terms, term_weights, terms
 from docchat.models import Chunk, Passage
 from docchat.ports import Embedder, Reranker, Vectors
 from docchat.search.hybrid import rescaled
+from docchat.search.sentences import chunk_sentences
+from docchat.search.terms import query_terms, term_weights, terms
 
 # A sentence shorter than this (not a list item) says too little to speak for its passage:
 # "Safe." alone would match "safe harbor for caching" better than the section that answers it.

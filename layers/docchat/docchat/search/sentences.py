@@ -11,6 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import pairwise
+
+from docchat.models import Chunk
+
+# A quote is at most this long: a longer sentence is quoted up to a word end (`clip`).
+QUOTE_CHARS = 400
 
 # Words whose period ends no sentence (casefolded, without the period). "etc." is left out:
 # it ends sentences as often as not.
@@ -184,3 +191,61 @@ def _ends_sentence(line: str, stop: int, cut: int) -> bool:
     if (len(token) == 1 and token.isalpha()) or _ACRONYM.fullmatch(token):
         return False
     return not (token.isdigit() and len(token) <= 2 and _INLINE_ITEM.search(line, 0, stop))
+
+
+_LETTER = re.compile(r"[^\W\d_]")
+# A backslash that ingest/convert.py put before a line's "#", "```", "~~~" or ">" (markdown escape).
+_ESCAPE = re.compile(r"\\(?=#|```|~~~|>)")
+_ESCAPE_LINE = re.compile(r"(?m)^\\(?=#|```|~~~|>)")
+
+
+@dataclass(frozen=True)
+class Span:
+    """A sentence (or sentence run) of a chunk: `text` is chunk.text[start:end], whitespace
+    runs made single spaces, on `page`."""
+
+    chunk: Chunk
+    page: int
+    start: int
+    end: int
+    text: str
+    list_item: bool
+
+
+def chunk_sentences(chunk: Chunk) -> list[Span]:
+    """The sentences of a chunk, in order; none crosses a page break."""
+    spans: list[Span] = []
+    bounds = [0, *chunk.page_breaks, len(chunk.text)]
+    for offset, (low, high) in enumerate(pairwise(bounds)):
+        page_text = chunk.text[low:high]
+        for start, end in sentence_spans(page_text):
+            start += 1 if _ESCAPE.match(page_text, start) else 0
+            text = quote_text(page_text, start, end)
+            if not _LETTER.search(text):
+                continue
+            spans.append(
+                Span(
+                    chunk=chunk,
+                    page=chunk.page_start + offset,
+                    start=low + start,
+                    end=low + end,
+                    text=text,
+                    list_item=is_list_item(text),
+                )
+            )
+    return spans
+
+
+def quote_text(text: str, start: int, end: int, *, limit: int | None = QUOTE_CHARS) -> str:
+    """text[start:end] as a quote: markdown escapes at line starts dropped, whitespace runs
+    made single spaces, clipped to `limit`."""
+    quote = " ".join(_ESCAPE_LINE.sub("", text[start:end]).split())
+    return quote if limit is None else clip(quote, limit)
+
+
+def clip(text: str, limit: int) -> str:
+    """`text`, or its head up to a word end when longer than `limit` (still verbatim)."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > limit // 2 else limit]

@@ -82,8 +82,8 @@ class Reading:
     sources: list[Chunk] = field(default_factory=list)
     calls: set[str] = field(default_factory=set)
     retrieval_s: float = 0.0
-    _catalog: Catalog | None = None
-    _index_answered: bool = False
+    _catalog: Catalog | None = field(default=None, init=False)
+    _index_answered: bool = field(default=False, init=False)
 
     def number(self, chunk: Chunk) -> int:
         """The passage number of `chunk`: the one it was given, or the next."""

@@ -72,7 +72,7 @@ def test_quotes_are_whole_sentences_with_us_and_list_numbers_kept() -> None:
 
 def test_best_quote_can_quote_a_short_list_item() -> None:
     # main dropped sentences under 20 characters and list numbers: "System caching;" at best.
-    assert best_quote(_chunk(LIMITATIONS), {"system", "cach"}) == (1, "2. System caching;")
+    assert _best(_chunk(LIMITATIONS), {"system", "cach"}) == (1, "2. System caching;")
 
 
 def test_answer_quotes_are_verbatim_on_the_page_they_cite() -> None:
@@ -336,8 +336,14 @@ def test_best_quote_keeps_abbreviations_and_short_sentences_intact() -> None:
         "Your income is exempt from U.S. tax under a tax treaty. Dr. Smith et al. found it."
     )
 
-    assert best_quote(chunk, {"income", "exempt", "treaty"}) == (
+    assert _best(chunk, {"income", "exempt", "treaty"}) == (
         1,
         "Your income is exempt from U.S. tax under a tax treaty.",
     )
-    assert best_quote(chunk, {"smith", "found"}) == (1, "Dr. Smith et al. found it.")
+    assert _best(chunk, {"smith", "found"}) == (1, "Dr. Smith et al. found it.")
+
+
+def _best(chunk: Chunk, wanted: set[str]) -> tuple[int, str] | None:
+    """The page and text of `best_quote`."""
+    span = best_quote(chunk, wanted)
+    return (span.page, span.text) if span else None

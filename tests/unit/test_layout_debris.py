@@ -111,7 +111,7 @@ def test_demo_margin_notes_do_not_split_sentences() -> None:
 def test_demo_extractive_quotes_are_clean(name: str, question: str, expected: str) -> None:
     # The offline model quotes the best-matching sentences of the passages it was given.
     quotes = [best_quote(chunk, terms(question)) for chunk in _chunks(name)]
-    texts = [quote for found in quotes if found for quote in [found[1]]]
+    texts = [found.text for found in quotes if found]
 
     assert any(expected in quote for quote in texts)
     assert not [q for q in texts for pattern in DEBRIS if pattern.search(q)]

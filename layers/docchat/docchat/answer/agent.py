@@ -28,7 +28,7 @@ from docchat.answer.events import (
     Timings,
     Usage,
 )
-from docchat.answer.extractive import QuoteWeights, answer_quotes
+from docchat.answer.extractive import Quote, QuoteWeights, answer_quotes
 from docchat.answer.tools import SEARCH_DOCUMENTS, TOOLS, Reading, call_tool
 from docchat.errors import DocchatError
 from docchat.llm import Block, Message, TextDelta, ToolResultBlock, ToolUse, TurnEnd
@@ -219,17 +219,28 @@ class ExtractiveAnswerer(Answerer):
             weights=self.config.quote_weights,
             similarity=self.library.sentence_similarities(question, sources),
         )
-        citations = [citation(q.number, q.chunk, q.page, q.text) for q in quotes]
-        # A quote of a sentence's head says so; the citation keeps only what is on the page.
-        lines = [
-            f"{i}. “{q.text}{' …' if q.partial else ''}” [{q.number}]"
-            for i, q in enumerate(quotes, start=1)
+        citations = [
+            citation(q.number, q.chunk, q.page, q.text, table_header=q.span.table_header)
+            for q in quotes
         ]
+        lines = [_quoted(i, q) for i, q in enumerate(quotes, start=1)]
         answer = "\n".join([NOTICE, "", *lines]) if lines else NOT_FOUND
         progress.first_token_s = time.monotonic() - progress.started
         for line in answer.splitlines(keepends=True):
             yield DeltaEvent(text=line)
         return citations
+
+
+def _quoted(i: int, quote: Quote) -> str:
+    """Quote `i` of an extractive answer: its text in quotation marks, then its passage's
+    number; a table row under its table's header rows, as they stand."""
+    # A quote of a sentence's head says so; the citation keeps only what is on the page.
+    cited = f"“{quote.text}{' …' if quote.partial else ''}” [{quote.number}]"
+    header = quote.span.table_header
+    if not header:
+        return f"{i}. {cited}"
+    indent = " " * len(f"{i}. ")
+    return "\n".join([f"{i}. {header[0]}", *(indent + line for line in header[1:]), indent + cited])
 
 
 class _LeakGuard:

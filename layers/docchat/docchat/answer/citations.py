@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 from docchat.models import Chunk, Citation, source_name
-from docchat.search.sentences import QUOTE_CHARS, chunk_sentences
+from docchat.search.sentences import QUOTE_CHARS, Span, chunk_sentences
 from docchat.search.terms import terms
 
 _MARKER = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
@@ -16,8 +16,9 @@ _MARKER = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
 def citations_for_answer(answer: str, sources: Sequence[Chunk]) -> list[Citation]:
     """Citations for the `[n]` markers in `answer`, where `sources[n-1]` is passage n.
 
-    Each cites the passage's sentence that best matches the claim around the marker, with the
-    page that sentence is on. Markers naming a passage that was never retrieved are dropped.
+    Each cites the passage's sentence (or table row) that best matches the claim around the
+    marker, with the page that sentence is on. Markers naming a passage that was never
+    retrieved are dropped.
     """
     citations: list[Citation] = []
     seen: set[tuple[int, int, str]] = set()
@@ -27,16 +28,21 @@ def citations_for_answer(answer: str, sources: Sequence[Chunk]) -> list[Citation
             if not 1 <= number <= len(sources):
                 continue
             chunk = sources[number - 1]
-            quote = best_quote(chunk, wanted) or _opening(chunk)
-            if quote is None or (number, *quote) in seen:
+            span = best_quote(chunk, wanted) or _opening(chunk)
+            if span is None or (number, span.page, span.text) in seen:
                 continue
-            seen.add((number, *quote))
-            citations.append(citation(number, chunk, *quote))
+            seen.add((number, span.page, span.text))
+            citations.append(
+                citation(number, chunk, span.page, span.text, table_header=span.table_header)
+            )
     return citations
 
 
-def citation(number: int, chunk: Chunk, page: int, quote: str) -> Citation:
-    """Passage `number` (a retrieved chunk) cited at `page` with `quote`."""
+def citation(
+    number: int, chunk: Chunk, page: int, quote: str, *, table_header: Sequence[str]
+) -> Citation:
+    """Passage `number` (a retrieved chunk) cited at `page` with `quote`; a quoted table row
+    with its table's header rows."""
     return Citation(
         number=number,
         doc_id=chunk.doc_id,
@@ -44,22 +50,22 @@ def citation(number: int, chunk: Chunk, page: int, quote: str) -> Citation:
         source=source_name(chunk.source),
         page=page,
         quote=quote,
+        table_header=list(table_header),
     )
 
 
-def best_quote(
-    chunk: Chunk, wanted: set[str], *, limit: int = QUOTE_CHARS
-) -> tuple[int, str] | None:
-    """The page and text of the chunk's sentence sharing most words with `wanted`."""
-    best: tuple[float, int, str] | None = None
+def best_quote(chunk: Chunk, wanted: set[str], *, limit: int = QUOTE_CHARS) -> Span | None:
+    """The chunk's sentence or table row sharing most words with `wanted` (a row's header
+    rows count as its words)."""
+    best: tuple[float, Span] | None = None
     for span in chunk_sentences(chunk):
-        hits = len(wanted & terms(span.text))
+        hits = len(wanted & terms(span.with_header))
         if not hits or len(span.text) > limit:
             continue
         score = hits + 0.1 * min(len(span.text), 200) / 200
         if best is None or score > best[0]:
-            best = (score, span.page, span.text)
-    return (best[1], best[2]) if best else None
+            best = (score, span)
+    return best[1] if best else None
 
 
 def _claims(answer: str) -> Iterator[tuple[str, list[int]]]:
@@ -75,6 +81,6 @@ def _claims(answer: str) -> Iterator[tuple[str, list[int]]]:
         start = match.end()
 
 
-def _opening(chunk: Chunk) -> tuple[int, str] | None:
+def _opening(chunk: Chunk) -> Span | None:
     spans = chunk_sentences(chunk)
-    return (spans[0].page, spans[0].text) if spans else None
+    return spans[0] if spans else None

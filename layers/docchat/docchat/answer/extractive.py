@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from docchat.config import Settings
 from docchat.models import Chunk
@@ -25,6 +25,30 @@ _NUMERIC_QUESTION = re.compile(
     r"percentage|proportion|size|length|number|rate|ratio|age|duration|period)\b"
 )
 _DIGIT = re.compile(r"\d")
+# Questions that ask for an amount ("How much…?", "What were the total net sales…?", "revenue
+# of…"): the rows and sentences holding an amount for the asked terms are quoted first. One
+# asking where, why, who or when asks for something else ("Where did sales grow?").
+_AMOUNT_QUESTION = re.compile(
+    r"\b(?:how much|what were|totals?|revenues?|sales|income|earnings|profits?|loss(?:es)?|"
+    r"expenses?|costs?|spending|prices?|amounts?|margins?|cash|assets|liabilities|debts?|"
+    r"dividends?|dollars?|euros?|percent(?:age)?|thousands?|millions?|billions?)\b|[$€£¥%]"
+)
+_OTHER = re.compile(r"\W*(?:where|why|who|whom|whose|when)\b")
+# An amount in a sentence: a currency sign, a percentage, a scale word, or thousands grouped
+# by commas; "2019" alone is a year, not an amount.
+_AMOUNT = re.compile(
+    r"[$€£¥]\s?\(?\d"
+    r"|\d(?:[\d,.]*\d)?\s?(?:%|percent\b|per cent\b|(?:thousand|million|billion|trillion)s?\b)"
+    r"|\b\d{1,3}(?:,\d{3})+(?:\.\d+)?\b",
+    re.IGNORECASE,
+)
+# A table cell holding a number ("$ 118,573", "(1,234)", "23.01", "21 %"), and one holding a year.
+_NUMBER_CELL = re.compile(r"[$€£¥]?\s?\(?-?\d[\d,.]*\)?\s?%?")
+_YEAR_CELL = re.compile(r"(?:19|20)\d\d")
+_CELL_BAR = re.compile(r"(?<!\\)\|")
+# On an amount question, a quote holding an amount comes first when it holds at least this
+# share of what the best-matching quote holds of the question's words (`Quote.coverage`).
+AMOUNT_COVERAGE = 0.5
 # A sentence is quoted with the next when both together are shorter than this.
 JOIN_CHARS = QUOTE_CHARS
 # A sentence that announces a list ("the following four conditions"); its items, at most
@@ -80,6 +104,8 @@ class Quote:
     score: float
     coverage: float  # weighted share of the question's words in the sentence and its headings
     last: Span  # the last sentence quoted: `span` itself, or the one joined to it
+    amount: bool = False  # it holds an amount, and the question asks for one
+    leads: bool = False  # quoted before those that do not lead (an amount for the asked terms)
 
     @property
     def chunk(self) -> Chunk:
@@ -92,7 +118,9 @@ class Quote:
     @property
     def partial(self) -> bool:
         """Whether `text` is only the head of what it quotes: clipped to QUOTE_CHARS, or cut
-        short by a page break or the chunk's end."""
+        short by a page break or the chunk's end. A table row is quoted whole."""
+        if self.span.table_row:
+            return False
         whole = quote_text(self.chunk.text, self.span.start, self.last.end, limit=None)
         return self.text != whole or _cut_off(self.last)
 
@@ -119,7 +147,7 @@ class _Question:
         ]
         if not wanted or not candidates:
             return None
-        seen = [terms(span.text) for _, span in candidates]
+        seen = [terms(span.with_header) for _, span in candidates]
         return cls(question, passages, wanted, candidates, seen, term_weights(wanted, seen))
 
     def share(self, found: set[str]) -> float:
@@ -177,7 +205,7 @@ def answer_quotes(
         quote = score(k)
         if quote is not None:
             scored.append(quote)
-    chosen = _diverse(scored, limit=limit, diversity=weights.quote_diversity)
+    chosen = _diverse(_amounts_first(scored), limit=limit, diversity=weights.quote_diversity)
     return _with_lists(chosen, lists, limit=limit)
 
 
@@ -195,7 +223,9 @@ class _Scorer:
         self.similarity = similarity
         self.headings = [terms(" ".join([c.title, *c.headings])) for c in asked.passages]
         self.pairs = word_pairs(words(asked.text))
-        self.numeric = _NUMERIC_QUESTION.search(asked.text.casefold()) is not None
+        question = asked.text.casefold()
+        self.numeric = _NUMERIC_QUESTION.search(question) is not None
+        self.amounts = _AMOUNT_QUESTION.search(question) is not None and not _OTHER.match(question)
         self.openers = _section_openers(asked.wanted, asked.passages)
 
     def __call__(self, k: int) -> Quote | None:
@@ -218,7 +248,7 @@ class _Scorer:
         sentence = words(text)
         phrase = len(self.pairs & word_pairs(sentence)) / len(self.pairs) if self.pairs else 0.0
         opening = _opening_words(sentence, asked.wanted, list_item=span.list_item)
-        short = len(span.text) < 40 and not span.list_item
+        short = len(span.text) < 40 and not (span.list_item or span.table_row)
         score = (
             coverage
             + w.quote_phrase_weight * phrase
@@ -229,19 +259,42 @@ class _Scorer:
             - (0.2 if short else 0.0)
             + w.quote_similarity_weight * max(cosines)
         )
-        return Quote(number, span, text, score, coverage, last)
+        amount = self.amounts and _holds_amount(text, table_row=span.table_row)
+        return Quote(number, span, text, score, coverage, last, amount=amount)
 
 
 def _joins(span: Span, after: Span) -> bool:
     """Whether `after` is quoted with `span`: the next sentence on the same page of the same
-    passage, neither a list item (quoted alone) nor a lead-in, both short together."""
+    passage, neither a list item nor a table row (each quoted alone) nor a lead-in, both short
+    together."""
     return (
         after.chunk is span.chunk
         and after.page == span.page
         and not (span.list_item or after.list_item)
+        and not (span.table_row or after.table_row)  # a row is quoted alone
         and not _lead_in(after)
         and len(span.text) + len(after.text) < JOIN_CHARS
     )
+
+
+def _holds_amount(text: str, *, table_row: bool) -> bool:
+    """Whether `text` holds an amount; in a table row, a cell that is a number, not a year."""
+    if _AMOUNT.search(text):
+        return True
+    if not table_row:
+        return False
+    cells = [cell.strip() for cell in _CELL_BAR.split(text)[1:-1]]
+    return any(_NUMBER_CELL.fullmatch(c) and not _YEAR_CELL.fullmatch(c) for c in cells)
+
+
+def _amounts_first(scored: list[Quote]) -> list[Quote]:
+    """`scored`, those that hold an amount for the asked terms marked to lead: on an amount
+    question, a quote holding an amount and AMOUNT_COVERAGE of the best quote's coverage."""
+    best = max((q.coverage for q in scored), default=0.0)
+    return [
+        replace(q, leads=True) if q.amount and q.coverage >= AMOUNT_COVERAGE * best else q
+        for q in scored
+    ]
 
 
 def question_coverage(question: str, passages: Sequence[Chunk]) -> float:
@@ -349,19 +402,19 @@ def _opening_words(sentence: list[str], wanted: set[str], *, list_item: bool) ->
 
 
 def _diverse(scored: list[Quote], *, limit: int, diversity: float) -> list[Quote]:
-    """Up to `limit` quotes, greedily: best score less `diversity` times the overlap with
-    those already chosen."""
+    """Up to `limit` quotes, greedily: those that lead first, then the best score less
+    `diversity` times the overlap with those already chosen."""
     chosen: list[Quote] = []
     chosen_terms: list[set[str]] = []
     pool = sorted(scored, key=lambda q: -q.score)
     while pool and len(chosen) < limit:
-        best_i, best_value = -1, -math.inf
+        best_i, best_value = -1, (False, -math.inf)
         for i, quote in enumerate(pool):
             found = terms(quote.text)
             overlap = max((_jaccard(found, other) for other in chosen_terms), default=0.0)
             if overlap >= NEAR_DUPLICATE or _repeats(quote, chosen):
                 continue
-            value = quote.score - diversity * overlap
+            value = (quote.leads, quote.score - diversity * overlap)
             if value > best_value:
                 best_i, best_value = i, value
         if best_i < 0:

@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
-from docchat.answer.citations import chunk_sentences
 from docchat.config import Settings
 from docchat.models import Chunk, Passage
 from docchat.search.rerank import SHORT, SentenceReranker, sentence_similarities
+from docchat.search.sentences import chunk_sentences
 from docchat.wiring import reranker
 from tests.conftest import WordEmbedder
 

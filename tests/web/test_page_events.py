@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from docchat.answer import events as ev
 from docchat.answer.tools import (
-    INPUTS,
+    TOOLS,
     ListDocumentsInput,
     ReadPagesInput,
     SearchDocumentsInput,
@@ -114,7 +114,9 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def test_samples_cover_every_event_type_and_every_tool() -> None:
     union = typing.get_args(typing.get_args(ev.ChatEvent)[0])
     assert {type(e) for e in _samples()} == set(union)
-    assert {name: type(args) for name, args in TOOL_INPUTS.items()} == INPUTS
+    assert {name: type(args) for name, args in TOOL_INPUTS.items()} == {
+        name: tool.input for name, tool in TOOLS.items()
+    }
 
 
 def test_page_reads_only_fields_the_events_have(page: Any) -> None:

@@ -83,6 +83,55 @@ class Settings(BaseModel):
         le=1,
         description="share of a question's words a passage must hold for an extractive answer",
     )
+    # How an extractive answer scores a sentence beside the question's words it holds
+    # (docchat.answer.extractive.QuoteWeights): chosen on the questions of the COVID-QA tune half
+    # with bench/extractive_answers.py (`similarity` for the cosine's weight); the README reports
+    # the test half.
+    quote_similarity_weight: float = Field(
+        2.0,
+        ge=0,
+        le=10,
+        description="extractive answers: weight of a sentence's cosine with the question",
+    )
+    quote_heading_weight: float = Field(
+        0.6,
+        ge=0,
+        le=10,
+        description="extractive answers: weight of question words only in a passage's headings",
+    )
+    quote_rank_weight: float = Field(
+        0.3, ge=0, le=10, description="extractive answers: weight of the passage's rank"
+    )
+    quote_phrase_weight: float = Field(
+        0.2,
+        ge=0,
+        le=10,
+        description="extractive answers: weight of the question's word pairs in order",
+    )
+    quote_opening_weight: float = Field(
+        0.15,
+        ge=0,
+        le=10,
+        description="extractive answers: credit for opening with two question words",
+    )
+    quote_section_weight: float = Field(
+        0.3,
+        ge=0,
+        le=10,
+        description="extractive answers: credit for opening the section the question names",
+    )
+    quote_number_bonus: float = Field(
+        0.15,
+        ge=0,
+        le=10,
+        description="extractive answers: credit for a number when the question asks for one",
+    )
+    quote_diversity: float = Field(
+        0.6,
+        ge=0,
+        le=10,
+        description="extractive answers: discount for overlap with a quote already chosen",
+    )
     # Chat
     model_provider: str = Field(
         "",

@@ -5,10 +5,16 @@ from __future__ import annotations
 from bisect import bisect_right
 from enum import StrEnum
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import unquote_plus
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 
 class Page(BaseModel):
@@ -174,6 +180,16 @@ class Citation(BaseModel):
     source: str
     page: int
     quote: str
+    # A quoted table row's table header rows, as the page has them (`quote` is the row's line);
+    # a quoted sentence has none, and its JSON leaves the field out.
+    table_header: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _table_header_only_for_rows(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        if not self.table_header:
+            dumped.pop("table_header", None)
+        return dumped
 
 
 class Answer(BaseModel):

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from itertools import chain, zip_longest
 from pathlib import PurePosixPath
 
-from docchat.answer.citations import terms
 from docchat.errors import DocchatError
 from docchat.ingest.pagetext import extracted_pages
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
 from docchat.ports import ChunkReader, DocumentRegistry, Embedder, PageStore, Reranker
 from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.rerank import sentence_similarities
+from docchat.search.terms import terms
 
 # Passages the reranker sees per passage wanted (the evaluation reranks as many).
 RERANK_POOL = 4
@@ -24,6 +24,38 @@ DOCUMENT_WORDS = frozenset(
     terms("about overview summary summarize summarise key main points topics purpose differ")
 )
 _NOT_WORD = re.compile(r"[\W_]+")
+# A title that names a company: the name, then a corporate suffix or the filing's form
+# ("Amazon.com, Inc. Form 10-K 2019", "The Boeing Company 10-K 2019", "Amcor plc Form 10-Q").
+_COMPANY = re.compile(
+    r"^(?:the\s+)?(?P<name>.+?),?\s+(?:(?:inc|incorporated|corp|corporation|company|co|ltd|"
+    r"limited|plc|llc|l\.?p|n\.?v|s\.?a|ag|se|group|holdings)\b|form\b|(?:annual|quarterly)\s+"
+    r"report\b|(?:10-k|10-q|8-k|20-f|40-f|6-k)\b)",
+    re.IGNORECASE,
+)
+# Words that make the head of a title a report's name, not a company's ("ANNUAL REPORT ON
+# FORM 10-K").
+_NO_COMPANY = frozenset(
+    [
+        "annual",
+        "quarterly",
+        "report",
+        "reports",
+        "form",
+        "table",
+        "contents",
+        "release",
+        "statement",
+        "statements",
+        "financial",
+        "consolidated",
+        "notice",
+        "proxy",
+    ]
+)
+# Words of a company's name too common to name it alone ("Amazon.com": "com").
+_NOT_A_NAME = frozenset(["com", "net", "org", "www", "and", "the", "for"])
+# A word written with a capital, as a name is ("Amazon's" in "What were Amazon's sales?").
+_CAPITALIZED = re.compile(r"\b[A-Z][\w.&'\u2019-]*")
 
 
 @dataclass(frozen=True)
@@ -41,13 +73,13 @@ class Catalog:
     def of(cls, records: Iterable[DocumentRecord]) -> Catalog:
         return cls({r.doc_id: r for r in records if r.status == DocStatus.INDEXED})
 
-    def named_in(
-        self, query: str, doc_ids: Sequence[str] | None = None
-    ) -> tuple[list[str], str]:
+    def named_in(self, query: str, doc_ids: Sequence[str] | None = None) -> tuple[list[str], str]:
         """The documents (of `doc_ids`, when given) whose title or file name `query` spells
-        out, in the order it names them, and the query without those names. A name must be
-        two words or more ("2007 Instruction 1040-NR", "dmca.pdf"): one word is too often
-        just a word."""
+        out, or whose company it names, in the order it names them, and the query without
+        those names. A title or file name must be two words or more ("2007 Instruction
+        1040-NR", "dmca.pdf"): one word is too often just a word. One word names a company
+        when it is written with a capital and, of the companies the titles name ("Amazon.com,
+        Inc. Form 10-K 2019"), is in one company's name only ("Amazon")."""
         rest = f" {_folded(query)} "
         found: list[tuple[int, str]] = []
         for doc_id, record in self.records.items():
@@ -58,7 +90,32 @@ class Catalog:
                 if len(key.split()) >= 2 and key in rest:
                     found.append((rest.index(key), doc_id))
                     rest = rest.replace(key, " ")
+        named = {doc_id for _, doc_id in found}
+        capitalized = _capitalized(query)
+        for word, company_docs in self._companies(doc_ids).items():
+            key = f" {word} "
+            if key in rest and word in capitalized:
+                found.extend((rest.index(key), d) for d in company_docs if d not in named)
+                named.update(company_docs)
+                rest = rest.replace(key, " ")
         return [doc_id for _, doc_id in sorted(found)], rest.strip()
+
+    def _companies(self, doc_ids: Sequence[str] | None) -> dict[str, list[str]]:
+        """Each word that is in one company's name only, of the companies the titles of
+        `doc_ids` (all when None) name, with that company's documents."""
+        companies: dict[str, list[str]] = {}
+        for doc_id, record in self.records.items():
+            if doc_ids is None or doc_id in doc_ids:
+                companies.setdefault(company_name(record.title), []).append(doc_id)
+        companies.pop("", None)
+        by_word: dict[str, set[str]] = {}
+        for company in companies:
+            for word in company.split():
+                if len(word) >= 3 and not word.isdigit() and word not in _NOT_A_NAME:
+                    by_word.setdefault(word, set()).add(company)
+        return {
+            word: companies[next(iter(names))] for word, names in by_word.items() if len(names) == 1
+        }
 
     def versions(self, doc_ids: Sequence[str] | None = None) -> dict[str, str]:
         """doc_id -> the indexed version, of every document or only of `doc_ids`."""
@@ -210,6 +267,21 @@ def distinct(passages: Sequence[Passage]) -> list[Passage]:
             seen.add(key)
             kept.append(passage)
     return kept
+
+
+def company_name(title: str) -> str:
+    """The company a title names, folded ("amazon com" for "Amazon.com, Inc. Form 10-K
+    2019"); "" when it names none."""
+    match = _COMPANY.match(title.strip())
+    if match is None:
+        return ""
+    name = _folded(match.group("name"))
+    return "" if _NO_COMPANY.intersection(name.split()) else name
+
+
+def _capitalized(text: str) -> set[str]:
+    """The folded words of `text` that are written with a capital."""
+    return {w for found in _CAPITALIZED.findall(text) for w in _folded(found).split()}
 
 
 def _folded(text: str) -> str:

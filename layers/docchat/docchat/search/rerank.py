@@ -19,13 +19,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from docchat.answer.citations import chunk_sentences, query_terms, term_weights, terms
 from docchat.models import Chunk, Passage
 from docchat.ports import Embedder, Reranker, Vectors
 from docchat.search.hybrid import rescaled
+from docchat.search.sentences import chunk_sentences
+from docchat.search.terms import query_terms, term_weights, terms
 
-# A sentence shorter than this (not a list item) says too little to speak for its passage:
-# "Safe." alone would match "safe harbor for caching" better than the section that answers it.
+# A sentence shorter than this (not a list item nor a table row) says too little to speak for
+# its passage: "Safe." alone would match "safe harbor for caching" better than the section that
+# answers it.
 SHORT = 20
 # Chunks whose sentences (their terms and vectors) are kept per process: about 14 KB each
 # at 384 dimensions and 9 sentences.
@@ -116,13 +118,17 @@ class SentenceReranker:
             {c.chunk_id: c for c in chunks if c.chunk_id not in self._sentences}.values()
         )
         spans = [
-            [span for span in chunk_sentences(c) if span.list_item or len(span.text) >= SHORT]
+            [
+                span
+                for span in chunk_sentences(c)
+                if span.list_item or span.table_row or len(span.text) >= SHORT
+            ]
             for c in missing
         ]
         # Each sentence is embedded after its chunk's context (file, title, headings), as the
         # chunk itself is: "It cut deaths by half." alone does not say what did.
         flat = [
-            "\n".join(part for part in (chunk.context, span.text) if part)
+            "\n".join(part for part in (chunk.context, span.with_header) if part)
             for chunk, chunk_spans in zip(missing, spans, strict=True)
             for span in chunk_spans
         ]
@@ -136,7 +142,7 @@ class SentenceReranker:
             end = start + len(chunk_spans)
             self._sentences[chunk.chunk_id] = _Sentences(
                 [span.start for span in chunk_spans],
-                [terms(span.text) for span in chunk_spans],
+                [terms(span.with_header) for span in chunk_spans],
                 vectors[start:end],
             )
             start = end

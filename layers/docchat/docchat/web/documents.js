@@ -6,7 +6,7 @@ import { onSessionEnd } from "./auth.js";
 import { config } from "./config.js";
 import { $, announce, el, icon } from "./dom.js";
 import { SignInRequired, errorText } from "./errors.js";
-import { docTitle, fileName } from "./names.js";
+import { docTitle, fileName, shownName } from "./names.js";
 
 const POLL_BUSY_MS = 1000;
 const POLL_IDLE_MS = 30000;
@@ -83,7 +83,7 @@ export const docsOpen = () => document.body.classList.contains("docs-open");
 function docRow(doc) {
   const row = el("li", { class: "doc", "data-doc-id": doc.doc_id },
     el("div", { class: "doc-main" },
-      el("span", { class: "doc-title" }),
+      el("bdi", { class: "doc-title" }),
       el("span", { class: "doc-sub" }, el("span", { class: "badge" }), el("span", { class: "doc-meta" })),
       el("p", { class: "doc-error" })));
   if (doc.deletable) {
@@ -100,12 +100,14 @@ function updateRow(row, doc) {
   row.dataset.status = status;
   row.querySelector(".doc-title").textContent = doc.title;
   const meta = [];
-  // The file's name is always beside the title: a title alone may be shared or generic.
-  if (doc.name) meta.push(doc.name);
   if (doc.pages) meta.push(`${doc.pages} ${doc.pages === 1 ? "page" : "pages"}`);
   // The same name uploaded again replaces the document's content: say which upload this is.
   if (doc.revision > 1) meta.push(`revision ${doc.revision}`);
-  row.querySelector(".doc-meta").textContent = meta.join(" · ");
+  // The file's name is always beside the title (a title alone may be shared or generic), in an
+  // isolate so that its writing direction cannot reorder the words after it.
+  row.querySelector(".doc-meta").replaceChildren(
+    ...(doc.name ? [el("bdi", { class: "doc-name", text: doc.name })] : []),
+    meta.length ? `${doc.name ? " · " : ""}${meta.join(" · ")}` : "");
   const badge = row.querySelector(".badge");
   badge.textContent = status;
   badge.title = STATUS_TEXT[status] || status;
@@ -119,7 +121,7 @@ function rowsToShow() {
   const rows = panel.docs.map((d) => ({
     doc_id: d.doc_id,
     title: docTitle(d),
-    name: d.file_name || fileName(d.source),
+    name: shownName(d.file_name || fileName(d.source)),
     pages: d.pages,
     revision: d.revision,
     status: panel.deleting.has(d.doc_id) ? "DELETING" : d.status,
@@ -128,10 +130,10 @@ function rowsToShow() {
   }));
   const known = new Set(panel.docs.map((d) => d.doc_id));
   for (const [docId, name] of panel.awaiting) {
-    if (!known.has(docId)) rows.push({ doc_id: docId, title: name, name, status: "AWAITING" });
+    if (!known.has(docId)) rows.push({ doc_id: docId, title: shownName(name), name: shownName(name), status: "AWAITING" });
   }
   for (const [key, name] of panel.uploading) {
-    rows.push({ doc_id: key, title: name, name, status: "UPLOADING" });
+    rows.push({ doc_id: key, title: shownName(name), name: shownName(name), status: "UPLOADING" });
   }
   return rows;
 }

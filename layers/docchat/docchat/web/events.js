@@ -3,6 +3,8 @@
 // handler here, and tests/web/test_page_events.py when a field read here is not in what the
 // server sends.
 
+import { shownName } from "./names.js";
+
 function describeTool(call) {
   const input = call.input || {};
   if (call.name === "search_documents") return `Searching the documents for “${input.query || ""}”`;
@@ -14,7 +16,7 @@ function describeTool(call) {
 function describeSources(data) {
   const passages = data.passages || [];
   if (!passages.length) return "No passage matched";
-  const titles = [...new Set(passages.map((p) => p.title))];
+  const titles = [...new Set(passages.map((p) => shownName(p.title)))];
   const pages = [...new Set(passages.map((p) => p.page_start))].sort((a, b) => a - b);
   const noun = passages.length === 1 ? "passage" : "passages";
   return `Found ${passages.length} ${noun} in ${titles.join(", ")} (pages ${pages.join(", ")})`;

@@ -2,7 +2,7 @@
 // markers and source chips, the quoted passage, and Copy and Retry under it.
 
 import { $, announce, el } from "./dom.js";
-import { fileName } from "./names.js";
+import { fileName, shownName } from "./names.js";
 import { openViewer } from "./viewer.js";
 
 /** Scrolls the transcript to its end when it is near it already, or always with `force`. */
@@ -108,7 +108,8 @@ export class AnswerView {
   }
 
   citationButton(citation, label, kind) {
-    const where = `${citation.title}, page ${citation.page}`;
+    const title = shownName(citation.title);
+    const where = `${title}, page ${citation.page}`;
     const button = el("button", {
       type: "button",
       class: kind,
@@ -122,7 +123,7 @@ export class AnswerView {
     });
     if (label) button.textContent = label;
     else button.append(el("span", { class: "chip-number", text: citation.number }),
-      el("span", { class: "chip-title", text: citation.title }),
+      el("bdi", { class: "chip-title", text: title }),
       el("span", { class: "chip-page", text: `p. ${citation.page}` }));
     return button;
   }
@@ -148,9 +149,10 @@ export class AnswerView {
       el("blockquote", { text: citation.quote }),
       el("figcaption", {},
         el("span", { class: "quote-number", text: `[${citation.number}] ` }),
-        el("cite", { text: citation.title }),
+        el("cite", {}, el("bdi", { text: shownName(citation.title) })),
         el("span", { class: "quote-page", text: ` · page ${citation.page}` }),
-        citation.source ? el("span", { class: "quote-source", text: ` · ${fileName(citation.source)}` }) : null));
+        citation.source ? el("span", { class: "quote-source" },
+          " · ", el("bdi", { text: shownName(fileName(citation.source)) })) : null));
     this.quote.hidden = false;
     for (const b of this.root.querySelectorAll(`[data-number="${citation.number}"]`)) {
       b.setAttribute("aria-expanded", "true");
@@ -181,7 +183,7 @@ export class AnswerView {
 
 function answerText(view) {
   // The answer with its citation markers, and what each marker points at.
-  const sources = view.citations.map((c) => `[${c.number}] ${c.title}, page ${c.page}: “${c.quote}”`);
+  const sources = view.citations.map((c) => `[${c.number}] ${shownName(c.title)}, page ${c.page}: “${c.quote}”`);
   return sources.length ? `${view.text.trim()}\n\nSources:\n${sources.join("\n")}\n` : `${view.text.trim()}\n`;
 }
 

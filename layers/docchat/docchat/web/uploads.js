@@ -6,10 +6,12 @@ import { config } from "./config.js";
 import { announce } from "./dom.js";
 import { awaitPipeline, refreshDocs, showUploadError, trackUpload, untrackUpload } from "./documents.js";
 import { errorText, unreachable } from "./errors.js";
+import { shownName } from "./names.js";
 
 /** Sends one chosen file; a failure is shown above the list, never thrown. */
 export async function uploadFile(file) {
   const key = trackUpload(file.name);
+  const name = shownName(file.name);
   try {
     const limit = config.max_upload_bytes;
     if (limit && file.size > limit) {
@@ -17,10 +19,10 @@ export async function uploadFile(file) {
     }
     if (config.upload === "presigned") await uploadToBucket(file);
     else await uploadDirect(file);
-    announce(`${file.name} uploaded; indexing has started.`);
+    announce(`${name} uploaded; indexing has started.`);
   } catch (error) {
     const message = unreachable(error) ? "the server could not be reached" : error.message;
-    showUploadError(`Could not upload ${file.name}: ${message}`);
+    showUploadError(`Could not upload ${name}: ${message}`);
   } finally {
     untrackUpload(key);
     await refreshDocs();
@@ -28,6 +30,7 @@ export async function uploadFile(file) {
 }
 
 async function uploadDirect(file) {
+  // The file's real name goes to the server; only what the page shows is escaped.
   const response = await api(`documents?filename=${encodeURIComponent(file.name)}`, {
     method: "POST",
     headers: { "Content-Type": "application/pdf" },

@@ -8,6 +8,7 @@ import { api } from "./api.js";
 import { $, announce, el } from "./dom.js";
 import { SignInRequired, errorText, unreachable } from "./errors.js";
 import { highlightQuote } from "./highlight.js";
+import { shownName } from "./names.js";
 
 const VENDOR = new URL("vendor/pdfjs/", import.meta.url);
 const VIEWER_MAX_SCALE = 2;
@@ -117,7 +118,8 @@ export async function openViewer(citation, opener) {
   viewer.citation = citation;
   viewer.opener = opener;
   viewer.page = citation.page;
-  nodes.title.textContent = citation.title;
+  const title = shownName(citation.title);
+  nodes.title.textContent = title;
   nodes.where.textContent = `Page ${citation.page}`;
   nodes.quote.textContent = citation.quote;
   nodes.root.dataset.docId = citation.doc_id;
@@ -125,7 +127,7 @@ export async function openViewer(citation, opener) {
   nodes.prev.disabled = true;
   nodes.next.disabled = true;
   clearPage();
-  setViewerStatus(`Opening ${citation.title} at page ${citation.page}…`, "loading");
+  setViewerStatus(`Opening ${title} at page ${citation.page}…`, "loading");
   nodes.root.hidden = false;
   nodes.scrim.hidden = false;
   document.body.classList.add("viewer-open");

@@ -7,6 +7,14 @@ export class SignInRequired extends Error {
   }
 }
 
+/** A cited document that is no longer in the library. */
+export class DocumentGone extends Error {
+  constructor() {
+    super("This document is no longer in your library: it was deleted after this answer was " +
+      "written. The passage the answer quoted is below.");
+  }
+}
+
 /** True when fetch got no HTTP answer at all (it rejects with a TypeError, "Failed to fetch"). */
 export function unreachable(error) {
   return error instanceof TypeError && /fetch|network/i.test(error.message);

@@ -6,7 +6,7 @@
 
 import { api } from "./api.js";
 import { $, announce, el } from "./dom.js";
-import { SignInRequired, errorText, unreachable } from "./errors.js";
+import { DocumentGone, errorText, unreachable } from "./errors.js";
 import { highlightQuote } from "./highlight.js";
 import { shownName } from "./names.js";
 
@@ -140,11 +140,16 @@ export async function openViewer(citation, opener) {
     await showPage(citation.page, opening);
   } catch (error) {
     if (opening !== viewer.opening) return;
-    const message = error instanceof SignInRequired ? error.message
-      : unreachable(error) ? "the server could not be reached" : error.message;
-    setViewerStatus(`Could not open the document: ${message}`, "failed");
-    announce(`Could not open the document: ${message}`);
+    const message = openFailure(error);
+    setViewerStatus(message, "failed");
+    announce(message);
   }
+}
+
+function openFailure(error) {
+  // A deleted document is said in the reader's words; anything else with the reason.
+  if (error instanceof DocumentGone) return error.message;
+  return `Could not open the document: ${unreachable(error) ? "the server could not be reached" : error.message}`;
 }
 
 function closeViewer() {
@@ -181,6 +186,7 @@ async function pdfBytes(docId) {
   // GET /documents/{id}/file: the PDF itself (local), or JSON with a short-lived presigned S3 URL
   // (cloud), fetched without the API's Authorization header: its signature is the credential.
   const response = await api(`documents/${encodeURIComponent(docId)}/file`);
+  if (response.status === 404 && await deleted(docId)) throw new DocumentGone();
   if (!response.ok) throw new Error(await errorText(response));
   const type = response.headers.get("Content-Type") || "";
   if (!type.includes("application/json")) return new Uint8Array(await response.arrayBuffer());
@@ -188,6 +194,12 @@ async function pdfBytes(docId) {
   const file = await fetch(link.url);
   if (!file.ok) throw new Error(`the documents bucket answered HTTP ${file.status}`);
   return new Uint8Array(await file.arrayBuffer());
+}
+
+async function deleted(docId) {
+  // The file's 404 says the same for a deleted document and a missing file; the document's own
+  // record tells them apart.
+  return (await api(`documents/${encodeURIComponent(docId)}`)).status === 404;
 }
 
 function turnTo(number) {

@@ -1,13 +1,16 @@
 """What `docchat` prints of documents: a name with bidirectional controls cannot pass for another
-in any command's output (its JSON keeps the real name)."""
+in any command's output (its JSON keeps the real name), and `docchat status` reads in a terminal
+80 columns wide."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 from rich.console import Console
 
 from docchat import cli
@@ -41,6 +44,16 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> str:
     data = str(folder / "data")
     assert main(["ingest", str(folder), "--data-dir", data]) == 1  # broken.pdf fails
     return data
+
+
+def _terminal(monkeypatch: pytest.MonkeyPatch, width: int) -> io.StringIO:
+    """`docchat`'s standard output as a terminal `width` columns wide would get it."""
+    printed = io.StringIO()
+    console = Console(
+        file=printed, width=width, force_terminal=True, color_system=None, highlight=False
+    )
+    monkeypatch.setattr(cli, "out", console)
+    return printed
 
 
 def test_ingest_shows_a_bidi_name_escaped(
@@ -93,3 +106,35 @@ def test_an_error_naming_a_file_shows_its_name_escaped(
 
     assert code == 2
     assert "other [draft]<U+202E>fdp.exe.pdf" in err and not BIDI.search(err)
+
+
+def test_status_reads_in_80_columns(
+    data: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    documents = json.loads(_run(capsys, "status", "--json", "--data-dir", data)[1])["documents"]
+    # Given a terminal 80 columns wide
+    printed = _terminal(monkeypatch, 80)
+
+    assert main(["status", "--data-dir", data]) == 0
+
+    lines = printed.getvalue().splitlines()
+    # Then nothing runs past the edge, nothing is cut short, and each id is whole on its line
+    assert max(map(cell_len, lines)) <= 80, printed.getvalue()
+    assert "…" not in printed.getvalue()
+    flat = _flat(printed.getvalue())
+    assert f"file {LONG}" in flat and f"file {ESCAPED}" in flat
+    assert "reason the PDF is damaged and cannot be read" in flat
+    assert {d["doc_id"] for d in documents} <= set(lines)  # as `rm`, `text` and `--doc` take them
+    assert "FAILED · 0 pages · 0 chunks" in flat and "INDEXED · 1 page · 1 chunk" in flat
+
+
+def test_status_in_a_wide_terminal_is_a_table(data: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Wide enough for the ids and 24 columns for each title, file name and reason
+    printed = _terminal(monkeypatch, 200)
+
+    assert main(["status", "--data-dir", data]) == 0
+
+    table = printed.getvalue()
+    assert re.search(r"┃ id\s+┃ title\s+┃ file\s+┃ status\s+┃ pages ┃ chunks ┃ reason", table)
+    assert max(map(cell_len, table.splitlines())) <= 200
+    assert f"│ {ESCAPED}" in table and "│ Quarterly financial" in table

@@ -14,7 +14,6 @@ from typing import cast
 
 from rich.console import Console
 from rich.markup import escape
-from rich.measure import Measurement
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -28,7 +27,7 @@ from rich.text import Text
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.answer.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCallEvent
-from docchat.cli_display import shown
+from docchat.cli_display import print_status, shown
 from docchat.config import Settings
 from docchat.errors import DocchatError, IndexMissingError, StorageError, StorageFullError
 from docchat.evaluate.cli import add_eval_commands
@@ -532,42 +531,19 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         }
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return 0
-    table = Table(title=f"documents in {settings.data_dir}")
-    # Ids are what `rm`, `text` and `--doc` take: never cut short, however narrow the output.
-    table.add_column(
-        "id", no_wrap=True, min_width=max((len(d.doc_id) for d in documents), default=2)
+    print_status(
+        out,
+        documents,
+        title=f"documents in {settings.data_dir}",
+        aliases=aliases,
+        interrupted=stopped,
     )
-    for name in ("title", "file", "status", "pages", "chunks", "reason"):
-        table.add_column(name)
-    for d in documents:
-        reason = shown(d.error or "") if d.status == DocStatus.FAILED else ""
-        if d.doc_id in stopped:
-            reason = "interrupted: `docchat serve` resumes it when it starts"
-        pages = f"{d.pages} ({d.pages_ocr} OCR)" if d.pages_ocr else str(d.pages)
-        # Text, not markup: "Q3 [draft] résumé.pdf" and "[Errno 13]" are shown as they are.
-        table.add_row(
-            d.doc_id,
-            Text(shown(d.title)),
-            Text(shown(file_name(d.source))),
-            d.status.value,
-            pages,
-            str(d.chunks),
-            Text(reason),
-        )
-    # Piped, the table is as wide as its contents (Rich would fold it into 80 columns).
-    if out.is_terminal:
-        out.print(table)
-    else:
-        wide = Measurement.get(out, out.options.update_width(10_000), table).maximum
-        Console(highlight=False, width=wide).print(table)
-    for doc_id, names in aliases.items():
-        also = ", ".join(map(shown, names))
-        out.print(f"{doc_id} is also at: {also} (the same content)", markup=False)
     stats = index.stats()
     out.print(
         f"{_plural(stats['documents'], 'document')}, {_plural(stats['chunks'], 'chunk')}, "
         f"{_plural(stats['indexed_pages'], 'page')} indexed; {stats['embedding_model']} "
-        f"({stats['dimension']} dims)"
+        f"({stats['dimension']} dims)",
+        soft_wrap=not out.is_terminal,  # wrapped between words in a terminal, one line piped
     )
     return 0
 

@@ -5,12 +5,16 @@
 // uploads.js (the documents panel), conversations.js (saved conversations), viewer.js and
 // highlight.js (a cited PDF), dom.js, names.js and errors.js (shared helpers).
 
-import { signIn, signOut, startAuth } from "./auth.js";
-import { ask, joinChat, answering, renderSuggestions, stopAnswer, newConversation, waitBeforeAsking } from "./chat.js";
+import { onSessionEnd, signIn, signOut, startAuth } from "./auth.js";
+import {
+  answering, ask, joinChat, newConversation, renderSuggestions, stopAnswer, waitBeforeAsking,
+} from "./chat.js";
 import { config, loadConfig } from "./config.js";
 import { conversationHooks, startConversations } from "./conversations.js";
 import { $, autosize } from "./dom.js";
-import { docsOpen, onDocsChanged, refreshDocs, setDocsOpen, showUploadError } from "./documents.js";
+import {
+  docsOpen, onDocsChanged, refreshDocs, setDocsOpen, showUploadError, stopPolling,
+} from "./documents.js";
 import { uploadFile } from "./uploads.js";
 
 function showConfig() {
@@ -69,6 +73,7 @@ function wirePanel() {
   });
   $("docs").querySelector("h2").tabIndex = -1;
   onDocsChanged(renderSuggestions);
+  onSessionEnd(stopPolling);
 }
 
 async function start() {

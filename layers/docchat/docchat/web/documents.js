@@ -2,7 +2,6 @@
 // on their way in, deleting, and the panel's open state on a phone.
 
 import { api } from "./api.js";
-import { onSessionEnd } from "./auth.js";
 import { config } from "./config.js";
 import { $, announce, el, icon } from "./dom.js";
 import { SignInRequired, errorText } from "./errors.js";
@@ -33,8 +32,6 @@ const panel = {
   pollTimer: 0,
   listeners: [],
 };
-
-onSessionEnd(() => clearTimeout(panel.pollTimer));
 
 /** Calls `listener` each time the list has been read again. */
 export function onDocsChanged(listener) {
@@ -159,6 +156,11 @@ export function renderDocs() {
   $("docs-empty").hidden = rows.length > 0;
   const ready = panel.docs.filter((d) => d.status === "INDEXED").length;
   $("docs-count").textContent = `(${ready})`;
+}
+
+/** Stops reading the list again (the session ended). */
+export function stopPolling() {
+  clearTimeout(panel.pollTimer);
 }
 
 /** Reads the list again, shows it, and polls again: every second while any document is busy. */

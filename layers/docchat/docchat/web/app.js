@@ -9,7 +9,7 @@ import { onSessionEnd, signIn, signOut, startAuth } from "./auth.js";
 import {
   answering, ask, joinChat, newConversation, renderSuggestions, stopAnswer, waitBeforeAsking,
 } from "./chat.js";
-import { config, loadConfig } from "./config.js";
+import { loadConfig } from "./config.js";
 import { conversationHooks, startConversations } from "./conversations.js";
 import { $, autosize } from "./dom.js";
 import {
@@ -17,7 +17,7 @@ import {
 } from "./documents.js";
 import { uploadFile } from "./uploads.js";
 
-function showConfig() {
+function showConfig(config) {
   const upload = config.upload;
   $("upload").hidden = upload === "none";
   const note = $("upload-note");
@@ -76,18 +76,25 @@ function wirePanel() {
   onSessionEnd(stopPolling);
 }
 
-async function start() {
+async function signedInAndConfigured() {
+  if (!(await startAuth())) return false;
+  $("question").focus();
+  // After the first call: a server that needs a token asks for it once.
+  showConfig(await loadConfig());
+  return true;
+}
+
+function start() {
   wireComposer();
   wirePanel();
   joinChat(conversationHooks);
   $("sign-in").addEventListener("click", signIn);
   $("sign-out").addEventListener("click", signOut);
-  if (!(await startAuth())) return;
-  // After the first call: a server that needs a token asks for it once.
-  const configured = loadConfig().then(showConfig);
-  configured.then(refreshDocs);
-  waitBeforeAsking(configured.then(startConversations).catch(() => {}));
-  $("question").focus();
+  const ready = signedInAndConfigured();
+  ready.then((yes) => yes && refreshDocs());
+  // A question asked before the page knows how to call the API, its limits and the open
+  // conversation waits for them (else it would go unsigned, or unsaved).
+  waitBeforeAsking(ready.then((yes) => yes && startConversations()).catch(() => {}));
 }
 
 start();

@@ -18,7 +18,7 @@ from docchat.serve.openai_api import completion, completion_chunks
 from tests.chatkit import PASSAGE
 from tests.conftest import REPO
 
-APP_JS = REPO / "layers" / "docchat" / "docchat" / "web" / "app.js"
+EVENTS_JS = REPO / "layers" / "docchat" / "docchat" / "web" / "events.js"
 EVENTS = pydantic.TypeAdapter(ev.ChatEvent)
 CITATION = Citation(number=1, doc_id="d", title="T", source="t.pdf", page=2, quote="“q”")
 DONE = ev.DoneEvent(
@@ -91,10 +91,10 @@ def test_events_are_frozen_and_refuse_unknown_fields() -> None:
 
 
 def test_page_has_a_handler_for_every_event_type_and_no_other() -> None:
-    # The handlers table of app.js: `const EVENT_HANDLERS = { type(view, data) { ... }, ... };`
-    script = APP_JS.read_text(encoding="utf-8")
-    table = re.search(r"^const EVENT_HANDLERS = \{\n(.*?)^\};", script, re.M | re.S)
-    assert table is not None, "app.js has no EVENT_HANDLERS table"
+    # The page's handlers table: `export const EVENT_HANDLERS = { type(view, data) { ... }, ... };`
+    script = EVENTS_JS.read_text(encoding="utf-8")
+    table = re.search(r"^export const EVENT_HANDLERS = \{\n(.*?)^\};", script, re.M | re.S)
+    assert table is not None, "events.js has no EVENT_HANDLERS table"
     handled = set(re.findall(r"^  (\w+)\(view\b", table.group(1), re.M))
 
     assert handled == _union_types()

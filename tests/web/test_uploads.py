@@ -271,11 +271,17 @@ def test_config_tells_the_page_how_uploads_work(local: Local) -> None:
 def test_page_and_its_files_are_served(local: Local) -> None:
     page = local.client.get("/")
     script = local.client.get("/static/app.js")
+    stream = local.client.get("/static/stream.js")
     style = local.client.get("/static/style.css")
 
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-    assert 'src="static/app.js"' in page.text and 'aria-live="polite"' in page.text
-    assert script.status_code == 200 and "sseEvents" in script.text
+    assert '<script type="module" src="static/app.js">' in page.text
+    assert 'aria-live="polite"' in page.text
+    # A module script must be served as JavaScript, or the browser refuses to run it
+    for served in (script, stream):
+        assert served.status_code == 200
+        assert served.headers["content-type"].startswith("text/javascript")
+    assert 'from "./chat.js"' in script.text and "sseEvents" in stream.text
     assert style.status_code == 200
 
 

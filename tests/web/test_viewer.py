@@ -25,6 +25,7 @@ from docchat.models import DocStatus
 from tests.api.test_stop import PAUSE_S, EndlessModel
 from tests.chatkit import tuned_config
 from tests.conftest import EXAMPLES, REPO, page_texts, squash
+from tests.pdfgen import make_pdf
 from tests.web.browser import expect, launched_chromium
 from tests.web.serving import LocalServer
 
@@ -227,6 +228,34 @@ def test_viewer_says_when_the_document_cannot_be_opened(
     expect(viewer).to_be_hidden()
 
 
+def test_viewer_tells_a_reader_that_a_cited_document_was_deleted(
+    offline_page: tuple[Any, Offline], server: LocalServer, tmp_path: Path
+) -> None:
+    page, _ = offline_page
+    # Given an answer citing a document, which is then deleted
+    pdf = tmp_path / "ferry-notice.pdf"
+    pdf.write_bytes(make_pdf([[("body", "The harbour ferry is cancelled on stormy days.")]]))
+    doc_id = _indexed(server, pdf)
+    answer = _ask(page, "When is the harbour ferry cancelled?")
+    chip = answer.locator(".chip", has_text="ferry-notice").first
+    assert page.request.delete(f"{server.url}documents/{doc_id}").ok
+
+    # When its citation is clicked
+    chip.click()
+
+    # Then the viewer says what happened in a reader's words: no id, route or status code
+    viewer = page.locator("#viewer")
+    expect(viewer).to_have_attribute("data-state", "failed")
+    status = page.locator("#viewer-status")
+    expect(status).to_have_text(
+        "This document is no longer in your library: it was deleted after this answer was "
+        "written. The passage the answer quoted is below."
+    )
+    expect(page.locator(".viewer-quote")).to_contain_text("cancelled on stormy days")
+    page.keyboard.press("Escape")
+    expect(viewer).to_be_hidden()
+
+
 # --- Stop, Retry ------------------------------------------------------------------------------
 
 
@@ -334,6 +363,6 @@ def test_page_loads_pdfjs_only_from_its_static_files() -> None:
     assert "Apache License" in (VENDOR / "LICENSE").read_text()
     assert (VENDOR / "VERSION").read_text().startswith("pdfjs-dist 6.5.438 sha512-")
     web = VENDOR.parents[1]
-    for name in ("index.html", "app.js", "viewer.js"):
-        text = (web / name).read_text()
-        assert not re.search(r"https?://(?!127\.0\.0\.1)[\w.-]+/.*pdf", text), name
+    for path in (web / "index.html", *web.glob("*.js")):
+        text = path.read_text()
+        assert not re.search(r"https?://(?!127\.0\.0\.1)[\w.-]+/.*pdf", text), path.name

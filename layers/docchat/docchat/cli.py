@@ -423,7 +423,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     with listener:
         backend = local_backend(settings)  # opened now: a bad data directory fails at start
         wildcard = args.host in ("0.0.0.0", "::", "")
-        hosts = [*args.allowed_host, *([] if local or wildcard else [args.host])]
+        # The address it listens on is a name it answers to (127.0.0.2 included).
+        hosts = [*args.allowed_host, *([] if wildcard else [args.host])]
         # Made now, not on the first upload: uploads a stopped server left unfinished resume
         # at start.
         uploads = local_uploads_for(settings)(backend)

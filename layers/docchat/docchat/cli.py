@@ -408,6 +408,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from docchat.serve.guards import is_loopback
+    from docchat.serve.protocol import DeadlineH11Protocol
     from docchat.wiring.local import guarded_local_app, local_backend, local_uploads_for
 
     token = settings.api_token if args.token is None else args.token
@@ -447,7 +448,9 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 "(or DOCCHAT_ALLOWED_HOSTS)",
                 soft_wrap=True,
             )
-        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
+        # Slow or stalled request heads and bodies are cut off (docchat.serve.protocol).
+        config = uvicorn.Config(app, log_level="warning", http=DeadlineH11Protocol)
+        uvicorn.Server(config).run(sockets=[listener])
     return 0
 
 

@@ -10,10 +10,11 @@ from collections.abc import Iterator
 
 import pydantic
 import pytest
-from starlette.exceptions import HTTPException
 
 from docchat.answer import events as ev
+from docchat.errors import ModelError
 from docchat.models import Citation
+from docchat.serve.errors import status_of
 from docchat.serve.openai_api import completion, completion_chunks
 from tests.chatkit import PASSAGE
 from tests.conftest import REPO
@@ -151,7 +152,9 @@ def test_openai_completion_sums_text_usage_and_citations() -> None:
 
 
 def test_openai_completion_of_a_failed_answer_is_a_bad_gateway() -> None:
-    with pytest.raises(HTTPException) as failed:
+    # The answer's error is raised again as the class its code names, whose status is the API's
+    with pytest.raises(ModelError) as failed:
         completion(iter([ev.ErrorEvent(code="model_failed", message="boom")]), "docchat")
 
-    assert (failed.value.status_code, failed.value.detail) == (502, "the model failed: boom")
+    assert str(failed.value) == "the answer failed: boom"
+    assert status_of(type(failed.value)) == 502

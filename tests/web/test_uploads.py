@@ -265,6 +265,14 @@ def test_config_tells_the_page_how_uploads_work(local: Local) -> None:
         "upload": "direct",
         "max_upload_bytes": 100 * 1024 * 1024,
         "answers": "extractive",
+        # The chat limits (docchat.limits), which the page checks before it sends
+        "limits": {
+            "max_messages": 50,
+            "max_message_chars": 20_000,
+            "max_total_chars": 100_000,
+            "max_doc_ids": 100,
+            "max_title_chars": 120,
+        },
     }
 
 

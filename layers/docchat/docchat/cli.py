@@ -415,6 +415,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from docchat.serve.guards import is_loopback
+    from docchat.serve.protocol import DeadlineH11Protocol
     from docchat.wiring.local import guarded_local_app, local_backend, local_uploads_for
 
     token = settings.api_token if args.token is None else args.token
@@ -430,7 +431,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     with listener:
         backend = local_backend(settings)  # opened now: a bad data directory fails at start
         wildcard = args.host in ("0.0.0.0", "::", "")
-        hosts = [*args.allowed_host, *([] if local or wildcard else [args.host])]
+        # The address it listens on is a name it answers to (127.0.0.2 included).
+        hosts = [*args.allowed_host, *([] if wildcard else [args.host])]
         # Made now, not on the first upload: uploads a stopped server left unfinished resume
         # at start.
         uploads = local_uploads_for(settings)(backend)
@@ -453,7 +455,9 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 "(or DOCCHAT_ALLOWED_HOSTS)",
                 soft_wrap=True,
             )
-        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
+        # Slow or stalled request heads and bodies are cut off (docchat.serve.protocol).
+        config = uvicorn.Config(app, log_level="warning", http=DeadlineH11Protocol)
+        uvicorn.Server(config).run(sockets=[listener])
     return 0
 
 

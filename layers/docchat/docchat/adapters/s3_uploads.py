@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from docchat.errors import DocumentFileError, DocumentNotFoundError, UploadError, UploadRouteError
 from docchat.ingest.uploads import (
@@ -95,6 +96,15 @@ class S3Files:
         self.client = client
         self.bucket = bucket
         self.expires_s = expires_s
+
+    @property
+    def origin(self) -> str:
+        """The scheme and host the bucket's presigned URLs point at (for the page's policy)."""
+        url = self.client.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": "origin"}, ExpiresIn=60
+        )
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.netloc}"
 
     def pdf(self, record: DocumentRecord) -> FileLink:
         """A URL that reads the indexed version of the document's object for a few minutes."""

@@ -22,12 +22,17 @@ FERRIES = make_pdf(
     title="Island ferries",
 )
 # Seven pages: more than read_pages returns in one call (MAX_READ_PAGES = 5).
+BRIDGE_PAGES = [
+    ("Stone", "Monks built the stone bridge in 1320."),
+    ("Iron", "Iron girders replaced the wooden deck in 1871."),
+    ("Chain", "A chain bridge links the two markets."),
+    ("Rope", "Rope bridges once crossed the gorge upstream."),
+    ("Swing", "The swing bridge opens for tall ships at noon."),
+    ("Tower", "Lamps on the towers are lit at dusk."),
+    ("Rail", "Forty trains a day cross the rail bridge."),
+]
 BRIDGES = make_pdf(
-    [
-        [("h1", f"Bridge {n}"), ("body", f"Bridge {n} crosses the river at mile {n * 3}.")]
-        for n in range(1, 8)
-    ],
-    title="City bridges",
+    [[("h1", heading), ("body", body)] for heading, body in BRIDGE_PAGES], title="City bridges"
 )
 
 

@@ -279,9 +279,7 @@ def test_demo_list_items_keep_their_wrapped_lines() -> None:
         "• Title I, the “WIPO Copyright and Performances and Phonograms Treaties "
         "Implementation Act of 1998,” implements the WIPO treaties." in dmca
     )
-    assert (
-        "• Days you are in the United States as a crew member of a foreign vessel." in irs
-    )
+    assert "• Days you are in the United States as a crew member of a foreign vessel." in irs
 
 
 def test_demo_list_items_are_not_headings() -> None:

@@ -1,6 +1,6 @@
 """The MCP server through the official SDK's client, in process: tools, resources, errors, scope.
 
-(tests/mcp drives the same server over stdio, as `docchat mcp`, and over streamable HTTP.)
+(tests/mcp_server drives the same server over stdio, as `docchat mcp`, and over streamable HTTP.)
 """
 
 from __future__ import annotations
@@ -386,8 +386,10 @@ def test_a_caller_sees_only_the_documents_they_may_read(
     async def session(client: Client) -> dict[str, Any]:
         return {
             "list": await client.call_tool("list_documents", {}),
-            "search": await client.call_tool("search", {"query": "bridge river mile"}),
-            "ask": await client.call_tool("ask", {"question": "Where does bridge 3 cross?"}),
+            "search": await client.call_tool("search", {"query": "swing bridge tall ships"}),
+            "ask": await client.call_tool(
+                "ask", {"question": "When does the swing bridge open, and the ferry leave?"}
+            ),
             "read": await client.call_tool(
                 "read_pages", {"doc_id": bridges, "first_page": 1, "last_page": 1}
             ),
@@ -397,8 +399,8 @@ def test_a_caller_sees_only_the_documents_they_may_read(
     seen = _run(backend, session, caller=ana)
 
     assert [d["doc_id"] for d in seen["list"].structured_content["documents"]] == [ids["ferries"]]
-    assert {p["doc_id"] for p in seen["search"].structured_content["passages"]} <= {ids["ferries"]}
-    assert {c["doc_id"] for c in seen["ask"].structured_content["citations"]} <= {ids["ferries"]}
+    assert {p["doc_id"] for p in seen["search"].structured_content["passages"]} == {ids["ferries"]}
+    assert {c["doc_id"] for c in seen["ask"].structured_content["citations"]} == {ids["ferries"]}
     assert seen["read"].content[0].text == (
         f"no document with id {bridges!r}: list_documents lists the documents you can read"
     )

@@ -197,8 +197,9 @@ def _screenshots(page: Any, chip: Any, tmp_path: Path) -> None:
     assert box is not None and box["width"] == PHONE["width"], box
     # The page fits the phone: no control or part of the page left off its edge
     expect(page.get_by_role("button", name="Close the document")).to_be_in_viewport(ratio=1)
-    assert page.locator(".viewer-canvas").evaluate("c => c.getBoundingClientRect().right") <= (
-        PHONE["width"]
+    assert (
+        page.locator(".viewer-canvas").evaluate("c => c.getBoundingClientRect().right")
+        <= (PHONE["width"])
     )
     page.locator("#viewer .textLayer mark").first.scroll_into_view_if_needed()
     page.screenshot(path=str(folder / "viewer-phone.png"))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +15,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.mcp_server.spawn import docchat, docchat_env, ingested_data_dir
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield ingested_data_dir(tmp_path_factory.mktemp("mcp-stdio"))
+from tests.mcp_server.spawn import docchat, docchat_env
 
 
 def _session(data_dir: Path, mode: str) -> dict[str, Any]:

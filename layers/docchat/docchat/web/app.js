@@ -1057,6 +1057,7 @@ function init() {
     configured.then(refreshDocs);
     state.loaded = configured.then(chatHooks.ready).catch(() => {});
     question.focus();
+    openLinkedPage();
   });
 }
 

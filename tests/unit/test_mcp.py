@@ -168,6 +168,26 @@ def test_read_pages_returns_at_most_five_pages_and_says_where_to_go_on(
     )
 
 
+@pytest.mark.parametrize(
+    ("first", "last", "read", "note"),
+    [
+        (3, 7, [3, 4, 5, 6, 7], ""),
+        (4, 9, [4, 5, 6, 7], "pages 4-7 of the 4-9 asked for: the document has 7 pages"),
+        (3, 12, [3, 4, 5, 6, 7], "pages 3-7 of the 3-12 asked for: the document has 7 pages"),
+        (6, 2, [6], ""),
+    ],
+)
+def test_read_pages_near_the_end_says_the_document_ends(
+    backend: ChatBackend, ids: dict[str, str], first: int, last: int, read: list[int], note: str
+) -> None:
+    arguments = {"doc_id": ids["bridges"], "first_page": first, "last_page": last}
+
+    result = _call(backend, "read_pages", arguments)
+
+    assert [p["number"] for p in result.structured_content["pages"]] == read
+    assert result.structured_content["note"] == note
+
+
 def test_read_pages_past_the_end_says_how_many_pages_there_are(
     backend: ChatBackend, ids: dict[str, str]
 ) -> None:

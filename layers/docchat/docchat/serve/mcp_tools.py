@@ -266,12 +266,13 @@ class LibraryView:
         last = min(asked_last, len(every), first + MAX_READ_PAGES - 1)
         note = ""
         if last < asked_last:
-            more = f"; call again from page {last + 1}" if last < len(every) else ""
-            note = f"pages {first}-{last} of the {first}-{asked_last} asked for" + (
-                f": read_pages returns up to {MAX_READ_PAGES} pages a call{more}"
-                if last - first + 1 == MAX_READ_PAGES
-                else f": the document has {len(every)} pages"
+            why = (
+                f"the document has {len(every)} pages"
+                if last == len(every)
+                else f"read_pages returns up to {MAX_READ_PAGES} pages a call; call again from "
+                f"page {last + 1}"
             )
+            note = f"pages {first}-{last} of the {first}-{asked_last} asked for: {why}"
         return PagesOutput(
             doc_id=record.doc_id,
             title=record.title,

@@ -122,7 +122,7 @@ def test_docchat_mcp_writes_nothing_but_the_protocol_to_stdout(data_dir: Path) -
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=docchat_env(),
+        env={**docchat_env(), "DOCCHAT_WEB_URL": "https://docs.example/chat/"},
     )
     watchdog = threading.Timer(120, process.kill)
     watchdog.start()
@@ -146,6 +146,7 @@ def test_docchat_mcp_writes_nothing_but_the_protocol_to_stdout(data_dir: Path) -
     assert all(m["jsonrpc"] == "2.0" for m in messages)
     answer = messages[1]["result"]["structuredContent"]
     assert "leaves every hour" in answer["answer"]
+    assert answer["citations"][0]["link"].startswith("https://docs.example/chat/#doc=")
     assert f"docchat mcp serving {data_dir} (extractive) on stdio" in stderr
 
 

@@ -23,6 +23,8 @@ from docchat.answer.tools import (
     SearchDocumentsInput,
     input_schema,
 )
+from docchat.config import Settings
+from docchat.errors import ConfigError
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.serve.mcp import mcp_server
 from docchat.serve.mcp_tools import AskInput, Caller, page_link
@@ -445,3 +447,9 @@ def test_page_link_opens_the_page_in_the_viewer_with_the_quote() -> None:
     link = page_link("https://chat.example/Prod/", "q3-report-1a2b", 4, quote_text="5% & more")
 
     assert link == "https://chat.example/Prod/#doc=q3-report-1a2b&page=4&quote=5%25%20%26%20more"
+
+
+@pytest.mark.parametrize("url", ["localhost:8000", "ftp://chat.example/", ""])
+def test_web_url_must_be_the_http_address_of_the_chat_page(url: str) -> None:
+    with pytest.raises(ConfigError, match="DOCCHAT_WEB_URL: Value error, must be an http"):
+        Settings.from_env({"DOCCHAT_WEB_URL": url})

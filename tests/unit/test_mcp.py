@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -275,6 +276,36 @@ def test_ask_when_the_model_fails_is_a_tool_error_with_its_message(
 
     assert result.is_error
     assert result.content[0].text == "the model is overloaded: try again shortly"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_cancelled_ask_stops_the_model(data: tuple[Path, dict[str, str]], mode: str) -> None:
+    # Given a model that writes slowly (40 deltas, 50 ms apart)
+    words = [TextDelta("word ") for _ in range(40)]
+    model = ScriptedModel(
+        [
+            [ToolUse("t1", "search_documents", {"query": "ferry"}), TurnEnd("tool_use")],
+            [*words, TextDelta("[1]."), TurnEnd("end_turn")],
+        ],
+        pause=0.05,
+    )
+    backend = backend_of(data[0], WordEmbedder(), model)
+    server = mcp_server(lambda: backend, web_url=WEB_URL)
+
+    # When the client gives up on its ask after half a second
+    async def session() -> None:
+        async with Client(server, mode=mode) as client:
+            with anyio.move_on_after(0.5):
+                await client.call_tool("ask", {"question": "When does the ferry leave?"})
+            await anyio.sleep(2.5)  # longer than the model would take to finish
+
+    started = time.monotonic()
+    anyio.run(session)
+
+    # Then the model's second turn was closed before its end (only the first turn finished)
+    assert len(model.calls) == 2
+    assert model.finished_at is not None
+    assert model.finished_at - started < 0.5
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
@@ -26,7 +26,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -34,6 +34,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from docchat.answer.backend import ChatBackend
+from docchat.answer.events import ChatEvent
 from docchat.answer.tools import input_schema, invalid_input_message
 from docchat.errors import DocchatError, DocumentNotFoundError
 from docchat.serve.mcp_tools import (
@@ -42,6 +43,8 @@ from docchat.serve.mcp_tools import (
     LOCAL_CALLER,
     PAGE_URI,
     TOOLS,
+    AskInput,
+    AskOutput,
     Caller,
     LibraryView,
     Tool,
@@ -122,7 +125,10 @@ class _Handlers:
             return _failed(invalid_input_message(tool.name, exc))
         try:
             view = await anyio.to_thread.run_sync(self.view, ctx)
-            output = await anyio.to_thread.run_sync(view.run, tool.name, args)
+            if isinstance(args, AskInput):
+                output: BaseModel = await _answered(view, args)
+            else:
+                output = await anyio.to_thread.run_sync(view.run, tool.name, args)
         except DocchatError as exc:
             logger.info("MCP tool %s failed: %s", tool.name, exc.code)
             return _failed(str(exc))
@@ -181,6 +187,27 @@ class _Handlers:
             raise MCPError(code=types.INVALID_PARAMS, message=str(exc), data={"uri": uri}) from exc
         contents = types.TextResourceContents(uri=uri, text=text, mime_type=kind)
         return types.ReadResourceResult(contents=[contents])
+
+
+async def _answered(view: LibraryView, args: AskInput) -> AskOutput:
+    """The answer, one event at a time in a worker thread: a cancelled call (the client's
+    `notifications/cancelled`, a closed connection) closes the agent between two events, and
+    with it the model's stream, as a stopped /chat does; the model stops generating."""
+    events = await anyio.to_thread.run_sync(view.answer, args)
+    seen: list[ChatEvent] = []
+    try:
+        while (event := await anyio.to_thread.run_sync(next, events, None)) is not None:
+            seen.append(event)
+    finally:
+        with anyio.CancelScope(shield=True):  # cancelled or not, closing must finish
+            await anyio.to_thread.run_sync(_close, events)
+    return view.collected(seen)
+
+
+def _close(events: Iterator[ChatEvent]) -> None:
+    close = getattr(events, "close", None)
+    if callable(close):
+        close()
 
 
 def _listed(tool: Tool) -> types.Tool:

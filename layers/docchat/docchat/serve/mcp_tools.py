@@ -15,16 +15,23 @@ does not exist. The work is plain blocking functions over the chat backend (`Lib
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 from urllib.parse import quote, urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from docchat.answer.backend import ChatBackend
 from docchat.answer.conversations import LOCAL_USER
-from docchat.answer.events import CitationsEvent, DeltaEvent, DoneEvent, ErrorEvent, RankedPassage
+from docchat.answer.events import (
+    ChatEvent,
+    CitationsEvent,
+    DeltaEvent,
+    DoneEvent,
+    ErrorEvent,
+    RankedPassage,
+)
 from docchat.answer.tools import (
     MAX_READ_PAGES,
     ListDocumentsInput,
@@ -40,7 +47,6 @@ from docchat.search.library import Catalog
 DOCUMENTS_URI = "docchat://documents"
 PAGE_URI = DOCUMENTS_URI + "/{doc_id}/pages/{number}"
 NOT_FOUND_HINT = "list_documents lists the documents you can read"
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -304,16 +310,20 @@ class LibraryView:
             ]
         )
 
-    def ask(self, args: AskInput) -> AskOutput:
-        """The answer /chat streams, collected: its text, citations and mode."""
+    def answer(self, args: AskInput) -> Iterator[ChatEvent]:
+        """The events /chat streams for the question, within the caller's documents (checked
+        now, before the first event)."""
         doc_ids = self.scope(args.doc_ids, self.catalog())
-        events = self.backend.agent().run(
+        return self.backend.agent().run(
             [{"role": "user", "content": args.question}], doc_ids=doc_ids
         )
+
+    def collected(self, events: Iterable[ChatEvent]) -> AskOutput:
+        """The answer's text, citations and mode, from its events; an `error` event raises."""
         text: list[str] = []
         citations: list[Citation] = []
         mode: Literal["model", "extractive"] = "model" if self.backend.model else "extractive"
-        for event in _closing(events):
+        for event in events:
             match event:
                 case DeltaEvent():
                     text.append(event.text)
@@ -337,7 +347,8 @@ class LibraryView:
         )
 
     def run(self, name: str, args: ToolInput) -> BaseModel:
-        """What tool `name` returns for `args` (its validated input)."""
+        """What tool `name` returns for `args` (its validated input); `ask` is answered event
+        by event instead (`answer`, `collected`), so that a cancelled call stops it."""
         match args:
             case SearchDocumentsInput():
                 return self.search(args)
@@ -345,8 +356,6 @@ class LibraryView:
                 return self.read_pages(args)
             case ListDocumentsInput():
                 return self.list_documents(args)
-            case AskInput():
-                return self.ask(args)
         raise NotImplementedError(f"{name} has an input model but no handler")
 
     def documents_json(self) -> str:
@@ -376,13 +385,3 @@ def _passage(number: int, chunk: Chunk) -> dict[str, Any]:
         "headings": chunk.headings,
         "text": chunk.text,
     }
-
-
-def _closing(events: Iterator[T]) -> Iterator[T]:
-    """`events`, closed however the loop over them ends (the agent's `finally` blocks run)."""
-    try:
-        yield from events
-    finally:
-        close = getattr(events, "close", None)
-        if callable(close):
-            close()

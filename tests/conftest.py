@@ -30,9 +30,9 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "docchat")
 
 # `slow`: needs a tool outside .venv (sam, Chromium, checkov), the Lambda layout harness, a
 # deployed stack, real embedding (every CLI test ingests with the real embedder), a real server
-# (uvicorn) per test, or the ingestion state machine run under moto (tests/functions). Whole
-# folders and files are marked here, new tests in them included, so `make unit`
-# (-m "not slow") stays under a minute; `make test` runs everything.
+# (uvicorn) per test, `docchat mcp` as a subprocess (tests/mcp_server), or the ingestion state
+# machine run under moto (tests/functions). Whole folders and files are marked here, new tests in
+# them included, so `make unit` (-m "not slow") stays under a minute; `make test` runs everything.
 SLOW_PATHS = (
     "tests/lambda_layout/",
     "tests/web/",
@@ -47,6 +47,7 @@ SLOW_PATHS = (
     "tests/api/test_page_text.py",
     "tests/functions/",
     "tests/cli/",
+    "tests/mcp_server/",
 )
 
 

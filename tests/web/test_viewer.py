@@ -22,6 +22,7 @@ import pytest
 
 from docchat.answer.backend import ChatBackend
 from docchat.models import DocStatus
+from docchat.serve.mcp_tools import page_link
 from tests.api.test_stop import PAUSE_S, EndlessModel
 from tests.chatkit import tuned_config
 from tests.conftest import EXAMPLES, REPO, page_texts, squash
@@ -181,6 +182,40 @@ def test_citation_opens_the_pdf_at_the_quote_with_no_network(
     _screenshots(page, chip, tmp_path)
 
 
+def test_a_link_to_a_page_opens_it_in_the_viewer_with_its_quote(
+    browser: Any, server: LocalServer
+) -> None:
+    # Given the link an MCP result gives to a quote on page 3
+    [record] = server.index.documents()
+    quote = "Section 102(d) of the DMCA amends section 411(a) by broadening the exemption"
+    link = page_link(server.url, record.doc_id, 3, quote_text=quote)
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+
+    # When it is opened
+    page.goto(link)
+
+    # Then the viewer shows that page of the document, the quote highlighted
+    viewer = page.locator("#viewer")
+    expect(viewer).to_have_attribute("data-state", "ready", timeout=20_000)
+    expect(viewer).to_have_attribute("data-page", "3")
+    expect(page.locator("#viewer-title")).to_have_text(
+        "The Digital Millennium Copyright Act of 1998"
+    )
+    expect(viewer).to_have_attribute("data-highlight", "full")
+    marked = "".join(page.locator("#viewer .textLayer mark").all_inner_texts())
+    assert squash(marked) == squash(quote)
+
+    # And a link without a quote (a passage, a document) opens its page with nothing to find
+    page.keyboard.press("Escape")
+    page.goto(page_link(server.url, record.doc_id, 5))
+    expect(viewer).to_have_attribute("data-page", "5", timeout=20_000)
+    expect(viewer).to_have_attribute("data-state", "ready")
+    expect(page.locator("#viewer-status")).to_have_text(re.compile(r"^Page 5 of \d+\.$"))
+    expect(page.locator("#viewer .textLayer mark")).to_have_count(0)
+    context.close()
+
+
 def _screenshots(page: Any, chip: Any, tmp_path: Path) -> None:
     """The viewer open, on a desktop and on a phone, for the README."""
     folder = REPO / os.environ.get("DOCCHAT_SCREENSHOTS", tmp_path)
@@ -198,8 +233,9 @@ def _screenshots(page: Any, chip: Any, tmp_path: Path) -> None:
     assert box is not None and box["width"] == PHONE["width"], box
     # The page fits the phone: no control or part of the page left off its edge
     expect(page.get_by_role("button", name="Close the document")).to_be_in_viewport(ratio=1)
-    assert page.locator(".viewer-canvas").evaluate("c => c.getBoundingClientRect().right") <= (
-        PHONE["width"]
+    assert (
+        page.locator(".viewer-canvas").evaluate("c => c.getBoundingClientRect().right")
+        <= (PHONE["width"])
     )
     page.locator("#viewer .textLayer mark").first.scroll_into_view_if_needed()
     page.screenshot(path=str(folder / "viewer-phone.png"))

@@ -1,9 +1,10 @@
-"""The `docchat` command: ingest, ask, search, status, rm, text."""
+"""The `docchat` command: ingest, ask, search, status, rm, text, serve, mcp, eval."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import socket
@@ -126,6 +127,16 @@ def _parser() -> argparse.ArgumentParser:
         "also $DOCCHAT_ALLOWED_HOSTS)",
     )
     serve.set_defaults(run=_serve)
+
+    mcp = commands.add_parser(
+        "mcp",
+        parents=[common],
+        help="serve the documents to other agents over MCP on stdin/stdout",
+        description="The Model Context Protocol server (search, read_pages, list_documents, "
+        "ask, and the pages as resources) on stdin/stdout, for an MCP client to start. "
+        "Nothing but the protocol is written to stdout; logs go to stderr.",
+    )
+    mcp.set_defaults(run=_mcp)
 
     status = commands.add_parser("status", parents=[common], help="list documents and totals")
     status.add_argument("--json", action="store_true")
@@ -458,6 +469,32 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         # Slow or stalled request heads and bodies are cut off (docchat.serve.protocol).
         config = uvicorn.Config(app, log_level="warning", http=DeadlineH11Protocol)
         uvicorn.Server(config).run(sockets=[listener])
+    return 0
+
+
+def _mcp(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve MCP on stdin/stdout until the client closes them. The backend is opened first, so
+    a wrong data directory is an error on stderr before the client sees a server."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    from docchat.serve.mcp import mcp_server
+    from docchat.wiring.local import local_backend
+
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="docchat mcp: %(levelname)s %(message)s"
+    )
+    _require_index(settings)
+    backend = local_backend(settings)
+    _closed_later(cast(SqliteIndex, backend.library.index))
+    server = mcp_server(lambda: backend, web_url=settings.web_url)
+
+    async def serve() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    err.print(f"docchat mcp serving {settings.data_dir} ({backend.mode}) on stdio", soft_wrap=True)
+    anyio.run(serve)
     return 0
 
 

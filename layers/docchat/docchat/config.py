@@ -198,6 +198,10 @@ class Settings(BaseModel):
     allowed_hosts: str = Field(
         "", description="Host names `docchat serve` answers besides loopback (comma-separated)"
     )
+    web_url: str = Field(
+        "http://127.0.0.1:8000/",
+        description="the chat page's address: links in MCP results open cited pages there",
+    )
     # Sign-in for the page (the cloud stack sets these on the chat function)
     api_auth: Literal["NONE", "IAM", "COGNITO"] = Field(
         "NONE", description="how API Gateway authenticates callers: NONE, IAM or COGNITO"
@@ -222,6 +226,13 @@ class Settings(BaseModel):
         if self.auth_domain and not self.auth_domain.startswith("https://"):
             raise ValueError(f"DOCCHAT_AUTH_DOMAIN must be an https URL, not {self.auth_domain!r}")
         return self
+
+    @field_validator("web_url")
+    @classmethod
+    def _web_address(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"must be an http(s) URL of the chat page, not {url!r}")
+        return url
 
     @model_validator(mode="after")
     def _openai_complete(self) -> Settings:

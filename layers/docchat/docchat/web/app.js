@@ -16,6 +16,7 @@ import {
   docsOpen, onDocsChanged, refreshDocs, setDocsOpen, showUploadError, stopPolling,
 } from "./documents.js";
 import { uploadFile } from "./uploads.js";
+import { openLinkedPage } from "./viewer.js";
 
 function showConfig(config) {
   const upload = config.upload;
@@ -91,7 +92,11 @@ function start() {
   $("sign-in").addEventListener("click", signIn);
   $("sign-out").addEventListener("click", signOut);
   const ready = signedInAndConfigured();
-  ready.then((yes) => yes && refreshDocs());
+  ready.then((yes) => {
+    if (!yes) return;
+    refreshDocs();
+    openLinkedPage();
+  });
   // A question asked before the page knows how to call the API, its limits and the open
   // conversation waits for them (else it would go unsigned, or unsaved).
   waitBeforeAsking(ready.then((yes) => yes && startConversations()).catch(() => {}));

@@ -266,6 +266,10 @@ async function showPage(number, opening = viewer.opening) {
     throw error;
   }
   if (opening !== viewer.opening || layer !== viewer.textLayer) return;
+  if (!citation.quote) {
+    setViewerStatus(`Page ${number} of ${viewer.pages}.`, "ready");
+    return;
+  }
   if (number !== citation.page) {
     setViewerStatus(`Page ${number} of ${viewer.pages}. The quote is on page ${citation.page}.`, "ready");
     return;
@@ -281,3 +285,27 @@ async function showPage(number, opening = viewer.opening) {
   const first = nodes.text.querySelector("mark");
   if (first) first.scrollIntoView({ block: "center", inline: "nearest" });
 }
+
+// --- a link to a page: …/#doc=<id>&page=<n>[&quote=<text>] (the MCP server's results link so) ---
+
+function linkedPage() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  const docId = params.get("doc");
+  const page = Number(params.get("page"));
+  if (!docId || !Number.isInteger(page) || page < 1) return null;
+  return { doc_id: docId, page, quote: params.get("quote") || "", title: docId };
+}
+
+/** Opens the page a link names; app.js calls it once the page may call the API, and the link's
+ * changes call it again. */
+export async function openLinkedPage() {
+  const citation = linkedPage();
+  if (!citation) return;
+  try {
+    const response = await api(`documents/${encodeURIComponent(citation.doc_id)}`);
+    if (response.ok) citation.title = (await response.json()).title || citation.doc_id;
+  } catch (_) { /* opening the document says what is wrong */ }
+  openViewer(citation, null);
+}
+
+window.addEventListener("hashchange", openLinkedPage);

@@ -10,7 +10,7 @@ import pytest
 from docchat.config import Settings
 from docchat.errors import ConfigError
 from docchat.ingest.chunk import chunks_from_pages
-from docchat.ingest.convert import pages_from_pdf
+from docchat.ingest.convert.pdf import pages_from_pdf
 from docchat.ingest.local import embed_chunks
 from docchat.models import Page
 from tests.conftest import WordEmbedder

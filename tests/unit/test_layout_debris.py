@@ -19,7 +19,8 @@ from reportlab.pdfgen.canvas import Canvas
 
 from docchat.answer.citations import best_quote, terms
 from docchat.ingest.chunk import chunks_from_pages
-from docchat.ingest.convert import page_furniture, pages_from_pdf, running_key
+from docchat.ingest.convert.pdf import page_furniture, pages_from_pdf
+from docchat.ingest.convert.running import running_key
 from docchat.models import Chunk
 from tests.chatkit import DEFAULTS
 
@@ -279,9 +280,7 @@ def test_demo_list_items_keep_their_wrapped_lines() -> None:
         "• Title I, the “WIPO Copyright and Performances and Phonograms Treaties "
         "Implementation Act of 1998,” implements the WIPO treaties." in dmca
     )
-    assert (
-        "• Days you are in the United States as a crew member of a foreign vessel." in irs
-    )
+    assert "• Days you are in the United States as a crew member of a foreign vessel." in irs
 
 
 def test_demo_list_items_are_not_headings() -> None:

@@ -22,7 +22,7 @@ from docchat.errors import (
     code_for_name,
 )
 from docchat.ingest.chunk import chunks_from_pages
-from docchat.ingest.convert import OcrResults
+from docchat.ingest.convert.pageocr import OcrResults
 from docchat.ingest.isolate import ocr_pages_isolated
 from docchat.ingest.local import convert_pdf, doc_id_for, embed_chunks, version_of
 from docchat.ingest.notes import CLOUD_CONCURRENCY, ChunkNotes, StoredNotes, notes_key

@@ -55,13 +55,27 @@ class Glyphs:
     def __init__(self, textpage: pdfium.PdfTextPage) -> None:
         self._raw = textpage.raw
         self._rect = pdfium_c.FS_RECTF()
+        # Each glyph is asked about once: table detection and line reading share the boxes.
+        self._boxes: dict[int, tuple[float, float, float, float]] = {}
 
     def box(self, index: int) -> tuple[float, float, float, float]:
         """The glyph's loose box (left, bottom, right, height): the font's full height, so
         every glyph of one font and size gets the same bottom and height."""
-        rect = self._rect
-        pdfium_c.FPDFText_GetLooseCharBox(self._raw, index, rect)
-        return rect.left, rect.bottom, rect.right, rect.top - rect.bottom
+        found = self._boxes.get(index)
+        if found is None:
+            rect = self._rect
+            pdfium_c.FPDFText_GetLooseCharBox(self._raw, index, rect)
+            found = self._boxes[index] = (
+                rect.left,
+                rect.bottom,
+                rect.right,
+                rect.top - rect.bottom,
+            )
+        return found
+
+    def angle(self, index: int) -> float:
+        """The glyph's angle in radians, clockwise (negative where PDFium has none)."""
+        return float(pdfium_c.FPDFText_GetCharAngle(self._raw, index))
 
     def line(self, text: str, start: int, end: int) -> Line:
         raw = self._raw

@@ -62,7 +62,7 @@ def _find_title(paragraphs: list[Paragraph], title: str) -> Paragraph | None:
     if not wanted:
         return None
     for paragraph in paragraphs:
-        if paragraph.heading_level:
+        if paragraph.heading_level or paragraph.table:
             continue
         first = _key(paragraph.lines[0].text)
         whole = _key(paragraph.text)
@@ -121,7 +121,12 @@ def mark_size_headings(raw_pages: list[RawPage]) -> None:
 
 def _looks_like_heading(paragraph: Paragraph, body: float) -> bool:
     text = paragraph.text
-    if len(paragraph.lines) > 3 or len(text) > MAX_HEADING or not any(c.isalpha() for c in text):
+    if (
+        paragraph.table
+        or len(paragraph.lines) > 3
+        or len(text) > MAX_HEADING
+        or not any(c.isalpha() for c in text)
+    ):
         return False
     if text.endswith((".", ",", ";")) or BULLET.match(text):  # a list item is no heading
         return False

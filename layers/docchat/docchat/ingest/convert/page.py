@@ -18,6 +18,7 @@ NEEDS_CLEANING = re.compile(r"[\x00-\x1f\x7f\xad\ufffe\ufeff⟦⟧]")
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\ufeff]")
 
 MAX_HEADING = 120  # characters
+_TABLE_MARKUP = re.compile(r"^\|( --- \|)+$|(?<!\\)\|", re.MULTILINE)  # delimiter row, cell bars
 
 
 @dataclass
@@ -31,6 +32,7 @@ class Line:
     y: float
     right: float
     y_end: float = 0.0  # baseline of the last glyph: PDFium joins hyphenated lines itself
+    table: bool = False  # a table in markdown (one row a line), its box's top at `y`
 
 
 @dataclass
@@ -47,6 +49,11 @@ class Paragraph:
     @property
     def text(self) -> str:
         return join_lines([line.text for line in self.lines])
+
+    @property
+    def table(self) -> bool:
+        """Whether the paragraph is a table (always a paragraph of its own)."""
+        return self.lines[0].table
 
 
 @dataclass
@@ -66,8 +73,13 @@ class RawPage:
 
 
 def text_chars(lines: list[Line]) -> int:
-    """The characters of the lines' text, spaces aside."""
-    return sum(len(line.text) - line.text.count(" ") for line in lines)
+    """The characters of the lines' text, spaces (and a table's markup) aside."""
+    return sum(
+        len("".join(_TABLE_MARKUP.sub("", line.text).split()))
+        if line.table
+        else len(line.text) - line.text.count(" ")
+        for line in lines
+    )
 
 
 # A list item's bullet ("!" is how PDFium reads a symbol font's bullet when the line is not

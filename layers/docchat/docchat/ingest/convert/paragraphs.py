@@ -51,6 +51,8 @@ def _column_rights(lines: list[Line]) -> dict[int, float]:
 
 
 def _starts_paragraph(prev: Line, line: Line, widest: float) -> bool:
+    if prev.table or line.table:
+        return True
     height = max(prev.size, line.size, 1.0)
     gap = prev.y_end - line.y
     ends_sentence = prev.text.endswith(_SENTENCE_END)
@@ -72,7 +74,9 @@ def page_markdown(page: RawPage) -> str:
         text = paragraph.text.strip()
         if not text:
             continue
-        if paragraph.heading_level:
+        if paragraph.table:
+            blocks.append(text)  # rows of cells: no line of it is markdown of another kind
+        elif paragraph.heading_level:
             blocks.append(f"{'#' * paragraph.heading_level} {text}")
         else:
             blocks.append(_MARKDOWN_START.sub(r"\\\1", text))

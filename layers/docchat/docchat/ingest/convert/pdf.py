@@ -20,7 +20,6 @@ from docchat.errors import (
     NeedsOcrError,
     PdfTooLargeError,
 )
-from docchat.ingest.convert.columns import ColumnProbe
 from docchat.ingest.convert.forms import form_fields
 from docchat.ingest.convert.headings import (
     mark_outline_headings,
@@ -31,7 +30,7 @@ from docchat.ingest.convert.margins import footnotes_last, without_margin_notes
 from docchat.ingest.convert.page import Line, RawPage, text_chars
 from docchat.ingest.convert.paragraphs import page_markdown, paragraphs_of, split_at_bullets
 from docchat.ingest.convert.running import drop_running_lines
-from docchat.ingest.convert.textlayer import on_page, text_lines
+from docchat.ingest.convert.textlayer import Probes, on_page, text_lines, with_tables
 from docchat.ingest.convert.titles import document_title
 from docchat.models import ConvertedDocument, Page
 
@@ -140,7 +139,7 @@ def _convert(
             "(DOCCHAT_MAX_PAGES): split the document or raise the limit"
         )
     deadline = time.monotonic() + limits.timeout_s
-    probe = ColumnProbe()
+    probes = Probes()
     if ocr is not None and not ocr.available():
         ocr = None
     raw_pages: list[RawPage] = []
@@ -150,7 +149,7 @@ def _convert(
                 f"conversion stopped after {limits.timeout_s:g} s at page {index + 1} of {count} "
                 "(DOCCHAT_CONVERT_TIMEOUT_S): split the document or raise the limit"
             )
-        raw_pages.append(_read_page(document, index, ocr, probe))
+        raw_pages.append(_read_page(document, index, ocr, probes))
         if on_page:
             on_page(index + 1, count)
 
@@ -215,7 +214,7 @@ def _read_page(
     document: pdfium.PdfDocument,
     index: int,
     ocr: PageOcr | None,
-    probe: ColumnProbe | None = None,
+    probes: Probes,
 ) -> RawPage:
     try:
         page = document[index]
@@ -224,11 +223,10 @@ def _read_page(
     try:
         textpage = page.get_textpage()
         try:
-            lines = footnotes_last(
-                without_margin_notes(
-                    on_page(text_lines(textpage, page.get_width(), probe), page.get_cropbox())
-                )
-            )
+            lines, tables = text_lines(page, textpage, probes)
+            box = page.get_cropbox()
+            lines = footnotes_last(without_margin_notes(on_page(lines, box)))
+            lines = with_tables(lines, on_page(tables, box))
         finally:
             textpage.close()
         chars = text_chars(lines)
@@ -286,8 +284,8 @@ def page_furniture(data: bytes) -> list[tuple[int, str]]:
     conversion leaves out of a PDF's pages."""
     document = open_pdf(data)
     try:
-        probe = ColumnProbe()
-        raw_pages = [_read_page(document, index, None, probe) for index in range(len(document))]
+        probes = Probes()
+        raw_pages = [_read_page(document, index, None, probes) for index in range(len(document))]
     finally:
         document.close()
     return [

@@ -88,7 +88,8 @@ def running_lines(edges: list[list[Line]], *, body: float) -> list[Line]:
 
 def _edge_lines(lines: list[Line]) -> list[Line]:
     """The lines in the top and the bottom rows of a page (first and last lines without
-    geometry)."""
+    geometry); a table is none of them."""
+    lines = [line for line in lines if not line.table]
     if not any(line.size for line in lines):
         return lines[:_RUNNING_LINES] + lines[_RUNNING_LINES:][-_RUNNING_LINES:]
     rows = list(clusters(lines, key=lambda line: -line.y, tolerance=2.0))

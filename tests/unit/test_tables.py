@@ -197,3 +197,22 @@ def _income_statement() -> bytes:
     c.showPage()
     c.save()
     return buffer.getvalue()
+
+
+def test_tables_on_an_ocr_page_keep_rows_and_numbers() -> None:
+    pytest.importorskip("rapidocr", reason="the OCR engine (requirements/ocr.txt) reads the scan")
+    from docchat.ingest.convert.pageocr import LocalOcr
+    from docchat.ingest.ocr import OcrOptions
+    from tests.pdfgen import scanned_copy
+
+    # Given the income statement as an image only (a scan), read by OCR
+    scan = scanned_copy(_income_statement(), dpi=200)
+    [page] = pages_from_pdf(scan, ocr=LocalOcr(OcrOptions(dpi=200, threads=1))).pages
+
+    # Then its rows come out as table rows, each label with its own three numbers
+    assert page.ocr
+    rows = {row[0]: row[1:] for row in _rows(page.markdown)}
+    assert [c for c in rows["Total net sales"] if c] == ["177,866", "232,887", "280,522"]
+    assert [c for c in rows["Operating income"] if c] == ["4,106", "12,421", "14,541"]
+    # and the note under the table stays text, after it (no OCR line is lost to the table)
+    assert page.markdown.endswith("See accompanying notes to consolidated financial statements.")

@@ -20,9 +20,10 @@ _MARK = "⟦{}⟧"
 _STAND_INS = range(0x4E00, 0xA000)
 _MARK_RE = re.compile(r"⟦(\d+)⟧")
 _HEADING_RE = re.compile(r"^#{1,3} (.*)$", re.MULTILINE)
-# A table in page text (specs/table-text.md): header rows, the delimiter line, body rows.
+# A table in page text (specs/table-text.md): header rows (a few: the bound keeps a page of
+# lines that start and end with a bar from costing a scan per line), delimiter, body rows.
 _TABLE = re.compile(
-    r"^(?P<header>(?:\|.*\|\n)+?\|(?: --- \|)+)\n(?P<body>\|.*\|(?:\n\|.*\|)*)$", re.MULTILINE
+    r"^(?P<header>(?:\|.*\|\n){1,10}?\|(?: --- \|)+)\n(?P<body>\|.*\|(?:\n\|.*\|)*)$", re.MULTILINE
 )
 _MAX_CAPTION = 200  # characters: a longer paragraph above a table is text, not its caption
 

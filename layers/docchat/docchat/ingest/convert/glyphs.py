@@ -55,22 +55,23 @@ class Glyphs:
     def __init__(self, textpage: pdfium.PdfTextPage) -> None:
         self._raw = textpage.raw
         self._rect = pdfium_c.FS_RECTF()
-        # Each glyph is asked about once: table detection and line reading share the boxes.
-        self._boxes: dict[int, tuple[float, float, float, float]] = {}
+        # The boxes of the words of a page that table detection read: the lines read after it
+        # (without the tables' words) take theirs from here.
+        self._kept: dict[int, tuple[float, float, float, float]] = {}
 
     def box(self, index: int) -> tuple[float, float, float, float]:
         """The glyph's loose box (left, bottom, right, height): the font's full height, so
         every glyph of one font and size gets the same bottom and height."""
-        found = self._boxes.get(index)
-        if found is None:
-            rect = self._rect
-            pdfium_c.FPDFText_GetLooseCharBox(self._raw, index, rect)
-            found = self._boxes[index] = (
-                rect.left,
-                rect.bottom,
-                rect.right,
-                rect.top - rect.bottom,
-            )
+        found = self._kept.get(index)
+        if found is not None:
+            return found
+        rect = self._rect
+        pdfium_c.FPDFText_GetLooseCharBox(self._raw, index, rect)
+        return rect.left, rect.bottom, rect.right, rect.top - rect.bottom
+
+    def kept_box(self, index: int) -> tuple[float, float, float, float]:
+        """`box`, kept for the lines read later."""
+        found = self._kept[index] = self.box(index)
         return found
 
     def angle(self, index: int) -> float:

@@ -30,7 +30,8 @@ from docchat.ingest.convert.margins import footnotes_last, without_margin_notes
 from docchat.ingest.convert.page import Line, RawPage, text_chars
 from docchat.ingest.convert.paragraphs import page_markdown, paragraphs_of, split_at_bullets
 from docchat.ingest.convert.running import drop_running_lines
-from docchat.ingest.convert.textlayer import Probes, on_page, text_lines, with_tables
+from docchat.ingest.convert.tables.find import ocr_tables
+from docchat.ingest.convert.textlayer import Probes, on_page, table_line, text_lines, with_tables
 from docchat.ingest.convert.titles import document_title
 from docchat.models import ConvertedDocument, Page
 
@@ -241,6 +242,7 @@ def _read_page(
     # What the page shows wins over a text layer as short, which is then often glyph codes of a
     # font that maps none to characters ('"7+%-' where the page shows "Phone").
     if ocr_lines and text_chars(ocr_lines) >= chars:
+        ocr_lines = _with_ocr_tables(ocr_lines)
         return RawPage(
             lines=ocr_lines,
             chars=text_chars(ocr_lines),
@@ -255,6 +257,12 @@ def _read_page(
         fields=fields,
         ocr_pending=wants_ocr and ocr_lines is None,
     )
+
+
+def _with_ocr_tables(lines: list[Line]) -> list[Line]:
+    """An OCR'd page's lines with its tables as lines of their own (as a text layer's)."""
+    kept, found = ocr_tables(lines)
+    return with_tables(kept, [table_line(table) for table in found])
 
 
 def _needs_ocr(page: pdfium.PdfPage, chars: int) -> bool:

@@ -77,7 +77,7 @@ def text_lines(
         spans, lines = _spans(glyphs, text)
         multi = multi or looks_multi_column(lines, width)
     ordered = _ordered(glyphs, text, spans, lines, columns=multi or together)
-    return ordered, [_table_line(table) for table in found]
+    return ordered, [table_line(table) for table in found]
 
 
 def _spans(glyphs: Glyphs, text: str) -> tuple[list[tuple[int, int]], list[Line]]:
@@ -118,7 +118,7 @@ def _masked(text: str, tables: list[Table]) -> str:
     return "".join(chars)
 
 
-def _table_line(table: Table) -> Line:
+def table_line(table: Table) -> Line:
     """The table as one line of the page: its markdown, at its box's top left."""
     left, bottom, right, top = table.bbox
     return Line(table_markdown(table), table.size, False, left, top, right, bottom, table=True)

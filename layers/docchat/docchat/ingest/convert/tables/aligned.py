@@ -226,9 +226,9 @@ def _assemble(block: list[WordLine], bounds: list[float], across: list[Rule]) ->
     first = _first_body_line(placed, columns)
     header = _header(placed[:first], columns)
     rows_words = header + _body(placed[first:], columns)
-    if not _reads_as_table(rows_words, len(header), placed, columns):
-        return None
     rows = [[cell_text(ws) for ws in row] for row in rows_words]
+    if not _reads_as_table(rows, len(header), placed, columns):
+        return None
     boxes = [[box_of(ws) if ws else None for ws in row] for row in rows_words]
     keep = [i for i, row in enumerate(rows) if any(row)]
     header_rows = max(sum(i < len(header) for i in keep), 1)
@@ -337,10 +337,9 @@ def _wraps_onto(label: _Placed, after: _Placed, text: str) -> bool:
 
 
 def _reads_as_table(
-    rows_words: list[WordCells], header: int, placed: list[_Placed], columns: int
+    texts: list[list[str]], header: int, placed: list[_Placed], columns: int
 ) -> bool:
     """Not a table of contents, not a list, not prose set in columns."""
-    texts = [[cell_text(ws) for ws in row] for row in rows_words]
     body = texts[header:] if len(texts) > header else texts
     lines = [p.line for p in placed]
     if sum(bool(LEADER.search(segment_text(line.words))) for line in lines) >= max(

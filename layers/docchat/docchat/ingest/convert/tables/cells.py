@@ -56,7 +56,7 @@ def plausible(rows: Cells, header: int, *, ruled: bool = False) -> bool:
     if full < 2:
         return False
     everything = [c for row in rows for c in row if c.strip()]
-    real = [c for c in everything if sum(ch.isalnum() for ch in c) >= 2 or _has_digit(c)]
+    real = [c for c in everything if sum(ch.isalnum() for ch in c) >= 2 or _numeric_mark(c)]
     if len(real) < 0.7 * len(everything):
         return False
     if ruled and len(rows) <= 3:
@@ -192,5 +192,6 @@ def has_numeric_column(table: Table) -> bool:
     return False
 
 
-def _has_digit(text: str) -> bool:
-    return any(ch.isdigit() for ch in text)
+def _numeric_mark(text: str) -> bool:
+    """A number or a dash for one; a lone star is a drawing's mark (a grid of them)."""
+    return text != "*" and is_numeric_cell(text)

@@ -10,21 +10,26 @@ from dataclasses import dataclass
 import pypdfium2 as pdfium
 
 from docchat.ingest.convert.glyphs import Glyphs
+from docchat.ingest.convert.page import Line
 from docchat.ingest.convert.tables.aligned import whitespace_tables
 from docchat.ingest.convert.tables.cells import Table, has_numeric_column
 from docchat.ingest.convert.tables.ruled import ruled_table
 from docchat.ingest.convert.tables.rules import grids, page_rules
-from docchat.ingest.convert.tables.words import Word, page_words, text_frame
+from docchat.ingest.convert.tables.words import Word, is_number, page_words, text_frame
 
 _RULE_PROBE_PAGES = 10  # pages whose rules are scanned before a document without tables is not
 _TABULAR_ROWS = 3
+_OCR_NUMBERS = 6  # OCR lines ending in a number: fewer, and no table is looked for
+_LINE_STEP = 3  # glyph indices an OCR line stands for: ranges one apart are merged
 _NUM = (
     r"(?:\(?[-\u2212\u2013]?[$€£¥]?\s?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?\)?"
     r"|\(?[-\u2212\u2013]?[$€£¥]?\d+(?:[.,]\d+)?%?\)?|[-\u2013\u2014]{1,2})"
 )
-_ROW_END = frozenset("0123456789)%-\u2013\u2014")
+_ROW_END = re.compile(r"[0-9)%\-\u2013\u2014](?=[ \t]*\r?$)", re.MULTILINE)  # a line's last mark
 # A line that ends with two numbers (or dashes) set apart: a table row as PDFium reads it.
-_TAIL = re.compile(rf"(?:^|[ \t]){_NUM}[ \t]+{_NUM}[ \t]*$")
+_TAIL = re.compile(rf"(?:^|[ \t]){_NUM}[ \t]+{_NUM}$", re.MULTILINE)
+# A number set apart from the text before it (not a page number after an index entry's comma).
+_LAST = re.compile(rf"(?<!,)[ \t]{_NUM}$")
 
 
 @dataclass
@@ -46,14 +51,15 @@ class RuleProbe:
         self.found = self.found or found
 
 
-def looks_tabular(text: str) -> bool:
-    """Three lines of the page text that end with two numbers or dashes (only lines ending in
-    a digit, a parenthesis, a percent sign or a dash go to the pattern): a page of prose costs
-    next to nothing."""
+def looks_tabular(text: str, *, numbers: int = 2) -> bool:
+    """Three lines of the page text that end with `numbers` numbers or dashes set apart: only
+    lines ending in a digit, a parenthesis, a percent sign or a dash go to the pattern, so a
+    page of prose costs next to nothing."""
+    tail = _TAIL if numbers == 2 else _LAST
     found = 0
-    for line in text.splitlines():
-        line = line.rstrip()
-        if line and line[-1] in _ROW_END and _TAIL.search(line, max(0, len(line) - 48)):
+    for end in _ROW_END.finditer(text):
+        start = max(text.rfind("\n", 0, end.start()) + 1, end.start() - 48)
+        if tail.search(text, start, end.end()):
             found += 1
             if found >= _TABULAR_ROWS:
                 return True
@@ -73,6 +79,8 @@ def find_tables(
     is the converter's sight of columns on the page (a table without rules or numbers);
     `probe` decides whether a page that does not look tabular has its rules scanned."""
     numbers = looks_tabular(text)
+    # Columns alone keep only tables with a column of numbers: lines must end in one.
+    columns = columns and (numbers or looks_tabular(text, numbers=1))
     if not (numbers or columns or probe.wanted()):
         return []
     rules = page_rules(page)
@@ -121,4 +129,41 @@ def _outside(words: list[Word], tables: list[Table]) -> list[Word]:
             t.bbox[0] - 1 <= w.xc <= t.bbox[2] + 1 and t.bbox[1] - 1 <= w.yc <= t.bbox[3] + 1
             for t in tables
         )
+    ]
+
+
+def ocr_tables(lines: list[Line]) -> tuple[list[Line], list[Table]]:
+    """The tables among an OCR'd page's lines, and the lines left outside them. OCR reads the
+    cells of a row set apart as lines of their own, each with its box: their words (placed
+    along the box by their share of its characters) go to the whitespace detector."""
+    if sum(bool(line.text) and is_number(line.text.split()[-1]) for line in lines) < _OCR_NUMBERS:
+        return lines, []
+    words = [word for i, line in enumerate(lines) for word in _line_words(line, i)]
+    width = max(line.right for line in lines)
+    tables = whitespace_tables(words, [], width)
+    for table in tables:
+        table.size = _type_size(table, words)
+    taken = {
+        i // _LINE_STEP for table in tables for start, end in table.chars for i in range(start, end)
+    }
+    return [line for i, line in enumerate(lines) if i not in taken], tables
+
+
+def _line_words(line: Line, index: int) -> list[Word]:
+    """The words of an OCR line, each given the share of the line's box its characters take;
+    their glyph range stands for the line (`_LINE_STEP` apart, so that no two lines' ranges
+    touch and merge)."""
+    count = max(len(line.text), 1)
+    step = (line.right - line.x) / count
+    return [
+        Word(
+            m.group(),
+            line.x + m.start() * step,
+            line.x + m.end() * step,
+            line.y,
+            line.y + max(line.size, 1.0),
+            index * _LINE_STEP,
+            index * _LINE_STEP + 1,
+        )
+        for m in re.finditer(r"\S+", line.text)
     ]

@@ -125,7 +125,9 @@ def segment_text(words: Iterable[Word]) -> str:
 
 def cell_text(words: Sequence[Word]) -> str:
     """A cell's text: its lines top to bottom, each left to right, joined with a space."""
-    return " ".join(segment_text(line.words) for line in visual_lines(words)) if words else ""
+    if len(words) == 1:
+        return words[0].text
+    return " ".join(segment_text(line) for line in _baselines(words))
 
 
 def box_of(words: Iterable[Word]) -> BBox:
@@ -152,17 +154,21 @@ def glyph_ranges(words: Iterable[Word]) -> list[tuple[int, int]]:
 
 def visual_lines(words: Iterable[Word]) -> list[WordLine]:
     """Words grouped by baseline (top of the page first), each line left to right."""
-    lines: list[WordLine] = []
+    lines = [WordLine(line, segments(line)) for line in _baselines(words)]
+    return lines
+
+
+def _baselines(words: Iterable[Word]) -> list[list[Word]]:
+    """Words grouped by baseline, top of the page first, each group left to right."""
+    lines: list[list[Word]] = []
     current: list[Word] = []
     for w in sorted(words, key=lambda w: -w.bottom):
         if current and current[0].bottom - w.bottom > 0.3 * max(current[0].size, w.size, 1.0):
-            lines.append(WordLine(sorted(current, key=lambda w: w.x0)))
+            lines.append(sorted(current, key=lambda w: w.x0))
             current = []
         current.append(w)
     if current:
-        lines.append(WordLine(sorted(current, key=lambda w: w.x0)))
-    for line in lines:
-        line.segments = segments(line.words)
+        lines.append(sorted(current, key=lambda w: w.x0))
     return lines
 
 
@@ -266,8 +272,8 @@ def page_words(glyphs: Glyphs, text: str, frame: Frame) -> list[Word]:
             token = _CONTROL.sub("", token).replace("\ufffe", "-").replace("\x02", "-")
             if not token:
                 continue
-        first = glyphs.box(start)
-        last = glyphs.box(end - 1) if end - 1 != start else first
+        first = glyphs.kept_box(start)
+        last = glyphs.kept_box(end - 1) if end - 1 != start else first
         left, bottom, right, height = first
         if height <= 0.1:
             continue

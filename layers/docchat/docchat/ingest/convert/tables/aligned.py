@@ -6,6 +6,7 @@ candidates that read as prose in columns, a list or a table of contents are refu
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from docchat.ingest.convert.tables.cells import Table, join_currency, plausible, reads_as_prose
@@ -27,6 +28,7 @@ from docchat.ingest.convert.tables.words import (
 )
 
 LINE_GAP = 2.6  # a vertical gap wider than this many line heights ends a table
+_CODE = re.compile(r"[;{}]$|^#|<-|<<|>>|==|!=|&&|\|\|")
 _MAX_HEADER_LINES = 6
 WordCells = list[list[Word]]  # one list of words per column
 
@@ -351,4 +353,10 @@ def _reads_as_table(
         return False
     if len(texts) < 3 and not any(is_numeric_cell(t) for row in body for t in row if t):
         return False  # two rows of words: a line of prose set with wide spaces, most often
-    return not reads_as_prose(body, used)
+    return not (reads_as_prose(body, used) or _code(texts))
+
+
+def _code(texts: list[list[str]]) -> bool:
+    """A program and its output set in columns: a cell that is a statement, a comment or an
+    operator of code ("cout << x;", "## $x :", "x <- 1")."""
+    return any(_CODE.search(cell) for row in texts for cell in row if cell)

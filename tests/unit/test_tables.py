@@ -199,6 +199,7 @@ def _income_statement() -> bytes:
     return buffer.getvalue()
 
 
+@pytest.mark.slow  # OCR of a 200 DPI page: seconds, the engine's start included
 def test_tables_on_an_ocr_page_keep_rows_and_numbers() -> None:
     pytest.importorskip("rapidocr", reason="the OCR engine (requirements/ocr.txt) reads the scan")
     from docchat.ingest.convert.pageocr import LocalOcr

@@ -54,7 +54,7 @@ from docchat.evaluate.corpus import (
 )
 from docchat.evaluate.qa import Quoter, evaluate_qa, extractive_quoter, load_squad, qa_split
 from docchat.ingest.chunk import chunks_from_pages
-from docchat.ingest.convert import pages_from_pdf
+from docchat.ingest.convert.pdf import pages_from_pdf
 from docchat.models import Chunk
 from docchat.search.rerank import SentenceReranker
 from docchat.wiring import reranker

@@ -12,7 +12,7 @@ from docchat.answer.events import CitationsEvent, DeltaEvent
 from docchat.cli import main
 from docchat.config import Settings
 from docchat.evaluate.qa import verbatim
-from docchat.ingest.convert import pages_from_pdf
+from docchat.ingest.convert.pdf import pages_from_pdf
 from docchat.models import Citation
 from docchat.wiring import agent_config
 from docchat.wiring.local import local_library

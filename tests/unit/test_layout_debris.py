@@ -19,7 +19,8 @@ from reportlab.pdfgen.canvas import Canvas
 
 from docchat.answer.citations import best_quote
 from docchat.ingest.chunk import chunks_from_pages
-from docchat.ingest.convert import page_furniture, pages_from_pdf, running_key
+from docchat.ingest.convert.pdf import page_furniture, pages_from_pdf
+from docchat.ingest.convert.running import running_key
 from docchat.models import Chunk
 from docchat.search.terms import terms
 from tests.chatkit import DEFAULTS

@@ -31,7 +31,8 @@ from docchat.errors import (
     MalformedPdfError,
     PdfTooLargeError,
 )
-from docchat.ingest.convert import ConvertLimits, OcrSource, ProgressFn, ocr_pages, pages_from_pdf
+from docchat.ingest.convert.pageocr import ocr_pages
+from docchat.ingest.convert.pdf import ConvertLimits, PageOcr, ProgressFn, pages_from_pdf
 from docchat.ingest.ocr import OcrOptions
 from docchat.models import ConvertedDocument, OcrPage
 
@@ -43,7 +44,7 @@ START_METHOD: Literal["forkserver", "spawn", "fork"] = "forkserver"
 # Imported once in the forkserver, so a conversion's child starts with the PDF engine loaded, and
 # re-running the caller's main script (as every child does first; Python 3.11's forkserver never
 # preloads `__main__` itself) finds the `docchat` command's imports done: half a second a file.
-PRELOAD = ["docchat.ingest.convert", "docchat.cli"]
+PRELOAD = ["docchat.ingest.convert.pdf", "docchat.ingest.convert.pageocr", "docchat.cli"]
 
 
 def pages_from_pdf_isolated(
@@ -51,7 +52,7 @@ def pages_from_pdf_isolated(
     *,
     fallback_title: str = "",
     limits: ConvertLimits = DEFAULT_LIMITS,
-    ocr: OcrSource | None = None,
+    ocr: PageOcr | None = None,
     memory_mib: int = 2048,
     on_page: ProgressFn | None = None,
 ) -> ConvertedDocument:

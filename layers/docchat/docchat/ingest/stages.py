@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from docchat.config import Settings
-from docchat.ingest.convert import ConvertLimits, OcrSource, ProgressFn
+from docchat.ingest.convert.pageocr import LocalOcr
+from docchat.ingest.convert.pdf import ConvertLimits, PageOcr, ProgressFn
 from docchat.ingest.filings import filing_title
 from docchat.ingest.isolate import pages_from_pdf_isolated
 from docchat.ingest.ocr import OcrOptions
@@ -24,7 +25,7 @@ def convert_pdf(
     *,
     fallback_title: str,
     on_page: ProgressFn | None = None,
-    ocr: OcrSource | None = None,
+    ocr: PageOcr | None = None,
 ) -> ConvertedDocument:
     """PDF bytes -> markdown pages, in a child process within the settings' limits; pages
     without a text layer are read as `ocr` says, else as the settings say. A filing or an
@@ -41,11 +42,11 @@ def convert_pdf(
     return converted.model_copy(update={"title": named}) if named else converted
 
 
-def ocr_options(settings: Settings) -> OcrOptions | None:
+def ocr_options(settings: Settings) -> LocalOcr | None:
     """How pages without a text layer are OCR'd in this process; None when OCR is off. With
     `cloud` the cloud pipeline hands OCR to its own step (steps.convert); a local run has no
     such step and reads them here."""
-    return OcrOptions(dpi=settings.ocr_dpi) if settings.ocr != "off" else None
+    return LocalOcr(OcrOptions(dpi=settings.ocr_dpi)) if settings.ocr != "off" else None
 
 
 def embed_chunks(

@@ -23,7 +23,7 @@ from docchat.errors import (
 )
 from docchat.ingest.artifacts import chunks_key, notes_key, ocr_key, pages_key, vectors_key
 from docchat.ingest.chunk import chunks_from_pages
-from docchat.ingest.convert import OcrResults
+from docchat.ingest.convert.pageocr import OcrResults
 from docchat.ingest.decision import decide, doc_id_for, version_of
 from docchat.ingest.isolate import ocr_pages_isolated
 from docchat.ingest.notes import CLOUD_CONCURRENCY, ChunkNotes, StoredNotes

@@ -357,3 +357,38 @@ def test_stack_writes_a_note_for_each_chunk_with_chunk_context_model(
     wait_removed(registry, executions, doc_id, since=since)
     listed = s3.list_objects_v2(Bucket=artifacts, Prefix=f"notes/{doc_id}.json")
     assert listed.get("KeyCount", 0) == 0
+
+
+def test_stack_serves_mcp_to_a_signed_in_user(stack: Stack, api: ChatApi) -> None:
+    # The official MCP client over streamable HTTP at the stack's /mcp, signed in as the rest of
+    # the API is (issue #32). SigV4 signs each request's body, which the SDK's client cannot.
+    import anyio
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    if stack.auth == "IAM":
+        pytest.skip("ApiAuth=IAM: MCP clients cannot sign SigV4; COGNITO or NONE stacks serve it")
+    url = stack.url("mcp")
+
+    async def session() -> tuple[list[str], Any]:
+        headers = api.auth.headers("POST", url, b"")
+        async with (
+            httpx.AsyncClient(headers=headers, timeout=60) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+            return tools, await client.call_tool("list_documents", {})
+
+    tools, listed = anyio.run(session)
+
+    assert tools == ["search", "read_pages", "list_documents", "ask"]
+    assert not listed.is_error, listed.content
+    assert isinstance(listed.structured_content["documents"], list)
+    if stack.auth == "COGNITO":
+        unsigned = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert unsigned.status_code in (401, 403), unsigned.text[:300]
+        metadata = httpx.get(stack.url(".well-known/oauth-protected-resource"), timeout=30)
+        assert metadata.status_code == 200, metadata.text[:300]
+        assert metadata.json()["resource"] == url
+        [issuer] = metadata.json()["authorization_servers"]
+        assert issuer.startswith("https://cognito-idp.")

@@ -118,6 +118,7 @@ def make_stack(
         # its stand-in speaks plain http on loopback (tests/lambda_layout/opensearch_stub.py).
         "VectorCollection.CollectionEndpoint": opensearch_endpoint,
         "ChatUserPoolClient": "harness-page-client",
+        "ChatUserPool": "eu-west-1_HarnessPool",
     }
     extra = {
         **harness_variables(aws_endpoint=moto_endpoint, bedrock_endpoint=bedrock_endpoint),

@@ -630,6 +630,7 @@ class WebAdapter:
         *,
         timeout: float = 60,
         claims: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Streamed:
         """Forward one request; the response's body as the chunks arrived. `claims` are the ID
         token's, as a Cognito user pool authorizer puts them in the context (authorizer.claims:
@@ -653,10 +654,10 @@ class WebAdapter:
             context["authorizer"] = {"claims": dict(claims)}
         try:
             data = json.dumps(body).encode() if body is not None else None
-            headers = {"x-amzn-request-context": json.dumps(context)}
+            sent = {**(headers or {}), "x-amzn-request-context": json.dumps(context)}
             if data:
-                headers["Content-Type"] = "application/json"
-            connection.request(method, path, body=data, headers=headers)
+                sent["Content-Type"] = "application/json"
+            connection.request(method, path, body=data, headers=sent)
             response = connection.getresponse()
             chunks = []
             while chunk := response.read1(65536):

@@ -238,6 +238,38 @@ def test_chat_keeps_each_signed_in_users_conversations_in_the_stacks_table(
     assert chat.request("GET", "/conversations").status == 401
 
 
+def test_chat_serves_mcp_to_a_signed_in_user_through_the_adapter(chat: WebAdapter) -> None:
+    # MCP's streamable HTTP transport, as a client posts it to the stack's /mcp
+    accept = {"Accept": "application/json, text/event-stream"}
+    user = {"sub": "sub-ana", "token_use": "id"}
+    start = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    search = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "search", "arguments": {"query": "circumvention"}},
+    }
+
+    assert chat.request("POST", "/mcp", start, claims=user, headers=accept).status == 200
+    found = chat.request("POST", "/mcp", search, claims=user, headers=accept)
+
+    assert found.status == 200, found.body
+    result = json.loads(found.body)["result"]
+    assert not result.get("isError"), result
+    assert result["structuredContent"]["passages"][0]["doc_id"] == DOC_ID
+    # and nobody unnamed
+    assert chat.request("POST", "/mcp", search, headers=accept).status == 401
+
+
 def test_chat_without_opt_python_on_pythonpath_never_gets_ready(
     layout: Layout, stack: Stack, tmp_path: Path
 ) -> None:

@@ -210,6 +210,9 @@ class Settings(BaseModel):
         "", description="https URL of the Cognito managed-login domain (with COGNITO)"
     )
     auth_client_id: str = Field("", description="the page's Cognito app client id (with COGNITO)")
+    auth_user_pool_id: str = Field(
+        "", description="the Cognito user pool that issues the API's tokens (with COGNITO)"
+    )
 
     @field_validator("api_auth", mode="before")
     @classmethod

@@ -11,17 +11,20 @@ one is configured.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware import Middleware
+from starlette.routing import Route
 
 from docchat.answer.backend import ChatBackend
 from docchat.ingest.uploads import MAX_UPLOAD_BYTES
 from docchat.ports import ConversationStore
 from docchat.serve.errors import Unexpected, install_error_handlers
 from docchat.serve.identity import UserOf, local_user
+from docchat.serve.mcp import McpMount
 from docchat.serve.middleware import BodyLimit, HeadAsGet
 from docchat.serve.observe import RequestIds
 from docchat.serve.routes import ROUTERS
@@ -69,7 +72,16 @@ def create_app(
         f"the file is larger than the {MAX_UPLOAD_BYTES // (1024 * 1024)} MB an upload may "
         "have: split the document",
     )
+    state = AppState(parts)
+    mcp = McpMount(lambda: state.backend, user_of=user_of)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with mcp.running():
+            yield
+
     app = FastAPI(
+        lifespan=lifespan,
         title="docchat",
         version="0.1.0",
         middleware=[
@@ -84,9 +96,11 @@ def create_app(
             ),
         ],
     )
-    app.state.docchat = AppState(parts)
+    app.state.docchat = state
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    # MCP's streamable HTTP transport (POST, GET, DELETE) for other agents, as the API's user.
+    app.router.routes.append(Route("/mcp", endpoint=mcp))
     app.mount("/static", StaticFiles(directory=WEB, check_dir=False), name="static")
     return app

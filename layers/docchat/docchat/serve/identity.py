@@ -63,6 +63,21 @@ def iam_user(request: Request) -> str:
     return f"iam:{arn}"
 
 
+def page_url(request: Request) -> str:
+    """The chat page's address as the caller reached this request: behind API Gateway the
+    stage's (the request context's `domainName`, and its `path` less the route), else the
+    request's own base URL."""
+    try:
+        context = _context(request)
+    except CallerUnknownError:
+        return str(request.base_url)
+    domain, path = context.get("domainName"), context.get("path")
+    route = request.url.path
+    if not (isinstance(domain, str) and isinstance(path, str) and path.endswith(route)):
+        return str(request.base_url)
+    return f"https://{domain}{path[: len(path) - len(route)]}/"
+
+
 def _context(request: Request) -> dict[str, Any]:
     raw = request.headers.get(REQUEST_CONTEXT, "")
     try:

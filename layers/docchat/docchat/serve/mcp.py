@@ -14,11 +14,12 @@ user. `mcp_http_app` serves it over streamable HTTP, each request for the `Calle
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -37,6 +38,7 @@ from docchat.answer.backend import ChatBackend
 from docchat.answer.events import ChatEvent
 from docchat.answer.tools import input_schema, invalid_input_message
 from docchat.errors import DocchatError, DocumentNotFoundError
+from docchat.serve.identity import page_url
 from docchat.serve.mcp_tools import (
     BY_NAME,
     DOCUMENTS_URI,
@@ -96,14 +98,16 @@ class _Handlers:
         self.default_caller = default_caller
 
     def view(self, ctx: Context) -> LibraryView:
-        """The library as this request's caller sees it."""
-        caller = self.default_caller
+        """The library as this request's caller sees it, linking to the page at `web_url`, or
+        (when that is empty) at the address the caller reached this server by."""
+        caller, web_url = self.default_caller, self.web_url
         if isinstance(ctx.request, Request):
             caller = ctx.request.scope.get("state", {}).get(CALLER_STATE, caller)
+            web_url = web_url or page_url(ctx.request)
         with self._lock:
             if not self._built:
                 self._built.append(self._backend())
-        return LibraryView(self._built[0], caller, self.web_url)
+        return LibraryView(self._built[0], caller, web_url)
 
     async def list_tools(
         self, ctx: Context, params: types.PaginatedRequestParams | None
@@ -238,7 +242,8 @@ def mcp_http_app(
 ) -> Starlette:
     """The server over MCP's streamable HTTP transport at `path`, each request answered for
     `caller_of(request)`, which raises HTTPException or a DocchatError for a caller it cannot
-    name: that request is refused (401) before the MCP transport sees it.
+    name: that request is refused (401) before the MCP transport sees it. Links open the page
+    at `web_url`, or, when it is "", at the address each request reached the server by.
 
     Stateless, with JSON responses: any instance can answer any request (Lambda keeps no
     sessions) and no answer needs to stream. `transport_security` is the SDK's Host and Origin
@@ -279,3 +284,42 @@ class _Identified:
 def _refusal(status: int, message: str) -> JSONResponse:
     """The API's error shape: {"error": {"status", "message"}}."""
     return JSONResponse({"error": {"status": status, "message": message}}, status)
+
+
+class McpMount:
+    """The MCP server at /mcp inside the chat API: each request answered for the API's own
+    user (`user_of`), links to the page the caller reached. The SDK's session manager runs only
+    inside an ASGI lifespan, so `running` (the API's lifespan) builds a fresh one each time;
+    outside it /mcp answers 503."""
+
+    def __init__(self, backend: Callable[[], ChatBackend], *, user_of: Callable[[Request], str]):
+        self.backend = backend
+        self.user_of = user_of
+        self._app: Starlette | None = None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Serve /mcp while the context is open."""
+        app = mcp_http_app(
+            self.backend,
+            caller_of=lambda request: Caller(user=self.user_of(request)),
+            web_url="",
+            # The API's own guard (the local server's Host check, API Gateway in the cloud)
+            # decides which names reach it; the SDK's loopback-only default would refuse the
+            # stack's own domain.
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+        async with app.router.lifespan_context(app):
+            self._app = app
+            try:
+                yield
+            finally:
+                self._app = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        app = self._app
+        if app is None:
+            message = "MCP is served while the server runs (under uvicorn with its lifespan)"
+            await _refusal(503, message)(scope, receive, send)
+            return
+        await app(scope, receive, send)

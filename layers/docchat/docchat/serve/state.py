@@ -42,6 +42,7 @@ class SignIn(BaseModel):
     domain: str = ""
     client_id: str = ""
     scopes: str = ""
+    issuer: str = ""  # the user pool's token issuer, the MCP clients' authorization server
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SignIn:
@@ -52,6 +53,11 @@ class SignIn(BaseModel):
                 domain=settings.auth_domain.rstrip("/"),
                 client_id=settings.auth_client_id,
                 scopes="openid email",
+                issuer=(
+                    f"https://cognito-idp.{settings.region}.amazonaws.com/{settings.auth_user_pool_id}"
+                    if settings.auth_user_pool_id
+                    else ""
+                ),
             )
         return cls(mode="iam" if settings.api_auth == "IAM" else "none", region=settings.region)
 

@@ -5,6 +5,9 @@ GET /config       what the page needs to know: upload kind, size limits, answer 
 GET /auth-config  how the page signs in (open in the cloud stack, like / and /static/)
 GET /ready        the Web Adapter's readiness check (touches no backend)
 GET /health       each dependency's state (registry, index, model); 503 if one fails
+GET /.well-known/oauth-protected-resource
+                  the MCP endpoint's protected-resource metadata (RFC 9728): where its tokens
+                  come from (the stack's Cognito user pool), as MCP's authorization asks
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel
 
@@ -25,6 +28,7 @@ from docchat.limits import (
     MAX_TOTAL_CHARS,
 )
 from docchat.serve.errors import documented, error_response, hide_paths
+from docchat.serve.identity import page_url
 from docchat.serve.state import WEB, AppState, SignIn, State
 
 router = APIRouter()
@@ -67,6 +71,26 @@ def config(state: State) -> PageConfig:
 @router.get("/auth-config", responses=documented())
 def auth_config(state: State) -> SignIn:
     return state.sign_in
+
+
+class ProtectedResource(BaseModel):
+    """RFC 9728 metadata of the MCP endpoint: with Cognito its tokens are the user pool's."""
+
+    resource: str
+    resource_name: str = "docchat"
+    authorization_servers: list[str]
+    bearer_methods_supported: list[str] = ["header"]
+    scopes_supported: list[str]
+
+
+@router.get("/.well-known/oauth-protected-resource", responses=documented())
+def protected_resource(state: State, request: Request) -> ProtectedResource:
+    sign_in = state.sign_in
+    return ProtectedResource(
+        resource=f"{page_url(request)}mcp",
+        authorization_servers=[sign_in.issuer] if sign_in.issuer else [],
+        scopes_supported=sign_in.scopes.split() if sign_in.issuer else [],
+    )
 
 
 @router.get("/ready", responses=documented())

@@ -131,6 +131,16 @@ def test_tables_income_statement_keeps_header_caption_and_units() -> None:
     assert "See accompanying notes" in markdown[markdown.rindex("|") :]
 
 
+def test_tables_a_page_that_is_all_table_converts() -> None:
+    # A page holding nothing but a table (Amazon's 2019 10-K has one) read as columns before
+    # its table was found, and failed the whole PDF with "min() arg is an empty sequence".
+    pytest.importorskip("reportlab", reason="reportlab draws the statement")
+    markdown = pages_from_pdf(_income_statement(only_table=True)).pages[0].markdown
+
+    assert markdown.startswith("|  | 2017 | 2018 | 2019 |\n| --- | --- | --- | --- |\n")
+    assert "| Total net sales | 177,866 | 232,887 | 280,522 |" in markdown.splitlines()
+
+
 @pytest.mark.parametrize(
     ("pdf", "page"),
     [
@@ -166,24 +176,28 @@ ROWS = [
 ]
 
 
-def _income_statement() -> bytes:
+def _income_statement(*, only_table: bool = False) -> bytes:
     """A page set as a 10-K sets its income statement: title, units line, a spanning header
-    with a rule under it over the years, label rows, dollar signs in their own column."""
+    with a rule under it over the years, label rows, dollar signs in their own column; or,
+    `only_table`, the years and rows alone (a statement's second page)."""
     from reportlab.lib.pagesizes import letter
     from reportlab.pdfgen import canvas
 
     buffer = io.BytesIO()
     c = canvas.Canvas(buffer, pagesize=letter)
-    c.setFont("Helvetica-Bold", 11)
-    c.drawCentredString(306, 716, "CONSOLIDATED STATEMENTS OF OPERATIONS")
     c.setFont("Helvetica", 9)
-    c.drawCentredString(306, 703, "(in millions, except per share data)")
-    c.drawCentredString(432, 680, "Year Ended December 31,")
-    c.setLineWidth(0.5)
-    c.line(300, 676, 534, 676)
+    if not only_table:
+        c.setFont("Helvetica-Bold", 11)
+        c.drawCentredString(306, 716, "CONSOLIDATED STATEMENTS OF OPERATIONS")
+        c.setFont("Helvetica", 9)
+        c.drawCentredString(306, 703, "(in millions, except per share data)")
+        c.drawCentredString(432, 680, "Year Ended December 31,")
+        c.setLineWidth(0.5)
+        c.line(300, 676, 534, 676)
     for x, year in zip((372, 452, 532), ("2017", "2018", "2019"), strict=True):
         c.drawRightString(x, 666, year)
-    c.line(300, 662, 534, 662)
+    if not only_table:
+        c.line(300, 662, 534, 662)
     y = 650
     for label, indent, values, dollars in ROWS:
         c.drawString(72 + indent, y, label)
@@ -192,8 +206,9 @@ def _income_statement() -> bytes:
             if dollars:
                 c.drawString(x - 60, y, "$")
         y -= 12
-    c.setFont("Helvetica", 8)
-    c.drawString(72, y - 14, "See accompanying notes to consolidated financial statements.")
+    if not only_table:
+        c.setFont("Helvetica", 8)
+        c.drawString(72, y - 14, "See accompanying notes to consolidated financial statements.")
     c.showPage()
     c.save()
     return buffer.getvalue()

@@ -232,3 +232,19 @@ def test_tables_on_an_ocr_page_keep_rows_and_numbers() -> None:
     assert [c for c in rows["Operating income"] if c] == ["4,106", "12,421", "14,541"]
     # and the note under the table stays text, after it (no OCR line is lost to the table)
     assert page.markdown.endswith("See accompanying notes to consolidated financial statements.")
+
+
+def test_tables_a_sign_left_in_the_cell_before_goes_to_its_number() -> None:
+    # Nike's 2019 10-K sets each "$" just left of its right-aligned number, within the column
+    # before it: "| Revenues | $ 39,117 | $ 36,397 $ | 34,350 $ | 32,376 $ | 30,601 |" it read
+    from docchat.ingest.convert.tables.cells import join_currency
+
+    rows = [
+        ["", "2019", "2018", "2017", "2016"],
+        ["Revenues", "$ 39,117", "$ 36,397 $", "34,350 $", "32,376"],
+        ["Gross profit", "17,474", "15,956", "15,312", "14,971"],
+    ]
+    joined, _ = join_currency([list(r) for r in rows], [[None] * 5 for _ in rows])
+
+    assert joined[1] == ["Revenues", "$ 39,117", "$ 36,397", "$ 34,350", "$ 32,376"]
+    assert joined[2] == rows[2]

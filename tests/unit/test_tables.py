@@ -51,19 +51,35 @@ def _expected(name: str) -> list[list[str]]:
 
 
 @pytest.mark.parametrize(
-    ("pdf", "page", "expected"),
+    ("pdf", "page", "expected", "heads"),
     [
-        # Two header rows: the years over "N | % Pos" pairs, as the annotators set them.
-        ("icdar2013/eu-018.pdf", 1, "icdar2013/eu-018.p1.t0.csv"),
-        ("icdar2013/us-002.pdf", 1, "icdar2013/us-002.p1.t0.csv"),
-        ("icdar2013/eu-016.pdf", 3, "icdar2013/eu-016.p3.t0.csv"),
+        # Two header rows: the years over "N | % Pos" pairs, as the annotators set them (the
+        # page's second table too, after prose).
+        ("icdar2013/eu-018.pdf", 1, "icdar2013/eu-018.p1.t0.csv", 2),
+        ("icdar2013/eu-018.pdf", 1, "icdar2013/eu-018.p1.t1.csv", 2),
+        ("icdar2013/us-002.pdf", 1, "icdar2013/us-002.p1.t0.csv", 0),
+        ("icdar2013/eu-016.pdf", 3, "icdar2013/eu-016.p3.t0.csv", 0),
+        # Periods as row labels ("Q2 2006 - Q1 2010", a dash between), countries as columns.
+        ("icdar2013/eu-011.pdf", 3, "icdar2013/eu-011.p3.t0.csv", 1),
     ],
 )
-def test_tables_real_multi_year_rows_keep_their_numbers(pdf: str, page: int, expected: str) -> None:
-    # Given a whitespace-aligned table of a real report and its annotated body rows
-    rows = _rows(_page(pdf, page))
-    labelled = [row for row in _expected(expected) if _is_body_row(row)]
+def test_tables_real_multi_year_rows_keep_their_numbers(
+    pdf: str, page: int, expected: str, heads: int
+) -> None:
+    # Given a whitespace-aligned table of a real report and its annotated rows
+    markdown = _page(pdf, page)
+    rows = _rows(markdown)
+    annotated = _expected(expected)
+    labelled = [row for row in annotated if _is_body_row(row)]
     assert len(labelled) >= 4
+
+    # Then its annotated header rows are a table's header rows, above its delimiter line
+    if heads:
+        lines = markdown.split("\n")
+        at = [_squeezed(x) for x in lines].index(_squeezed(_line(annotated[0])))
+        delimiter = _line(["---"] * len(annotated[0]))
+        want = [*map(_line, annotated[:heads]), delimiter]
+        assert [_squeezed(x) for x in lines[at : at + heads + 1]] == [_squeezed(x) for x in want]
 
     # Then each annotated row label is the first cell of one line that holds its numbers, in
     # order (labels that repeat, as "Doctorate-granting" under two headings, in turn)
@@ -76,6 +92,10 @@ def test_tables_real_multi_year_rows_keep_their_numbers(pdf: str, page: int, exp
         found, at = found + 1, match + 1
         assert [_squeezed(c) for c in rows[match] if c] == [_squeezed(c) for c in want if c]
     assert found >= 0.8 * len(labelled)
+
+
+def _line(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
 
 
 def _squeezed(text: str) -> str:

@@ -117,3 +117,25 @@ def test_column_names_span_over_the_header_rows_below() -> None:
         "2019",
         "",
     ]
+
+
+def test_a_row_with_amounts_only_in_its_label_holds_no_amount() -> None:
+    # Boeing's 2019 10-K: a deferred tax row whose label holds "$102", its cells empty, led
+    # the answer to "What was Boeing's net loss in 2019?" over the row holding the loss
+    carryovers = "| Net operating loss carryovers (net of allowance of $102 and $77) |  |  |"
+    page = "\n".join(
+        [
+            "|  | 2019 | 2018 |",
+            "| --- | --- | --- |",
+            carryovers,
+            "| Net loss attributable to the company | (636) | 10,460 |",
+        ]
+    )
+    quotes = answer_quotes(
+        "What was the net loss in 2019?", [_chunk(page)], threshold=0.25, weights=WEIGHTS
+    )
+
+    assert [(q.text, q.amount) for q in quotes][:2] == [
+        ("| Net loss attributable to the company | (636) | 10,460 |", True),
+        (carryovers, False),
+    ]

@@ -302,12 +302,13 @@ def _joins(span: Span, after: Span) -> bool:
 
 
 def _holds_amount(text: str, *, table_row: bool) -> bool:
-    """Whether `text` holds an amount; in a table row, a cell that is a number, not a year."""
-    if _AMOUNT.search(text):
-        return True
+    """Whether `text` holds an amount; a table row, in a cell past its label that is a number,
+    not a year ("| Net operating loss (net of allowance of $102) |  |  |" holds none)."""
     if not table_row:
-        return False
-    return any(_NUMBER_CELL.fullmatch(c) and not _YEAR_CELL.fullmatch(c) for c in row_cells(text))
+        return _AMOUNT.search(text) is not None
+    return any(
+        _NUMBER_CELL.fullmatch(c) and not _YEAR_CELL.fullmatch(c) for c in row_cells(text)[1:]
+    )
 
 
 def year_figures(row: Span, asked: set[str]) -> tuple[str, ...]:

@@ -200,10 +200,11 @@ def test_the_extractive_answer_shows_a_row_under_its_header_and_cites_its_page(
     assert (first.quote, first.page, first.doc_id) == (AMAZON_TOTAL, 37, "amzn")
     assert first.table_header == list(AMAZON_HEADER)
     assert first.title == "Amazon.com, Inc. Form 10-K 2019"
-    # The header rows stand above the quoted row, as in the table
+    # The header rows stand above the quoted row, as in the table, and the asked year's cell
+    # follows it, named by its column
     assert (
-        f"1. {AMAZON_HEADER[0]}\n   {AMAZON_HEADER[1]}\n   “{AMAZON_TOTAL}” [{first.number}]\n"
-        in text
+        f"1. {AMAZON_HEADER[0]}\n   {AMAZON_HEADER[1]}\n   “{AMAZON_TOTAL}” [{first.number}]"
+        " (2019: 280,522)\n" in text
     )
 
 

@@ -236,6 +236,8 @@ def _quoted(i: int, quote: Quote) -> str:
     number; a table row under its table's header rows, as they stand."""
     # A quote of a sentence's head says so; the citation keeps only what is on the page.
     cited = f"“{quote.text}{' …' if quote.partial else ''}” [{quote.number}]"
+    if quote.figures:  # the asked years' cells of a row, named: "(2019: 280,522)"
+        cited += f" ({'; '.join(quote.figures)})"
     header = quote.span.table_header
     if not header:
         return f"{i}. {cited}"

@@ -14,8 +14,15 @@ from dataclasses import dataclass, fields, replace
 
 from docchat.config import Settings
 from docchat.models import Chunk
-from docchat.search.sentences import QUOTE_CHARS, Span, chunk_sentences, quote_text
-from docchat.search.terms import query_terms, term_weights, terms, word_pairs, words
+from docchat.search.sentences import (
+    QUOTE_CHARS,
+    Span,
+    chunk_sentences,
+    column_names,
+    quote_text,
+    row_cells,
+)
+from docchat.search.terms import query_terms, term_weights, terms, word_pairs, words, years
 
 # Quotes an extractive answer gives at most.
 EXTRACTIVE_QUOTES = 4
@@ -45,7 +52,6 @@ _AMOUNT = re.compile(
 # A table cell holding a number ("$ 118,573", "(1,234)", "23.01", "21 %"), and one holding a year.
 _NUMBER_CELL = re.compile(r"[$€£¥]?\s?\(?-?\d[\d,.]*\)?\s?%?")
 _YEAR_CELL = re.compile(r"(?:19|20)\d\d")
-_CELL_BAR = re.compile(r"(?<!\\)\|")
 # On an amount question, a quote holding an amount comes first when it holds at least this
 # share of what the best-matching quote holds of the question's words (`Quote.coverage`).
 AMOUNT_COVERAGE = 0.5
@@ -106,6 +112,11 @@ class Quote:
     last: Span  # the last sentence quoted: `span` itself, or the one joined to it
     amount: bool = False  # it holds an amount, and the question asks for one
     leads: bool = False  # quoted before those that do not lead (an amount for the asked terms)
+    # It names a year the question asks about (a row: its table's header does), and so comes
+    # before those that do not, after those that lead.
+    dated: bool = False
+    # A quoted row's cells in the columns of the asked years, named: ("2019: 280,522",).
+    figures: tuple[str, ...] = ()
 
     @property
     def chunk(self) -> Chunk:
@@ -227,6 +238,7 @@ class _Scorer:
         self.numeric = _NUMERIC_QUESTION.search(question) is not None
         self.amounts = _AMOUNT_QUESTION.search(question) is not None and not _OTHER.match(question)
         self.openers = _section_openers(asked.wanted, asked.passages)
+        self.years = years(asked.text)
 
     def __call__(self, k: int) -> Quote | None:
         """Candidate `k` as a quote (joined with the next sentence when both are short), or
@@ -260,7 +272,19 @@ class _Scorer:
             + w.quote_similarity_weight * max(cosines)
         )
         amount = self.amounts and _holds_amount(text, table_row=span.table_row)
-        return Quote(number, span, text, score, coverage, last, amount=amount)
+        named = years("\n".join([*span.table_header, text]))
+        figures = year_figures(span, self.years) if span.table_row else ()
+        return Quote(
+            number,
+            span,
+            text,
+            score,
+            coverage,
+            last,
+            amount=amount,
+            dated=bool(self.years & named),
+            figures=figures,
+        )
 
 
 def _joins(span: Span, after: Span) -> bool:
@@ -278,13 +302,26 @@ def _joins(span: Span, after: Span) -> bool:
 
 
 def _holds_amount(text: str, *, table_row: bool) -> bool:
-    """Whether `text` holds an amount; in a table row, a cell that is a number, not a year."""
-    if _AMOUNT.search(text):
-        return True
+    """Whether `text` holds an amount; a table row, in a cell past its label that is a number,
+    not a year ("| Net operating loss (net of allowance of $102) |  |  |" holds none)."""
     if not table_row:
-        return False
-    cells = [cell.strip() for cell in _CELL_BAR.split(text)[1:-1]]
-    return any(_NUMBER_CELL.fullmatch(c) and not _YEAR_CELL.fullmatch(c) for c in cells)
+        return _AMOUNT.search(text) is not None
+    return any(
+        _NUMBER_CELL.fullmatch(c) and not _YEAR_CELL.fullmatch(c) for c in row_cells(text)[1:]
+    )
+
+
+def year_figures(row: Span, asked: set[str]) -> tuple[str, ...]:
+    """The row's cells under the columns whose header names an asked year, each with its
+    column's name from that year on ("2019: 280,522", "2007 % Pos: 0.9"); none for empty
+    cells."""
+    cells = row_cells(row.text)
+    figures: list[str] = []
+    for name, cell in zip(column_names(row.table_header), cells, strict=False):
+        year = next((y for y in sorted(years(name)) if y in asked), None)
+        if year and cell:
+            figures.append(f"{name[name.index(year) :]}: {cell}")
+    return tuple(figures)
 
 
 def _amounts_first(scored: list[Quote]) -> list[Quote]:
@@ -402,19 +439,19 @@ def _opening_words(sentence: list[str], wanted: set[str], *, list_item: bool) ->
 
 
 def _diverse(scored: list[Quote], *, limit: int, diversity: float) -> list[Quote]:
-    """Up to `limit` quotes, greedily: those that lead first, then the best score less
-    `diversity` times the overlap with those already chosen."""
+    """Up to `limit` quotes, greedily: those that lead first, then those naming an asked year,
+    then the best score less `diversity` times the overlap with those already chosen."""
     chosen: list[Quote] = []
     chosen_terms: list[set[str]] = []
     pool = sorted(scored, key=lambda q: -q.score)
     while pool and len(chosen) < limit:
-        best_i, best_value = -1, (False, -math.inf)
+        best_i, best_value = -1, (False, False, -math.inf)
         for i, quote in enumerate(pool):
             found = terms(quote.text)
             overlap = max((_jaccard(found, other) for other in chosen_terms), default=0.0)
             if overlap >= NEAR_DUPLICATE or _repeats(quote, chosen):
                 continue
-            value = (quote.leads, quote.score - diversity * overlap)
+            value = (quote.leads, quote.dated, quote.score - diversity * overlap)
             if value > best_value:
                 best_i, best_value = i, value
         if best_i < 0:

@@ -14,7 +14,7 @@ from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
 from docchat.ports import ChunkReader, DocumentRegistry, Embedder, PageStore, Reranker
 from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.rerank import sentence_similarities
-from docchat.search.terms import terms
+from docchat.search.terms import terms, years
 
 # Passages the reranker sees per passage wanted (the evaluation reranks as many).
 RERANK_POOL = 4
@@ -100,6 +100,21 @@ class Catalog:
                 rest = rest.replace(key, " ")
         return [doc_id for _, doc_id in sorted(found)], rest.strip()
 
+    def dated(self, query: str, doc_ids: Sequence[str] | None = None) -> list[str]:
+        """The documents (of `doc_ids`, when given) whose title names a year that `query`
+        names ("in 2019", "fiscal 2019": "Amazon.com, Inc. Form 10-K, fiscal year ended December
+        31, 2019"); none when the query names no year or no title names one it names. A 10-K
+        holds the two years before its own too, so a title that names another year is only
+        passed over when one names the asked year."""
+        asked = years(query)
+        if not asked:
+            return []
+        return [
+            doc_id
+            for doc_id, record in self.records.items()
+            if (doc_ids is None or doc_id in doc_ids) and asked & years(record.title)
+        ]
+
     def _companies(self, doc_ids: Sequence[str] | None) -> dict[str, list[str]]:
         """Each word that is in one company's name only, of the companies the titles of
         `doc_ids` (all when None) name, with that company's documents."""
@@ -174,15 +189,18 @@ class Library:
         """Hybrid candidates of indexed versions only, reranked when a reranker is set; the
         fused order if reranking fails. Without `catalog`, the registry is read first.
 
-        A query that names documents by title or file name searches those documents for the
-        rest of it; when nothing is left but words about the documents as a whole ("What is
-        “X” about?"), the answer is where each begins."""
+        A query that names documents by title or file name, or their company, searches those
+        documents for the rest of it; when nothing is left but words about the documents as a
+        whole ("What is “X” about?"), the answer is where each begins. A query that names a
+        year searches the documents whose title names that year (`Catalog.dated`), when any
+        does."""
         catalog = self._catalog(catalog)
         named, rest = catalog.named_in(query, doc_ids)
         if named and not terms(rest) - DOCUMENT_WORDS:
             return SearchResult(self._openings(named, top_k, catalog), reranked=False)
         if named:
             query, doc_ids = rest, named
+        doc_ids = catalog.dated(query, doc_ids) or doc_ids
         versions = catalog.versions(doc_ids)
         pool = top_k * RERANK_POOL if self.reranker else top_k
         # Twice as many, so that collapsing duplicates still leaves `pool` distinct passages.

@@ -10,7 +10,7 @@ break before a lower-case word only wraps a sentence.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -135,6 +135,31 @@ class TableRow:
     start: int
     end: int
     header: tuple[str, ...]
+
+
+_CELL_BAR = re.compile(r"(?<!\\)\|")
+
+
+def row_cells(line: str) -> list[str]:
+    """The cells of a table row's line (`| a | b |`), as printed."""
+    return [cell.strip().replace("\\|", "|") for cell in _CELL_BAR.split(line.strip())[1:-1]]
+
+
+def column_names(header: Sequence[str]) -> list[str]:
+    """Each column's name: its cells in the header rows, top to bottom, where a spanning
+    cell's text (in its first column, the others empty: "Year Ended December 31,") names the
+    columns it spans; the last header row spans nothing ("| Years ended | 2019 | 2018 |")."""
+    rows = [row_cells(line) for line in header]
+    width = max((len(r) for r in rows), default=0)
+    names: list[list[str]] = [[] for _ in range(width)]
+    for n, cells in enumerate(rows):
+        spanning = ""
+        for i in range(width):
+            cell = cells[i] if i < len(cells) else ""
+            spanning = cell or (spanning if n < len(rows) - 1 else "")
+            if spanning:
+                names[i].append(spanning)
+    return [" ".join(name) for name in names]
 
 
 def table_rows(text: str) -> dict[int, TableRow]:

@@ -97,3 +97,18 @@ def word_pairs(sequence: Sequence[str]) -> set[tuple[str, str]]:
     """The pairs of consecutive content words of `sequence` (stemmed words, as `words` gives)."""
     content = [w for w in sequence if w not in _STOP]
     return set(pairwise(content))
+
+
+# A year as a word ("in 2019", "fiscal 2019", "December 31, 2019"), not inside a name or a
+# number ("2019-nCoV", "$2019", "2,019"); and a span of years ("2003-2007").
+_YEAR = re.compile(r"(?<![\w$,.-])((?:19|20)\d\d)(?![\w-]|[.,]\d)")
+_YEARS = re.compile(r"(?<![\w$,.-])((?:19|20)\d\d)\s*[-\u2013]\s*((?:19|20)\d\d)(?![\w-]|[.,]\d)")
+
+
+def years(text: str) -> set[str]:
+    """The years `text` names, each year of a span ("2003-2007") among them."""
+    found = set(_YEAR.findall(text))
+    for first, last in _YEARS.findall(text):
+        if first < last:
+            found.update(str(y) for y in range(int(first), int(last) + 1))
+    return found

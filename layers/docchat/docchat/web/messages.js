@@ -3,6 +3,7 @@
 
 import { $, announce, el } from "./dom.js";
 import { fileName, shownName } from "./names.js";
+import { rowTable } from "./rows.js";
 import { openViewer } from "./viewer.js";
 
 /** Scrolls the transcript to its end when it is near it already, or always with `force`. */
@@ -144,9 +145,11 @@ export class AnswerView {
     const close = el("button", { type: "button", class: "quote-close", "aria-label": "Close the passage",
       text: "×", onclick: () => { this.quote.hidden = true; button.setAttribute("aria-expanded", "false"); button.focus(); } });
     this.quote.dataset.number = String(citation.number);
+    // A quoted table row shows under its table's header rows, so its numbers say which year.
+    const row = rowTable(citation.table_header, citation.quote);
     this.quote.replaceChildren(
       close,
-      el("blockquote", { text: citation.quote }),
+      row ? el("blockquote", { class: "quote-row" }, row) : el("blockquote", { text: citation.quote }),
       el("figcaption", {},
         el("span", { class: "quote-number", text: `[${citation.number}] ` }),
         el("cite", {}, el("bdi", { text: shownName(citation.title) })),

@@ -9,6 +9,7 @@ import { $, announce, el } from "./dom.js";
 import { DocumentGone, errorText, unreachable } from "./errors.js";
 import { highlightQuote } from "./highlight.js";
 import { shownName } from "./names.js";
+import { rowCells, rowTable } from "./rows.js";
 
 const VENDOR = new URL("vendor/pdfjs/", import.meta.url);
 const VIEWER_MAX_SCALE = 2;
@@ -121,7 +122,9 @@ export async function openViewer(citation, opener) {
   const title = shownName(citation.title);
   nodes.title.textContent = title;
   nodes.where.textContent = `Page ${citation.page}`;
-  nodes.quote.textContent = citation.quote;
+  const table = rowTable(citation.table_header, citation.quote);
+  nodes.quote.classList.toggle("viewer-row", Boolean(table));
+  nodes.quote.replaceChildren(table || citation.quote);
   nodes.root.dataset.docId = citation.doc_id;
   delete nodes.root.dataset.highlight;
   nodes.prev.disabled = true;
@@ -276,11 +279,15 @@ async function showPage(number, opening = viewer.opening) {
   }
   const found = highlightQuote(layer.textDivs, layer.textContentItemsStr, citation.quote);
   nodes.root.dataset.highlight = found;
-  const said = {
+  const said = (rowCells(citation.quote) ? {
+    full: "the table row is highlighted",
+    partial: "part of the table row is highlighted",
+    none: "the table row was not found in the page's text",
+  } : {
     full: "the quote is highlighted",
     partial: "the start of the quote is highlighted",
     none: "the quote was not found in the page's text",
-  }[found];
+  })[found];
   setViewerStatus(`Page ${number} of ${viewer.pages}: ${said}.`, "ready");
   const first = nodes.text.querySelector("mark");
   if (first) first.scrollIntoView({ block: "center", inline: "nearest" });

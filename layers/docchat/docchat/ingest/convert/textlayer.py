@@ -89,6 +89,8 @@ def _ordered(
     glyphs: Glyphs, text: str, spans: list[tuple[int, int]], lines: list[Line], *, columns: bool
 ) -> list[Line]:
     """The lines split at column gaps and margin notes, columns read one after the other."""
+    if not lines:  # a page that is all table: its words went to the table
+        return []
     if columns:
         # PDFium runs side-by-side columns that share a baseline into one line: split them at
         # gaps, then read each column top to bottom. A wide space in justified text is no

@@ -78,7 +78,9 @@ def drop_empty(rows: Cells, boxes: Boxes) -> tuple[Cells, Boxes]:
 def join_currency(rows: Cells, boxes: Boxes, header: int = 1) -> tuple[Cells, Boxes]:
     """A column of nothing but currency signs (in the body) joins the column right of it
     ("$ 118,573"), one of percent signs the column left of it; a header cell in the dropped
-    column moves with it."""
+    column moves with it. A sign left at the end of a number's cell goes to the number after
+    it (`_signs_to_their_numbers`)."""
+    _signs_to_their_numbers(rows)
     column = 0
     while rows and column < len(rows[0]):
         into = _currency_target(rows[header:] or rows, column)
@@ -94,6 +96,18 @@ def join_currency(rows: Cells, boxes: Boxes, header: int = 1) -> tuple[Cells, Bo
         rows = [row[:column] + row[column + 1 :] for row in rows]
         boxes = [box[:column] + box[column + 1 :] for box in boxes]
     return rows, boxes
+
+
+def _signs_to_their_numbers(rows: Cells) -> None:
+    """ "36,397 $" beside "34,350" becomes "36,397" beside "$ 34,350": a currency sign set
+    just left of a right-aligned number can fall within the column before it (Nike's 10-K
+    selected financial data)."""
+    for row in rows:
+        for c in reversed(range(len(row) - 1)):  # "34,350 $" is a number once its sign moves
+            head, _, sign = row[c].rpartition(" ")
+            after = row[c + 1]
+            if sign in CURRENCY and is_number(head) and is_number(after) and after[0].isdigit():
+                row[c], row[c + 1] = head, f"{sign} {after}"
 
 
 def _currency_target(body: Cells, column: int) -> int | None:

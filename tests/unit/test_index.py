@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from docchat.adapters import sqlite_index
-from docchat.adapters.bm25 import FIELD_WEIGHTS
 from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.adapters.sqlite_index import store as sqlite_store
+from docchat.adapters.sqlite_index.bm25 import FIELD_WEIGHTS
 from docchat.errors import DocumentNotFoundError, EmbedderMismatchError, IndexSchemaError
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page
 from tests.conftest import WordEmbedder
@@ -258,12 +258,12 @@ def test_index_keeps_its_vector_cache_across_registry_writes(index: SqliteIndex)
     _put(index, "a", "v1", ["apples"])
     query = WordEmbedder().embed_query("apples")
     index.vector_search(query, k=5)
-    cached = index._matrix
+    cached = index._searcher.matrix
 
     index.set_record(DocumentRecord(doc_id="b", source="/docs/b.pdf", status=DocStatus.QUEUED))
     index.vector_search(query, k=5)
 
-    assert index._matrix is cached  # a status write does not reload every vector
+    assert index._searcher.matrix is cached  # a status write does not reload every vector
     _put(index, "c", "v1", ["cherries"])
     assert len(index.vector_search(query, k=5)) == 2
 
@@ -319,7 +319,7 @@ def test_a_chunk_is_found_by_its_note_which_is_kept_in_older_files_too(tmp_path:
     # Read-only (a published index; root may write anyway, so the index is told it may not),
     # it reads as before
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sqlite_index.os, "access", lambda *_: False)
+        patch.setattr(sqlite_store.os, "access", lambda *_: False)
         shared = SqliteIndex(path, embedding_model="test-words", dimension=64)
     assert shared.read_only
     assert shared.document_chunks("old")[0].note == ""

@@ -1,0 +1,57 @@
+"""Text kept beside the chunks: each page as conversion extracted it (per content version, so
+identical files share it), and model-written chunk notes (docchat.ingest.notes.NoteCache)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+
+from docchat.adapters.sqlite_index.store import Database
+from docchat.models import Page
+
+
+def stored_pages(db: Database, version: str) -> list[Page] | None:
+    """The pages kept for this content; None without any."""
+    rows = db.rows("SELECT page FROM pages WHERE version = ? ORDER BY number", (version,))
+    return [Page.model_validate_json(row[0]) for row in rows] or None
+
+
+def write_pages(db: sqlite3.Connection, version: str, pages: Sequence[Page]) -> None:
+    """Keep `pages` as the text of this content, instead of any kept before."""
+    db.execute("DELETE FROM pages WHERE version = ?", (version,))
+    db.executemany(
+        "INSERT INTO pages (version, number, page) VALUES (?, ?, ?)",
+        [(version, p.number, p.model_dump_json()) for p in pages],
+    )
+
+
+def drop_unused_pages(db: sqlite3.Connection) -> None:
+    """Forget the pages of content that no document or alias has any more."""
+    db.execute(
+        "DELETE FROM pages WHERE version NOT IN "
+        "(SELECT version FROM documents UNION SELECT version FROM aliases)"
+    )
+
+
+def notes(db: Database, keys: Sequence[str]) -> dict[str, str]:
+    """The cached notes of these keys."""
+    if not keys:
+        return {}
+    rows = db.rows(
+        "SELECT key, note FROM chunk_notes WHERE key IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(keys)),),
+    )
+    return {str(key): str(note) for key, note in rows}
+
+
+def save_notes(db: sqlite3.Connection, found: Mapping[str, str]) -> None:
+    db.executemany("INSERT OR REPLACE INTO chunk_notes (key, note) VALUES (?, ?)", found.items())
+
+
+def drop_unused_notes(db: sqlite3.Connection) -> None:
+    """A removed document's notes go with it: those no chunk carries any more (a note
+    written for an ingestion that failed half way is kept until something is removed)."""
+    db.execute(
+        "DELETE FROM chunk_notes WHERE note NOT IN (SELECT note FROM chunks WHERE note != '')"
+    )

@@ -198,7 +198,7 @@ def test_index_refuses_a_file_of_another_schema(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
 
-    with pytest.raises(IndexSchemaError, match=r"schema 1, this one reads 5\): delete that file"):
+    with pytest.raises(IndexSchemaError, match=r"schema 1, this one reads 6\): delete that file"):
         SqliteIndex(path, embedding_model="test-words", dimension=64)
 
 
@@ -249,23 +249,27 @@ def test_index_upgrades_a_schema_2_file_in_place(index: SqliteIndex, tmp_path: P
     assert old.vector_search(query, k=1) == index.vector_search(query, k=1)
     with sqlite3.connect(path) as db:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
-        assert ("schema", "5") in db.execute("SELECT key, value FROM meta").fetchall()
+        assert ("schema", "6") in db.execute("SELECT key, value FROM meta").fetchall()
     db.close()
     assert not any(name.startswith("chunks_fts") for name in tables)
 
 
-def test_index_keeps_its_vector_cache_across_registry_writes(index: SqliteIndex) -> None:
+def test_index_applies_each_write_without_reading_the_chunks_again(index: SqliteIndex) -> None:
+    # Given an index searched once (its chunks read)
     _put(index, "a", "v1", ["apples"])
     query = WordEmbedder().embed_query("apples")
-    index.vector_search(query, k=5)
-    cached = index._searcher.matrix
+    assert len(index.vector_search(query, k=5)) == 1
+    loads = index._live.loads
 
+    # When a status is written, a document added and another removed
     index.set_record(DocumentRecord(doc_id="b", source="/docs/b.pdf", status=DocStatus.QUEUED))
-    index.vector_search(query, k=5)
-
-    assert index._searcher.matrix is cached  # a status write does not reload every vector
-    _put(index, "c", "v1", ["cherries"])
+    _put(index, "c", "v1", ["apples and cherries"])
     assert len(index.vector_search(query, k=5)) == 2
+    index.delete_document("a")
+
+    # Then each search sees the writes, and the chunks were never read whole again
+    assert [c for c, _ in index.keyword_search("apples", k=5)] == ["c:v1:00000"]
+    assert index._live.loads == loads
 
 
 def test_index_upgrades_a_schema_3_file_in_place(tmp_path: Path) -> None:
@@ -486,4 +490,4 @@ def test_index_analyses_a_file_written_before_file_names_were_context_again(
         stored = dict(db.execute("SELECT key, value FROM meta").fetchall())
     db.close()
     assert json.loads(stored["bm25_fields"]) == FIELD_WEIGHTS
-    assert stored["schema"] == "5"  # older docchat versions still read the file
+    assert stored["schema"] == "6"

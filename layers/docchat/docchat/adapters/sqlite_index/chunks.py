@@ -15,7 +15,7 @@ from docchat.models import Chunk, file_label
 from docchat.ports import Vectors
 
 _COLUMNS = (
-    "chunk_id, doc_id, version, source, title, headings, page_start, page_end, page_breaks, "
+    "id, chunk_id, doc_id, version, source, title, headings, page_start, page_end, page_breaks, "
     "text, vector, length, term_ids, term_freqs, note"
 )
 # Rows analysed again per statement when every chunk's terms are computed anew.
@@ -33,8 +33,11 @@ class ChunkRows:
     def close(self) -> None:
         self.tokenizer.close()
 
-    def insert(self, db: sqlite3.Connection, chunks: Sequence[Chunk], vectors: Vectors) -> None:
-        """Add `chunks` with their `vectors` (one row each) inside the caller's transaction."""
+    def insert(
+        self, db: sqlite3.Connection, chunks: Sequence[Chunk], vectors: Vectors, *, first_id: int
+    ) -> None:
+        """Add `chunks` with their `vectors` (one row each) under row ids from `first_id` on,
+        inside the caller's transaction."""
         if len(chunks) != len(vectors):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
         if vectors.size and vectors.shape[1] != self.dimension:
@@ -44,6 +47,7 @@ class ChunkRows:
         terms = self.terms(db, [fields_of(chunk) for chunk in chunks])
         rows = [
             (
+                first_id + n,
                 chunk.chunk_id,
                 chunk.doc_id,
                 chunk.version,
@@ -58,7 +62,9 @@ class ChunkRows:
                 *chunk_terms,
                 chunk.note,
             )
-            for chunk, vector, chunk_terms in zip(chunks, vectors, terms, strict=True)
+            for n, (chunk, vector, chunk_terms) in enumerate(
+                zip(chunks, vectors, terms, strict=True)
+            )
         ]
         marks = ", ".join("?" for _ in _COLUMNS.split(","))
         db.executemany(f"INSERT INTO chunks ({_COLUMNS}) VALUES ({marks})", rows)

@@ -1,33 +1,43 @@
 """`SqliteIndex`: the ports local mode needs (search index, registry, ingestion's writes, page
-and note store) over one SQLite file, each write one transaction."""
+and note store) over one SQLite file and its segments; each write is one transaction that
+touches only its documents' rows, and the next search applies it without reading the rest."""
 
 from __future__ import annotations
 
-import sqlite3
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from docchat.adapters.sqlite_index import pages as texts
 from docchat.adapters.sqlite_index.catalog import Records, hand_over, record_of, write_record
+from docchat.adapters.sqlite_index.changes import Write
 from docchat.adapters.sqlite_index.chunks import ChunkRows
+from docchat.adapters.sqlite_index.live import LiveIndex
+from docchat.adapters.sqlite_index.maintenance import Maintenance, segments_folder
 from docchat.adapters.sqlite_index.schema import prepare
-from docchat.adapters.sqlite_index.search import Searcher
+from docchat.adapters.sqlite_index.search import Hit
 from docchat.adapters.sqlite_index.store import Database
+from docchat.adapters.sqlite_index.wanted import Wanted, wanted_rows
+from docchat.errors import DocumentNotFoundError
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page
 from docchat.ports import Vectors
 
 
 class SqliteIndex:
-    """Documents, chunks and vectors of one embedding model in a single SQLite file."""
+    """Documents, chunks and vectors of one embedding model in a single SQLite file (and the
+    segments saved beside it, `<file stem>.segments/`)."""
 
     def __init__(
         self, path: Path, *, embedding_model: str, dimension: int, create: bool = True
     ) -> None:
         """Open (or with `create`, make) the index at `path`. Where the file or its folder is
         not writable the index opens read-only: searching works, writes raise
-        ReadOnlyStorageError (a team can share a published index)."""
+        ReadOnlyStorageError (a team can share a published index). Opening reads nothing of
+        the chunks; a file written before segments existed is saved as segments first."""
         self.path = path
         self.embedding_model = embedding_model
         self.dimension = dimension
@@ -35,11 +45,17 @@ class SqliteIndex:
         self._rows = ChunkRows(embedding_model=embedding_model, dimension=dimension)
         try:
             prepare(self._db, self._rows, embedding_model=embedding_model, dimension=dimension)
+            self._records = Records(self._db)
+            self._live = LiveIndex(self._db, segments_folder(path), dimension=dimension)
+            self._maintenance = None if self.read_only else Maintenance(self._db, self._live)
+            if self._maintenance is not None:
+                self._maintenance.clean()
+                self._maintenance.run()
         except BaseException:
             self.close()
             raise
-        self._records = Records(self._db)
-        self._searcher = Searcher(self._db, self._rows.tokenizer, dimension=dimension)
+        # The last filter worked out, with the `versions` mapping it was for (see _wanted).
+        self._wanted_for: tuple[object, Mapping[str, str] | None, Wanted] | None = None
 
     @property
     def location(self) -> str:
@@ -54,13 +70,31 @@ class SqliteIndex:
         self._db.close()
         self._rows.close()
 
+    @contextmanager
+    def _write(self) -> Iterator[Write]:
+        """One write transaction, logged (changes.py); the next search applies it, and due
+        segment work (maintenance.py) follows a write that went through."""
+        try:
+            with self._db.transaction() as db:
+                write = Write(db, self._rows)
+                yield write
+                write.finish()
+        finally:
+            self._live.changed()
+        if self._maintenance is not None:
+            self._maintenance.run()
+
     # --- documents ---------------------------------------------------------------------------
 
+    def revision(self) -> int:
+        """A number that changes with every write to the file (by any process)."""
+        return self._live.revision()
+
     def document(self, doc_id: str) -> DocumentRecord | None:
-        return self._records.document(doc_id)
+        return self._live.records().get(doc_id)
 
     def documents(self) -> list[DocumentRecord]:
-        return self._records.documents()
+        return sorted(self._live.records().values(), key=lambda r: (r.source, r.doc_id))
 
     def unfinished(self) -> list[DocumentRecord]:
         """Documents whose indexing started and has not ended (INDEXED or FAILED)."""
@@ -86,42 +120,36 @@ class SqliteIndex:
 
     def set_record(self, record: DocumentRecord) -> None:
         """Write a document's registry entry, leaving its chunks as they are."""
-        with self._db.transaction() as db:
-            write_record(db, record)
+        with self._write() as write:
+            write_record(write.db, record)
+            write.touched(record.doc_id)
 
     def add_alias(self, source: str, doc_id: str, version: str) -> None:
         """Record that `source` holds the same bytes as the indexed document `doc_id`; a
         document of its own that `source` had (other content, before) is replaced."""
-        with self._chunk_transaction() as db:
-            for row in db.execute(
+        with self._write() as write:
+            for (other,) in write.db.execute(
                 "SELECT doc_id FROM documents WHERE source = ? AND doc_id != ?", (source, doc_id)
             ).fetchall():
-                hand_over(db, row[0], keep=None)
-                self._drop_document(db, row[0])
-            db.execute(
+                self._hand_over(write, other, keep=None)
+                self._drop_document(write, other)
+            write.db.execute(
                 "INSERT OR REPLACE INTO aliases (source, doc_id, version) VALUES (?, ?, ?)",
                 (source, doc_id, version),
             )
+            write.touched(doc_id)
 
     def remove_alias(self, source: str) -> bool:
         """Forget that `source` was an alias; whether it was one."""
-        if self.read_only or not self._db.rows("SELECT 1 FROM aliases WHERE source = ?", (source,)):
+        found = self._db.rows("SELECT doc_id FROM aliases WHERE source = ?", (source,))
+        if self.read_only or not found:
             return False
-        with self._db.transaction() as db:
-            db.execute("DELETE FROM aliases WHERE source = ?", (source,))
+        with self._write() as write:
+            write.db.execute("DELETE FROM aliases WHERE source = ?", (source,))
+            write.touched(str(found[0][0]))
         return True
 
     # --- writes of chunks --------------------------------------------------------------------
-
-    @contextmanager
-    def _chunk_transaction(self) -> Iterator[sqlite3.Connection]:
-        """A transaction that may change chunks: the searcher reads them again afterwards,
-        from what was kept, whether the write went through or not."""
-        try:
-            with self._db.transaction() as db:
-                yield db
-        finally:
-            self._searcher.changed()
 
     def replace_document(
         self,
@@ -133,69 +161,112 @@ class SqliteIndex:
     ) -> None:
         """Atomically swap a document's chunks (and the text of its pages, when given) for a
         new version's and mark it indexed."""
-        with self._chunk_transaction() as db:
-            hand_over(db, record.doc_id, keep=record.version)
-            db.execute("DELETE FROM chunks WHERE doc_id = ?", (record.doc_id,))
-            self._rows.insert(db, chunks, vectors)
-            write_record(
-                db, record.model_copy(update={"status": DocStatus.INDEXED, "chunks": len(chunks)})
-            )
+        with self._write() as write:
+            self._hand_over(write, record.doc_id, keep=record.version)
+            write.remove_chunks("doc_id = ?", (record.doc_id,))
+            write.add_chunks(chunks, vectors)
+            indexed = record.model_copy(update={"status": DocStatus.INDEXED, "chunks": len(chunks)})
+            write_record(write.db, indexed)
+            write.touched(record.doc_id)
             if pages:
-                texts.write_pages(db, record.version, pages)
-            texts.drop_unused_pages(db)
+                texts.write_pages(write.db, record.version, pages)
+            texts.drop_unused_pages(write.db)
+
+    def copy_document(self, from_doc_id: str, record: DocumentRecord) -> None:
+        """Make `record` an indexed document holding copies of the indexed chunks of
+        `from_doc_id` (their vectors and sentence vectors, under `record`'s id, source and
+        version) and of its page text, embedding nothing: the same bytes under a second name."""
+        with self._write() as write:
+            original = record_of(write.db, from_doc_id)
+            if original is None or original.status != DocStatus.INDEXED:
+                raise DocumentNotFoundError(
+                    f"{from_doc_id!r} is not an indexed document: copy one that `docchat "
+                    "status` lists as INDEXED"
+                )
+            found = write.db.execute(
+                "SELECT * FROM chunks WHERE doc_id = ? AND version = ? ORDER BY id",
+                (from_doc_id, original.version),
+            ).fetchall()
+            self._hand_over(write, record.doc_id, keep=record.version)
+            write.remove_chunks("doc_id = ?", (record.doc_id,))
+            copies = [_copied(self._rows.chunk(row), from_doc_id, record) for row in found]
+            vectors = np.frombuffer(b"".join(row["vector"] for row in found), dtype=np.float32)
+            first = write.add_chunks(copies, vectors.reshape(len(found), self.dimension))
+            write.db.executemany(
+                "INSERT INTO sentences (row, starts, vectors)"
+                " SELECT ?, starts, vectors FROM sentences WHERE row = ?",
+                [(first + n, row["id"]) for n, row in enumerate(found)],
+            )
+            if record.version != original.version:
+                write.db.execute(
+                    "INSERT OR REPLACE INTO pages (version, number, page)"
+                    " SELECT ?, number, page FROM pages WHERE version = ?",
+                    (record.version, original.version),
+                )
+            write_record(
+                write.db,
+                record.model_copy(update={"status": DocStatus.INDEXED, "chunks": len(copies)}),
+            )
+            write.touched(record.doc_id)
 
     def write_chunks(self, chunks: Sequence[Chunk], vectors: Vectors) -> None:
         """Add chunks (a retried batch replaces its own earlier copy): the pipeline's write."""
-        with self._chunk_transaction() as db:
+        with self._write() as write:
             ids = [c.chunk_id for c in chunks]
-            marks = ", ".join("?" for _ in ids)
-            db.execute(f"DELETE FROM chunks WHERE chunk_id IN ({marks})", ids)
-            self._rows.insert(db, chunks, vectors)
+            write.remove_chunks(f"chunk_id IN ({', '.join('?' for _ in ids)})", ids)
+            write.add_chunks(chunks, vectors)
 
     def finalize_document(self, doc_id: str, version: str) -> dict[str, int]:
         """Remove the document's chunks of every version but `version`."""
-        with self._chunk_transaction() as db:
-            old = db.execute(
-                "DELETE FROM chunks WHERE doc_id = ? AND version != ?", (doc_id, version)
-            ).rowcount
+        with self._write() as write:
+            old = write.remove_chunks("doc_id = ? AND version != ?", (doc_id, version))
         return {"old": old, "duplicates": 0}
 
     def delete_document(self, doc_id: str) -> None:
         """Forget a document under every name it has (its aliases too)."""
-        with self._chunk_transaction() as db:
-            self._drop_document(db, doc_id)
-            db.execute("DELETE FROM aliases WHERE doc_id = ?", (doc_id,))
-            texts.drop_unused_pages(db)
-            texts.drop_unused_notes(db)
+        with self._write() as write:
+            self._drop_document(write, doc_id)
+            write.db.execute("DELETE FROM aliases WHERE doc_id = ?", (doc_id,))
+            texts.drop_unused_pages(write.db)
+            texts.drop_unused_notes(write.db)
 
     def remove_source(self, source: str) -> DocumentRecord | None:
         """Forget one name: an alias goes alone; a document's own source hands the document to
         its first alias. The document that is left under other names, if any."""
-        with self._chunk_transaction() as db:
+        with self._write() as write:
+            db = write.db
             alias = db.execute("SELECT doc_id FROM aliases WHERE source = ?", (source,)).fetchone()
             if alias is not None:
                 db.execute("DELETE FROM aliases WHERE source = ?", (source,))
+                write.touched(str(alias[0]))
                 return record_of(db, alias[0])
             heir: DocumentRecord | None = None
             for (doc_id,) in db.execute(
                 "SELECT doc_id FROM documents WHERE source = ?", (source,)
             ).fetchall():
-                heir = hand_over(db, doc_id, keep=None)
-                self._drop_document(db, doc_id)
+                heir = self._hand_over(write, doc_id, keep=None)
+                self._drop_document(write, doc_id)
             texts.drop_unused_pages(db)
             texts.drop_unused_notes(db)
             return heir
 
     def clear_chunks(self, doc_id: str) -> None:
-        with self._chunk_transaction() as db:
-            hand_over(db, doc_id, keep=None)
-            db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
-            texts.drop_unused_pages(db)
+        with self._write() as write:
+            self._hand_over(write, doc_id, keep=None)
+            write.remove_chunks("doc_id = ?", (doc_id,))
+            texts.drop_unused_pages(write.db)
 
     @staticmethod
-    def _drop_document(db: sqlite3.Connection, doc_id: str) -> None:
-        db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
-        db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+    def _hand_over(write: Write, doc_id: str, *, keep: str | None) -> DocumentRecord | None:
+        heir = hand_over(write.db, doc_id, keep=keep)
+        write.touched(doc_id, *([heir.doc_id] if heir else []))
+        return heir
+
+    @staticmethod
+    def _drop_document(write: Write, doc_id: str) -> None:
+        write.remove_chunks("doc_id = ?", (doc_id,))
+        write.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+        write.touched(doc_id)
 
     # --- page text and notes -----------------------------------------------------------------
 
@@ -214,8 +285,12 @@ class SqliteIndex:
 
     def count(self, doc_id: str | None = None) -> int:
         if doc_id is None:
-            return int(self._db.rows("SELECT COUNT(*) FROM chunks")[0][0])
-        return int(self._db.rows("SELECT COUNT(*) FROM chunks WHERE doc_id = ?", (doc_id,))[0][0])
+            return int(self._db.rows("SELECT COALESCE(SUM(chunks), 0) FROM doc_chunks")[0][0])
+        return int(
+            self._db.rows(
+                "SELECT COALESCE(SUM(chunks), 0) FROM doc_chunks WHERE doc_id = ?", (doc_id,)
+            )[0][0]
+        )
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """Chunks by id."""
@@ -246,8 +321,13 @@ class SqliteIndex:
         doc_ids: Sequence[str] | None = None,
         versions: Mapping[str, str] | None = None,
     ) -> list[tuple[str, float]]:
-        """Exact cosine top-k as (chunk id, similarity), best first."""
-        return self._searcher.vector_search(query, k=k, doc_ids=doc_ids, versions=versions)
+        """Cosine top-k as (chunk id, similarity), best first (see search.py)."""
+        view = self._live.view()
+        wanted = self._wanted(doc_ids, versions)
+        if wanted.nothing or k <= 0:
+            return []
+        masks = view.masks(wanted.rows, keep=wanted.keep)
+        return self._named(view.vector_search(query, k=k, masks=masks))
 
     def keyword_search(
         self,
@@ -258,7 +338,48 @@ class SqliteIndex:
         versions: Mapping[str, str] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 top-k as (chunk id, score where higher is better), best first."""
-        return self._searcher.keyword_search(query, k=k, doc_ids=doc_ids, versions=versions)
+        terms = self._rows.tokenizer.query_terms(query)
+        if not terms:
+            return []
+        view = self._live.view()
+        wanted = self._wanted(doc_ids, versions)
+        if wanted.nothing or k <= 0:
+            return []
+        known: dict[str, int] = {
+            str(term): int(term_id)
+            for term, term_id in self._db.rows(
+                "SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))",
+                (json.dumps(terms),),
+            )
+        }
+        term_ids = [known[term] for term in terms if term in known]
+        masks = view.masks(wanted.rows, keep=wanted.keep)
+        return self._named(view.keyword_search(term_ids, k=k, masks=masks))
+
+    def _wanted(self, doc_ids: Sequence[str] | None, versions: Mapping[str, str] | None) -> Wanted:
+        """The rows these filters keep, worked out again only when the filters or the index
+        changed: a chat passes the same `versions` mapping until the registry changes."""
+        key = (None if doc_ids is None else tuple(doc_ids), id(versions), self._live.revision())
+        last = self._wanted_for
+        if last is not None and last[0] == key and last[1] is versions:
+            return last[2]
+        pairs = self._live.pairs()
+        wanted = wanted_rows(self._db, pairs, doc_ids=doc_ids, versions=versions)
+        self._wanted_for = (key, versions, wanted)
+        return wanted
+
+    def _named(self, hits: Sequence[Hit]) -> list[tuple[str, float]]:
+        """(chunk id, score) of each hit still in the file, in order."""
+        if not hits:
+            return []
+        ids: dict[int, str] = {
+            int(row): str(chunk_id)
+            for row, chunk_id in self._db.rows(
+                f"SELECT id, chunk_id FROM chunks WHERE id IN ({', '.join('?' for _ in hits)})",
+                [row for row, _ in hits],
+            )
+        }
+        return [(ids[row], score) for row, score in hits if row in ids]
 
     def stats(self) -> dict[str, Any]:
         by_status: dict[str, int] = {
@@ -279,3 +400,15 @@ class SqliteIndex:
             "path": str(self.path),
             "bytes": self.path.stat().st_size if self.path.exists() else 0,
         }
+
+
+def _copied(chunk: Chunk, from_doc_id: str, record: DocumentRecord) -> Chunk:
+    """`chunk` of document `from_doc_id` as a chunk of `record`."""
+    return chunk.model_copy(
+        update={
+            "chunk_id": record.doc_id + chunk.chunk_id[len(from_doc_id) :],
+            "doc_id": record.doc_id,
+            "source": record.source,
+            "version": record.version,
+        }
+    )

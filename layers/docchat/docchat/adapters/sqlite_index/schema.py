@@ -3,9 +3,10 @@
 `meta.schema` says which tables and columns a file has. Opened writable, a file of an earlier
 schema goes through each `MIGRATIONS` step after its own, in order, each in one transaction
 with the new number; a read-only file must already be current. `ADDED_COLUMNS` are columns with
-defaults that files of the current schema may lack (older docchat versions ignore them, so they
-came without a new number). `BM25_FIELDS` records what the stored BM25 terms were computed from;
-a file whose terms were computed otherwise has them computed again.
+defaults that files of schema 5 may lack (docchat versions of that schema ignored them, so
+they came without a new number); they are added before the steps run. `BM25_FIELDS` records
+what the stored BM25 terms were computed from; a file whose terms were computed otherwise has
+them computed again (and its segments written again).
 """
 
 from __future__ import annotations
@@ -48,8 +49,23 @@ CREATE TABLE IF NOT EXISTS pages (
     version TEXT NOT NULL, number INTEGER NOT NULL, page TEXT NOT NULL,
     PRIMARY KEY (version, number)
 );
+CREATE TABLE IF NOT EXISTS segments (
+    name TEXT PRIMARY KEY, first_row INTEGER NOT NULL, last_row INTEGER NOT NULL,
+    rows INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS removed (row INTEGER PRIMARY KEY, seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS changes (
+    seq INTEGER NOT NULL, doc_id TEXT NOT NULL, PRIMARY KEY (seq, doc_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS doc_chunks (
+    doc_id TEXT NOT NULL, version TEXT NOT NULL, chunks INTEGER NOT NULL,
+    PRIMARY KEY (doc_id, version)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sentences (
+    row INTEGER PRIMARY KEY, starts BLOB NOT NULL, vectors BLOB NOT NULL
+);
 """
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # The oldest schema a step below starts from: schema 1 kept no meta worth converting.
 OLDEST = 2
 BM25_FIELDS = json.dumps(FIELD_WEIGHTS)
@@ -85,6 +101,21 @@ def _tables_only(db: sqlite3.Connection, rows: ChunkRows) -> None:
     """Nothing to convert: TABLES made what the step adds."""
 
 
+def _changes_and_segments(db: sqlite3.Connection, rows: ChunkRows) -> None:
+    last_row = db.execute("SELECT COALESCE(MAX(id), 0) FROM chunks").fetchone()[0]
+    db.executemany(
+        "INSERT OR REPLACE INTO meta VALUES (?, ?)", [*_COUNTERS, ("last_row", str(last_row))]
+    )
+    db.execute(
+        "INSERT OR REPLACE INTO doc_chunks SELECT doc_id, version, COUNT(*) FROM chunks"
+        " GROUP BY doc_id, version"
+    )
+
+
+# The counters of changes.py and maintenance.py, as a new file starts them.
+_COUNTERS = (("seq", "0"), ("last_row", "0"), ("flushed", "0"), ("segments", "0"))
+
+
 MIGRATIONS = (
     Migration(3, "BM25 from terms stored with each chunk, not an FTS5 table", _terms_per_chunk),
     # The `aliases` table comes from TABLES.
@@ -92,6 +123,10 @@ MIGRATIONS = (
     # The `pages` table comes from TABLES, empty: documents indexed before show their page
     # text once ingested again.
     Migration(5, "the text of each page is kept", _tables_only),
+    # The `segments`, `removed`, `changes`, `doc_chunks` and `sentences` tables come from
+    # TABLES. Every chunk is written after the last flush (0): the first writable open saves
+    # them as segments.
+    Migration(6, "writes are logged; chunks are searched in segments", _changes_and_segments),
 )
 
 
@@ -113,6 +148,7 @@ def prepare(db: Database, rows: ChunkRows, *, embedding_model: str, dimension: i
                     ("dimension", str(dimension)),
                     ("schema", str(SCHEMA_VERSION)),
                     ("bm25_fields", BM25_FIELDS),
+                    *_COUNTERS,
                 ],
             )
             return
@@ -139,6 +175,14 @@ def prepare(db: Database, rows: ChunkRows, *, embedding_model: str, dimension: i
         with db.transaction() as conn:
             rows.analyse_all(conn)
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('bm25_fields', ?)", (BM25_FIELDS,))
+            # The segments hold the terms as they were: every row is flushed again.
+            segments = conn.execute("SELECT value FROM meta WHERE key = 'segments'").fetchone()
+            conn.execute("DELETE FROM segments")
+            conn.execute("DELETE FROM removed")
+            conn.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                [("flushed", "0"), ("segments", str(int(segments[0]) + 1))],
+            )
 
 
 def _check_read_only(db: Database, *, embedding_model: str, dimension: int) -> None:

@@ -1,125 +1,160 @@
-"""Searching the chunks: exact cosine k-NN over every vector in a numpy matrix, and BM25 over
-numpy postings, both kept in memory and read again after the chunks changed."""
+"""The two searches over a `View`: the segments that hold the chunks at one moment, each with
+the rows removed since it was written masked out.
+
+k-NN is exact cosine over a segment's vectors, except in a segment with an HNSW graph, whose
+candidates are scored again exactly (float32) before the best are kept; when the graph
+proposes too few wanted rows (a filter keeps few of them) the segment is scanned exactly.
+BM25 adds up the postings of the query's terms with FTS5's bm25() formula over every live
+row, so scores are those of one table holding them all. Ties go to the lower row id (the
+earlier written chunk), as they did when all chunks were one matrix.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
-from docchat.adapters.sqlite_index.bm25 import Postings, Tokenizer, best_rows
-from docchat.adapters.sqlite_index.store import Database
+from docchat.adapters.sqlite_index.bm25 import K1, B, best_rows
+from docchat.adapters.sqlite_index.segment import Mask, Segment
 from docchat.ports import Vectors
 
+# Candidates asked of a graph beyond the k wanted, and how many times the request may grow
+# (x4) when removed or filtered rows leave fewer than k, before the segment is scanned instead.
+EXTRA_CANDIDATES = 16
+GROWTHS = 2
+Hit = tuple[int, float]  # (chunk row id, score)
 
-class Searcher:
-    """The chunks' vectors and postings, loaded from the file when its chunks changed."""
 
-    def __init__(self, db: Database, tokenizer: Tokenizer, *, dimension: int) -> None:
-        self.db = db
-        self.tokenizer = tokenizer
-        self.dimension = dimension
-        self._loaded: tuple[int, int] | None = None
-        # Bumped by this connection's chunk writes only: registry writes keep the vector cache.
-        self.generation = 0
-        self._ids = np.zeros(0, dtype=object)
-        # doc_id -> version -> positions of its chunks in the loaded arrays
-        self._doc_rows: dict[str, dict[str, NDArray[np.intp]]] = {}
-        self._pairs = 0  # how many (doc_id, version) pairs _doc_rows holds
-        # doc_id -> version, when every document has chunks of one version only
-        self._versions: dict[str, str] | None = {}
-        self.matrix = np.zeros((0, dimension), dtype=np.float32)
-        self._postings = Postings.build({}, [], [])
+@dataclass(frozen=True)
+class Part:
+    """A segment and which of its rows are live (None: all of them)."""
 
-    def changed(self) -> None:
-        """This connection changed (or tried to change) chunks: load them again."""
-        self.generation += 1
+    segment: Segment
+    live: Mask | None = None
 
-    def vector_search(
-        self,
-        query: Vectors,
-        *,
-        k: int,
-        doc_ids: Sequence[str] | None = None,
-        versions: Mapping[str, str] | None = None,
-    ) -> list[tuple[str, float]]:
-        """Exact cosine top-k as (chunk id, similarity), best first."""
-        with self.db.lock:
-            self._load()
-            ids, matrix, rows = self._ids, self.matrix, self._rows_of(doc_ids, versions)
-        scores = matrix @ np.asarray(query, dtype=np.float32)
+    @property
+    def count(self) -> int:
+        return len(self.segment) if self.live is None else int(self.live.sum())
+
+    @property
+    def length(self) -> int:
+        lengths = self.segment.lengths
+        return int(lengths.sum() if self.live is None else lengths[self.live].sum())
+
+
+@dataclass(frozen=True)
+class View:
+    """The live rows at one moment, in segments of ascending, disjoint row ranges."""
+
+    parts: tuple[Part, ...]
+    count: int  # live rows
+    length: int  # their tokens, for BM25's average length
+
+    @classmethod
+    def of(cls, parts: Sequence[Part]) -> View:
+        ordered = tuple(
+            sorted(parts, key=lambda p: int(p.segment.rows[0]) if len(p.segment) else 0)
+        )
+        return cls(ordered, sum(p.count for p in ordered), sum(p.length for p in ordered))
+
+    def masks(self, rows: NDArray[np.int64] | None, *, keep: bool) -> list[Mask | None]:
+        """Per part, its wanted live rows: all (None), only `rows` (`keep`), or all but `rows`."""
         if rows is None:
-            rows = np.arange(len(ids))
-        return [(str(ids[row]), float(scores[row])) for row in best_rows(scores, rows, k)]
+            return [part.live for part in self.parts]
+        masks: list[Mask | None] = []
+        for part in self.parts:
+            mask = np.full(len(part.segment), not keep)
+            mask[part.segment.positions(rows)] = keep
+            masks.append(mask if part.live is None else mask & part.live)
+        return masks
+
+    def vector_search(self, query: Vectors, *, k: int, masks: Sequence[Mask | None]) -> list[Hit]:
+        """The `k` rows most similar to `query` among the wanted ones, best first."""
+        query = np.asarray(query, dtype=np.float32).reshape(-1)
+        hits = [
+            hit
+            for part, mask in zip(self.parts, masks, strict=True)
+            for hit in _nearest(part.segment, query, k=k, mask=mask)
+        ]
+        return _best(hits, k)
 
     def keyword_search(
-        self,
-        query: str,
-        *,
-        k: int,
-        doc_ids: Sequence[str] | None = None,
-        versions: Mapping[str, str] | None = None,
-    ) -> list[tuple[str, float]]:
-        """BM25 top-k as (chunk id, score where higher is better), best first."""
-        terms = self.tokenizer.query_terms(query)
-        if not terms:
+        self, term_ids: Sequence[int], *, k: int, masks: Sequence[Mask | None]
+    ) -> list[Hit]:
+        """The `k` wanted rows with the highest BM25 score for `term_ids`, best first."""
+        if not self.count or k <= 0:
             return []
-        with self.db.lock:
-            self._load()
-            ids, postings = self._ids, self._postings
-            rows = self._rows_of(doc_ids, versions)
-        return [(str(ids[row]), score) for row, score in postings.search(terms, k=k, within=rows)]
+        average = self.length / self.count if self.length > 0 else 1.0
+        scores: list[NDArray[np.float64] | None] = [None] * len(self.parts)
+        for term_id in term_ids:
+            found = [self._live_postings(part, term_id) for part in self.parts]
+            hits = sum(len(rows) for rows, _ in found)
+            if not hits:
+                continue
+            idf = max(math.log((self.count - hits + 0.5) / (hits + 0.5)), 1e-6)
+            for at, (rows, frequencies) in enumerate(found):
+                if not len(rows):
+                    continue
+                lengths = np.asarray(self.parts[at].segment.lengths[rows], dtype=np.float64)
+                norms = K1 * (1 - B + B * lengths / average)
+                part_scores = scores[at]
+                if part_scores is None:
+                    part_scores = scores[at] = np.zeros(len(self.parts[at].segment))
+                part_scores[rows] += idf * frequencies * (K1 + 1) / (frequencies + norms)
+        hits_found: list[Hit] = []
+        for part, found_scores, mask in zip(self.parts, scores, masks, strict=True):
+            if found_scores is None:
+                continue
+            matched = np.flatnonzero(found_scores if mask is None else found_scores * mask)
+            ids = part.segment.rows
+            hits_found.extend(
+                (int(ids[at]), float(found_scores[at]))
+                for at in best_rows(found_scores, matched, k)
+            )
+        return _best(hits_found, k)
 
-    def _rows_of(
-        self, doc_ids: Sequence[str] | None, versions: Mapping[str, str] | None
-    ) -> NDArray[np.intp] | None:
-        """The positions of the wanted chunks in the loaded arrays (None: every chunk)."""
-        if doc_ids is None and versions in (None, self._versions):
-            return None  # the usual case: the index holds just the registry's versions
-        wanted = None if doc_ids is None else set(doc_ids)
-        parts: list[NDArray[np.intp]] = []
-        if versions is None:
-            for doc_id in wanted or ():
-                parts.extend(self._doc_rows.get(doc_id, {}).values())
-        else:
-            for doc_id, version in versions.items():
-                rows = self._doc_rows.get(doc_id, {}).get(version)
-                if rows is not None and (wanted is None or doc_id in wanted):
-                    parts.append(rows)
-        if len(parts) == self._pairs:
-            return None  # every (document, version) loaded is wanted: search them all
-        return np.sort(np.concatenate([np.zeros(0, dtype=np.intp), *parts]))
+    @staticmethod
+    def _live_postings(part: Part, term_id: int) -> tuple[NDArray[np.int32], NDArray[np.float32]]:
+        rows, frequencies = part.segment.postings(term_id)
+        if part.live is None or not len(rows):
+            return rows, frequencies
+        keep = part.live[rows]
+        return rows[keep], frequencies[keep]
 
-    def _load(self) -> None:
-        """Keep every vector in a numpy matrix and every term in postings, reloaded only after
-        the data changed."""
-        with self.db.snapshot() as db:  # one snapshot of chunks and terms
-            version = db.execute("PRAGMA data_version").fetchone()[0]
-            if (version, self.generation) == self._loaded:
-                return
-            rows = db.execute(
-                "SELECT chunk_id, doc_id, vector, length, term_ids, term_freqs, version"
-                " FROM chunks ORDER BY id"
-            ).fetchall()
-            term_ids = dict(db.execute("SELECT term, id FROM terms").fetchall())
-        self._ids = np.array([r[0] for r in rows], dtype=object)
-        by_doc: dict[str, dict[str, list[int]]] = {}
-        for row, r in enumerate(rows):
-            by_doc.setdefault(r[1], {}).setdefault(r[6], []).append(row)
-        self._doc_rows = {
-            doc: {kept: np.array(at, dtype=np.intp) for kept, at in by_version.items()}
-            for doc, by_version in by_doc.items()
-        }
-        self._pairs = sum(len(by_version) for by_version in by_doc.values())
-        self._versions = (
-            {doc: next(iter(vs)) for doc, vs in by_doc.items()}
-            if self._pairs == len(by_doc)
-            else None
-        )
-        blob = b"".join(r[2] for r in rows)
-        self.matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), self.dimension)
-        self._postings = Postings.build(
-            term_ids, [(r[4], r[5]) for r in rows], [r[3] for r in rows]
-        )
-        self._loaded = (version, self.generation)
+
+def _nearest(segment: Segment, query: Vectors, *, k: int, mask: Mask | None) -> list[Hit]:
+    """A segment's `k` wanted rows nearest to `query` (unit vectors: cosine)."""
+    if not len(segment) or k <= 0:
+        return []
+    wanted = len(segment) if mask is None else int(mask.sum())
+    if segment.graph is not None and wanted > k:
+        count = k + EXTRA_CANDIDATES
+        for _ in range(GROWTHS + 1):
+            found = segment.graph.candidates(query, min(count, len(segment)))
+            if mask is not None:
+                found = found[mask[found]]
+            if len(found) >= k:
+                return _scored(segment, query, np.unique(found), k)
+            count *= 4
+    positions = np.arange(len(segment)) if mask is None else np.flatnonzero(mask)
+    return _scored(segment, query, positions, k)
+
+
+def _scored(segment: Segment, query: Vectors, positions: NDArray[np.intp], k: int) -> list[Hit]:
+    """The best `k` of `positions` (ascending), scored exactly against `query`."""
+    if len(positions) == len(segment):
+        scores = np.asarray(segment.vectors @ query)
+        best = best_rows(scores, positions, k)
+        return [(int(segment.rows[at]), float(scores[at])) for at in best]
+    scores = np.asarray(segment.vectors[positions] @ query)
+    best = best_rows(scores, np.arange(len(positions)), k)
+    return [(int(segment.rows[positions[at]]), float(scores[at])) for at in best]
+
+
+def _best(hits: Sequence[Hit], k: int) -> list[Hit]:
+    """The `k` best hits of several segments, ties to the lower row id."""
+    return sorted(hits, key=lambda hit: (-hit[1], hit[0]))[:k]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -94,6 +94,15 @@ class DocumentRegistry(Protocol):
     def documents(self) -> list[DocumentRecord]: ...
 
     def document(self, doc_id: str) -> DocumentRecord | None: ...
+
+
+@runtime_checkable
+class RevisedRegistry(DocumentRegistry, Protocol):
+    """A registry that tells when it changed: its catalog is kept until then."""
+
+    def revision(self) -> int:
+        """A number that changes whenever a record changes (in this process or another)."""
+        ...
 
 
 class ChatModel(Protocol):

@@ -5,14 +5,23 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, zip_longest
+from functools import cached_property, lru_cache
+from itertools import chain, pairwise, zip_longest
 from pathlib import PurePosixPath
+from types import MappingProxyType
 
 from docchat.answer.citations import terms
 from docchat.errors import DocchatError
 from docchat.ingest.pagetext import extracted_pages
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
-from docchat.ports import ChunkReader, DocumentRegistry, Embedder, PageStore, Reranker
+from docchat.ports import (
+    ChunkReader,
+    DocumentRegistry,
+    Embedder,
+    PageStore,
+    Reranker,
+    RevisedRegistry,
+)
 from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.rerank import sentence_similarities
 
@@ -41,30 +50,56 @@ class Catalog:
     def of(cls, records: Iterable[DocumentRecord]) -> Catalog:
         return cls({r.doc_id: r for r in records if r.status == DocStatus.INDEXED})
 
-    def named_in(
-        self, query: str, doc_ids: Sequence[str] | None = None
-    ) -> tuple[list[str], str]:
+    def named_in(self, query: str, doc_ids: Sequence[str] | None = None) -> tuple[list[str], str]:
         """The documents (of `doc_ids`, when given) whose title or file name `query` spells
         out, in the order it names them, and the query without those names. A name must be
         two words or more ("2007 Instruction 1040-NR", "dmca.pdf"): one word is too often
-        just a word."""
-        rest = f" {_folded(query)} "
-        found: list[tuple[int, str]] = []
-        for doc_id, record in self.records.items():
-            if doc_ids is not None and doc_id not in doc_ids:
-                continue
-            for name in (record.title, PurePosixPath(record.source).name):
-                key = f" {_folded(name)} "
-                if len(key.split()) >= 2 and key in rest:
-                    found.append((rest.index(key), doc_id))
-                    rest = rest.replace(key, " ")
-        return [doc_id for _, doc_id in sorted(found)], rest.strip()
+        just a word.
 
-    def versions(self, doc_ids: Sequence[str] | None = None) -> dict[str, str]:
-        """doc_id -> the indexed version, of every document or only of `doc_ids`."""
+        Names are tried in the catalog's order, each on what earlier matches left of the
+        query; only those whose first two words the query still holds are tried at all."""
+        rest = f" {_folded(query)} "
+        wanted = None if doc_ids is None else set(doc_ids)
+        found: list[tuple[int, str]] = []
+        tried = (-1, -1)
+        while True:
+            words = rest.split()
+            candidates = [
+                name
+                for pair in set(pairwise(words))
+                for name in self._names.get(pair, ())
+                if name[:2] > tried and (wanted is None or name[3] in wanted) and name[2] in rest
+            ]
+            if not candidates:
+                return [doc_id for _, doc_id in sorted(found)], rest.strip()
+            order, slot, key, doc_id = min(candidates)
+            found.append((rest.index(key), doc_id))
+            rest = rest.replace(key, " ")
+            tried = (order, slot)
+
+    @cached_property
+    def _names(self) -> dict[tuple[str, str], list[tuple[int, int, str, str]]]:
+        """Each name of two words or more as (record's place, 0 for the title or 1 for the
+        file name, " the name folded ", doc_id), by its first two words."""
+        names: dict[tuple[str, str], list[tuple[int, int, str, str]]] = {}
+        for order, (doc_id, record) in enumerate(self.records.items()):
+            for slot, name in enumerate((record.title, PurePosixPath(record.source).name)):
+                words = _folded(name).split()
+                if len(words) >= 2:
+                    entry = (order, slot, f" {' '.join(words)} ", doc_id)
+                    names.setdefault((words[0], words[1]), []).append(entry)
+        return names
+
+    def versions(self, doc_ids: Sequence[str] | None = None) -> Mapping[str, str]:
+        """doc_id -> the indexed version, of every document or only of `doc_ids`. Every
+        document's is one mapping per catalog, so that an index can tell it has seen it."""
         if doc_ids is None:
-            return {doc_id: r.version for doc_id, r in self.records.items()}
+            return self._versions
         return {d: self.records[d].version for d in dict.fromkeys(doc_ids) if d in self.records}
+
+    @cached_property
+    def _versions(self) -> Mapping[str, str]:
+        return MappingProxyType({doc_id: r.version for doc_id, r in self.records.items()})
 
 
 @dataclass(frozen=True)
@@ -101,10 +136,20 @@ class Library:
         self.candidates = candidates
         self.fusion: Fusion = fusion
         self.vector_weight = vector_weight
+        # A registry that tells when it changed is read again only then (see `catalog`).
+        self._revision = registry.revision if isinstance(registry, RevisedRegistry) else None
+        self._kept: tuple[int, Catalog] | None = None
 
     def catalog(self) -> Catalog:
-        """The documents a chat may read now (one registry read: reuse it within an answer)."""
-        return Catalog.of(self.registry.documents())
+        """The documents a chat may read now: kept while the registry says it is unchanged,
+        else read again (reuse it within an answer)."""
+        if self._revision is None:
+            return Catalog.of(self.registry.documents())
+        revision = self._revision()
+        kept = self._kept
+        if kept is None or kept[0] != revision:
+            kept = self._kept = (revision, Catalog.of(self.registry.documents()))
+        return kept[1]
 
     def search(
         self,
@@ -212,7 +257,10 @@ def distinct(passages: Sequence[Passage]) -> list[Passage]:
     return kept
 
 
+@lru_cache(maxsize=65_536)
 def _folded(text: str) -> str:
+    """`text` in lower case, its words separated by one space (catalogs fold the same names
+    again after every write: they are remembered)."""
     return _NOT_WORD.sub(" ", text.casefold()).strip()
 
 

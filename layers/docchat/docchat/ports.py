@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -86,6 +86,27 @@ class ChunkReader(SearchIndex, Protocol):
 
 class Reranker(Protocol):
     def rerank(self, query: str, passages: Sequence[Passage], *, top_n: int) -> list[Passage]: ...
+
+
+class SentenceVectors(NamedTuple):
+    """A chunk's scored sentences (where each starts in its text) and their vectors, as the
+    sentence reranker embeds them (docchat.search.rerank)."""
+
+    starts: tuple[int, ...]
+    vectors: Vectors
+
+
+class SentenceStore(Protocol):
+    """Where sentence vectors are kept, so that each chunk's are embedded once: at ingestion,
+    or the first time a search meets the chunk."""
+
+    def sentence_vectors(self, chunk_ids: Sequence[str]) -> dict[str, SentenceVectors]:
+        """Those kept of these chunks."""
+        ...
+
+    def save_sentence_vectors(self, found: Mapping[str, SentenceVectors]) -> None:
+        """Keep these (a store that cannot write keeps nothing, and says nothing)."""
+        ...
 
 
 class DocumentRegistry(Protocol):
@@ -176,6 +197,7 @@ class DocumentIndex(Protocol):
         vectors: Vectors,
         *,
         pages: Sequence[Page] = (),
+        sentences: Sequence[SentenceVectors] = (),
     ) -> None: ...
 
     def indexed_version(self, version: str) -> DocumentRecord | None: ...

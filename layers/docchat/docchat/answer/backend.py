@@ -22,4 +22,3 @@ class ChatBackend:
 
     def agent(self) -> Agent:
         return Agent(self.library, self.model, self.config)
-

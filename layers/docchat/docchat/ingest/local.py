@@ -19,7 +19,7 @@ from docchat.ingest.isolate import pages_from_pdf_isolated
 from docchat.ingest.notes import ChunkNotes
 from docchat.ingest.ocr import OcrOptions
 from docchat.models import Chunk, ConvertedDocument, DocStatus, DocumentRecord
-from docchat.ports import DocumentIndex, Embedder, Vectors
+from docchat.ports import DocumentIndex, Embedder, SentenceVectors, Vectors
 
 Progress = Callable[[str, int, int], None]
 
@@ -147,7 +147,12 @@ def ingest_bytes(
             else None,
         )
     vectors = embed_chunks(chunks, embedder=embedder, on_progress=on_progress)
-    index.replace_document(record, chunks, vectors, pages=converted.pages)
+    sentences = (
+        embed_sentences(chunks, embedder=embedder, on_progress=on_progress)
+        if settings.reranker == "sentences"
+        else []
+    )
+    index.replace_document(record, chunks, vectors, pages=converted.pages, sentences=sentences)
     indexed = index.document(doc_id) or record
     return IngestResult(indexed, "indexed", time.monotonic() - started, source)
 
@@ -205,6 +210,25 @@ def embed_chunks(
             on_progress("embed", done, len(texts))
 
     return embedder.embed_documents(texts, on_batch=tick)
+
+
+def embed_sentences(
+    chunks: Sequence[Chunk], *, embedder: Embedder, on_progress: Progress | None = None
+) -> list[SentenceVectors]:
+    """The vectors of each chunk's sentences, for the sentence reranker (kept with the
+    chunks, so no question has to wait for them)."""
+    from docchat.search.rerank import scored_spans, sentence_vectors
+
+    total = sum(len(scored_spans(chunk)) for chunk in chunks)
+    done = 0
+
+    def tick(count: int) -> None:
+        nonlocal done
+        done += count
+        if on_progress:
+            on_progress("sentences", done, total)
+
+    return sentence_vectors(chunks, embedder, on_batch=tick)
 
 
 def ingest_file(

@@ -49,7 +49,7 @@ def local_library(settings: Settings) -> Library:
         index=index,
         embedder=embedder,
         registry=index,
-        reranker=reranker(settings, embedder),
+        reranker=reranker(settings, embedder, store=index),
         rerank_off=rerank_off(settings),
         candidates=settings.candidates,
         fusion=settings.fusion,

@@ -8,6 +8,7 @@ in about 1 ms, and a file it wrote opens as a view without reading it.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,7 @@ class Graph:
     @staticmethod
     def build(vectors: NDArray[np.float32], path: Path) -> None:
         """Write the graph of `vectors` (unit length; inner product) to `path`."""
-        from usearch.index import Index
-
+        Index = _usearch_index()
         index = Index(
             ndim=vectors.shape[1],
             metric="ip",
@@ -47,9 +47,7 @@ class Graph:
     @classmethod
     def open(cls, path: Path) -> Graph:
         """The graph in `path`, viewed (memory-mapped), not loaded."""
-        from usearch.index import Index
-
-        index = Index.restore(str(path), view=True)
+        index = _usearch_index().restore(str(path), view=True)
         if index is None:
             raise FileNotFoundError(path)
         return cls(index)
@@ -59,3 +57,14 @@ class Graph:
         self._index.expansion_search = max(EXPANSION_SEARCH, count)
         found = self._index.search(query, count, threads=1)
         return np.asarray(found.keys, dtype=np.intp)
+
+
+def _usearch_index() -> Any:
+    """usearch's Index class. onnxruntime (the local embedder) is loaded first when it is
+    installed: loaded after usearch 2.26's compiled module, its import crashes the process
+    (a segmentation fault, onnxruntime 1.32 here)."""
+    with contextlib.suppress(ImportError):
+        import onnxruntime  # noqa: F401
+    from usearch.index import Index
+
+    return Index

@@ -5,6 +5,7 @@ touches only its documents' rows, and the next search applies it without reading
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,10 +22,13 @@ from docchat.adapters.sqlite_index.maintenance import Maintenance, segments_fold
 from docchat.adapters.sqlite_index.schema import prepare
 from docchat.adapters.sqlite_index.search import Hit
 from docchat.adapters.sqlite_index.store import Database
-from docchat.adapters.sqlite_index.wanted import Wanted, wanted_rows
-from docchat.errors import DocumentNotFoundError
+from docchat.adapters.sqlite_index.wanted import EVERY_ROW, Wanted, wanted_rows
+from docchat.errors import DocumentNotFoundError, StorageError
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page
-from docchat.ports import Vectors
+from docchat.ports import SentenceVectors, Vectors
+
+# Filters whose rows are kept worked out (a chat's and a scoped chat's, taking turns).
+KEPT_FILTERS = 8
 
 
 class SqliteIndex:
@@ -49,13 +53,15 @@ class SqliteIndex:
             self._live = LiveIndex(self._db, segments_folder(path), dimension=dimension)
             self._maintenance = None if self.read_only else Maintenance(self._db, self._live)
             if self._maintenance is not None:
+                self._maintenance.check()
                 self._maintenance.clean()
                 self._maintenance.run()
         except BaseException:
             self.close()
             raise
-        # The last filter worked out, with the `versions` mapping it was for (see _wanted).
-        self._wanted_for: tuple[object, Mapping[str, str] | None, Wanted] | None = None
+        # The last filters worked out, with the `versions` mapping each was for (see _wanted).
+        self._wanted_for: dict[object, tuple[Mapping[str, str] | None, Wanted]] = {}
+        self._filters_lock = threading.Lock()
 
     @property
     def location(self) -> str:
@@ -158,13 +164,20 @@ class SqliteIndex:
         vectors: Vectors,
         *,
         pages: Sequence[Page] = (),
+        sentences: Sequence[SentenceVectors] = (),
     ) -> None:
-        """Atomically swap a document's chunks (and the text of its pages, when given) for a
-        new version's and mark it indexed."""
+        """Atomically swap a document's chunks (and the text of its pages, and its chunks'
+        sentence vectors, when given) for a new version's and mark it indexed."""
+        if sentences and len(sentences) != len(chunks):
+            raise ValueError(f"{len(chunks)} chunks but {len(sentences)} sets of sentences")
         with self._write() as write:
             self._hand_over(write, record.doc_id, keep=record.version)
             write.remove_chunks("doc_id = ?", (record.doc_id,))
-            write.add_chunks(chunks, vectors)
+            first = write.add_chunks(chunks, vectors)
+            write.db.executemany(
+                "INSERT INTO sentences (row, starts, vectors) VALUES (?, ?, ?)",
+                [(first + n, *texts.sentence_row(s)) for n, s in enumerate(sentences)],
+            )
             indexed = record.model_copy(update={"status": DocStatus.INDEXED, "chunks": len(chunks)})
             write_record(write.db, indexed)
             write.touched(record.doc_id)
@@ -274,6 +287,21 @@ class SqliteIndex:
         """The pages kept for this content (identical files share them); None without any."""
         return texts.stored_pages(self._db, version)
 
+    def sentence_vectors(self, chunk_ids: Sequence[str]) -> dict[str, SentenceVectors]:
+        """The sentence vectors kept for these chunks (see ports.SentenceStore)."""
+        return texts.sentence_vectors(self._db, chunk_ids, dimension=self.dimension)
+
+    def save_sentence_vectors(self, found: Mapping[str, SentenceVectors]) -> None:
+        """Keep these chunks' sentence vectors; a read-only or busy file keeps nothing (they
+        are computed again when next needed)."""
+        if self.read_only or not found:
+            return
+        try:
+            with self._db.transaction() as db:
+                texts.save_sentence_vectors(db, found)
+        except StorageError:
+            return
+
     def notes(self, keys: Sequence[str]) -> dict[str, str]:
         return texts.notes(self._db, keys)
 
@@ -359,13 +387,18 @@ class SqliteIndex:
     def _wanted(self, doc_ids: Sequence[str] | None, versions: Mapping[str, str] | None) -> Wanted:
         """The rows these filters keep, worked out again only when the filters or the index
         changed: a chat passes the same `versions` mapping until the registry changes."""
+        if doc_ids is None and versions is None:
+            return EVERY_ROW
         key = (None if doc_ids is None else tuple(doc_ids), id(versions), self._live.revision())
-        last = self._wanted_for
-        if last is not None and last[0] == key and last[1] is versions:
-            return last[2]
-        pairs = self._live.pairs()
-        wanted = wanted_rows(self._db, pairs, doc_ids=doc_ids, versions=versions)
-        self._wanted_for = (key, versions, wanted)
+        with self._filters_lock:
+            kept = self._wanted_for.get(key)
+        if kept is not None and kept[0] is versions:
+            return kept[1]
+        wanted = wanted_rows(self._db, self._live.pairs(), doc_ids=doc_ids, versions=versions)
+        with self._filters_lock:
+            while len(self._wanted_for) >= KEPT_FILTERS:
+                self._wanted_for.pop(next(iter(self._wanted_for)))
+            self._wanted_for[key] = (versions, wanted)
         return wanted
 
     def _named(self, hits: Sequence[Hit]) -> list[tuple[str, float]]:

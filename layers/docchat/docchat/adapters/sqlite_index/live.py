@@ -23,6 +23,7 @@ from docchat.adapters.sqlite_index.changes import changed_documents, meta_int, r
 from docchat.adapters.sqlite_index.search import Part, View
 from docchat.adapters.sqlite_index.segment import Segment
 from docchat.adapters.sqlite_index.store import Database
+from docchat.errors import SegmentsDamagedError
 from docchat.models import DocumentRecord
 
 # Small in-memory segments merged into one when there are more.
@@ -128,7 +129,14 @@ class LiveIndex:
         return [*parts, Part(tail)] if len(tail) else parts
 
     def _mapped(self, name: str) -> Segment:
-        return Segment.load(self.folder / name)
+        try:
+            return Segment.load(self.folder / name)
+        except (OSError, ValueError, KeyError) as exc:
+            raise SegmentsDamagedError(
+                f"the segment {name} of the index in {self.folder} cannot be read ({exc}): "
+                "open the index where it is writable (any docchat command does) to write its "
+                "segments again from the index file"
+            ) from exc
 
     def _advanced(self, db: sqlite3.Connection, meta: dict[str, int]) -> list[Part]:
         """The current parts with the rows removed since masked and the new rows added."""

@@ -28,6 +28,7 @@ from docchat.adapters.sqlite_index.live import LiveIndex, segment_of
 from docchat.adapters.sqlite_index.search import Part
 from docchat.adapters.sqlite_index.segment import Segment
 from docchat.adapters.sqlite_index.store import Database
+from docchat.errors import SegmentsDamagedError
 
 FLUSH_ROWS = 5_000
 MERGE_FACTOR = 4
@@ -65,6 +66,21 @@ class Maintenance:
                 self.live.changed()
         finally:
             self._lock.release()
+
+    def check(self) -> None:
+        """Read the segments; when one cannot be read (a folder lost or damaged, or written by
+        an earlier docchat), write them all again from the index file, which holds every row."""
+        try:
+            self.live.view()
+        except SegmentsDamagedError as exc:
+            logger.warning("segments written again", extra={"reason": str(exc)})
+            with self.db.transaction() as db:
+                db.execute("DELETE FROM segments")
+                db.execute("DELETE FROM removed")
+                set_meta(db, "flushed", 0)
+                set_meta(db, "segments", meta_int(db, "segments") + 1)
+            self.live.changed()
+            self.clean()
 
     def clean(self) -> None:
         """Remove segment folders that no generation will list (see the module's docstring)."""

@@ -150,7 +150,7 @@ def _scored(segment: Segment, query: Vectors, positions: NDArray[np.intp], k: in
         scores = np.asarray(segment.vectors @ query)
         best = best_rows(scores, positions, k)
         return [(int(segment.rows[at]), float(scores[at])) for at in best]
-    scores = np.asarray(segment.vectors[positions] @ query)
+    scores = np.asarray(segment.vectors_at(positions) @ query)
     best = best_rows(scores, np.arange(len(positions)), k)
     return [(int(segment.rows[positions[at]]), float(scores[at])) for at in best]
 

@@ -2,14 +2,18 @@
 
 Each row's vector, BM25 length and postings (the weighted frequencies of its terms, grouped by
 term). A segment is never changed: rows written since the last flush are small segments in
-memory; `save` writes a segment's columns as .npy files, which `load` maps into memory (so
-opening costs the same at any size), with an HNSW graph (graph.py) once it is large; `merged`
-makes one segment of several, leaving out the rows removed meanwhile. Row ids are the chunks
+memory; `save` writes a segment's columns one after another into columns.bin (columns.json
+says where each is), which `load` maps into memory (so opening costs the same at any size),
+with an HNSW graph (graph.py) once it is large; `merged` makes one segment of several, leaving
+out the rows removed meanwhile. Row ids are the chunks
 table's ids, ascending within a segment, never reused.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import mmap
 import os
 import shutil
 from collections.abc import Sequence
@@ -24,7 +28,7 @@ from docchat.adapters.sqlite_index.graph import Graph
 
 Mask = NDArray[np.bool_]
 _COLUMNS = ("rows", "vectors", "lengths", "terms", "starts", "post_rows", "post_freqs")
-GRAPH_FILE = "graph.usearch"
+COLUMNS_FILE, MANIFEST_FILE, GRAPH_FILE = "columns.bin", "columns.json", "graph.usearch"
 # Terms whose postings are regrouped at once when segments merge: bounds the merge's memory.
 _TERM_BLOCK = 65_536
 # Rows whose vectors are copied at once when segments merge into a file.
@@ -47,6 +51,7 @@ class Segment:
     post_freqs: NDArray[np.float32]
     graph: Graph | None = None
     folder: Path | None = None  # where it is saved; None: in memory only
+    vectors_offset: int = 0  # where the vectors begin in the saved columns.bin
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -100,6 +105,19 @@ class Segment:
         low, high = int(self.starts[at]), int(self.starts[at + 1])
         return self.post_rows[low:high], self.post_freqs[low:high]
 
+    def vectors_at(self, positions: NDArray[np.intp]) -> NDArray[np.float32]:
+        """The vectors of these rows. From a saved segment they are read from its file rather
+        than through the mapping: a page fault maps a whole folio of the page cache (hundreds
+        of KB here), so a few hundred searches' scattered rows would put every page of the
+        file in the process's memory."""
+        if self.folder is None or not len(positions):
+            return np.asarray(self.vectors[positions])
+        row = self.vectors.shape[1] * 4
+        with (self.folder / COLUMNS_FILE).open("rb", buffering=0) as file:
+            fd, at = file.fileno(), self.vectors_offset
+            data = b"".join(os.pread(fd, row, at + int(p) * row) for p in positions)
+        return np.frombuffer(data, dtype=np.float32).reshape(len(positions), -1)
+
     def positions(self, rows: NDArray[np.int64]) -> NDArray[np.intp]:
         """The positions of those of `rows` (ascending) that this segment holds."""
         at = np.searchsorted(self.rows, rows)
@@ -114,19 +132,26 @@ class Segment:
         """Write the columns (and an HNSW graph, with `graph`) into `folder`, made anew; the
         segment as mapped from there."""
         partial = _made_anew(folder)
-        for column in _COLUMNS:
-            np.save(partial / f"{column}.npy", getattr(self, column))
+        with _ColumnWriter(partial) as out:
+            for column in _COLUMNS:
+                out.add(column, getattr(self, column))
         if graph and len(self):
             Graph.build(self.vectors, partial / GRAPH_FILE)
         return _placed(partial, folder)
 
     @classmethod
     def load(cls, folder: Path) -> Segment:
-        """The segment saved in `folder`, its columns mapped into memory, not read."""
-        columns = {c: np.load(folder / f"{c}.npy", mmap_mode="r") for c in _COLUMNS}
+        """The segment saved in `folder`, its columns mapped into memory, not read; the vectors
+        of a segment without a graph are read (every search scans them all, and reading them
+        at once costs a fraction of faulting the mapping in page by page)."""
+        manifest = json.loads((folder / MANIFEST_FILE).read_text())
+        columns = _mapped(folder / COLUMNS_FILE, manifest)
         graph_file = folder / GRAPH_FILE
         graph = Graph.open(graph_file) if graph_file.is_file() else None
-        return cls(**columns, graph=graph, folder=folder)
+        vectors = manifest["vectors"]
+        if graph is None:
+            columns["vectors"] = np.array(columns["vectors"])
+        return cls(**columns, graph=graph, folder=folder, vectors_offset=vectors["offset"])
 
     # --- merging -------------------------------------------------------------------------
 
@@ -147,20 +172,74 @@ class Segment:
         all in memory at once."""
         kept = _kept(parts)
         partial = _made_anew(folder)
-        for column, values in _merged_columns(kept).items():
-            np.save(partial / f"{column}.npy", values)
         dimension = kept[0][0].vectors.shape[1] if kept else 0
         count = sum(int(m.sum()) for _, m in kept)
-        header = {"descr": "<f4", "fortran_order": False, "shape": (count, dimension)}
-        with (partial / "vectors.npy").open("wb") as out:
-            np.lib.format.write_array_header_2_0(out, header)
+        with _ColumnWriter(partial) as out:
+            for column, values in _merged_columns(kept).items():
+                out.add(column, values)
+            out.start("vectors", np.float32, (count, dimension))
             for segment, live in kept:
                 for at in range(0, len(segment), _VECTOR_BLOCK):
                     block = np.asarray(segment.vectors[at : at + _VECTOR_BLOCK])
-                    out.write(np.ascontiguousarray(block[live[at : at + _VECTOR_BLOCK]]).tobytes())
+                    out.write(block[live[at : at + _VECTOR_BLOCK]])
         if graph and count:
-            Graph.build(np.load(partial / "vectors.npy", mmap_mode="r"), partial / GRAPH_FILE)
+            manifest = json.loads((partial / MANIFEST_FILE).read_text())
+            vectors = _mapped(partial / COLUMNS_FILE, manifest)["vectors"]
+            Graph.build(vectors, partial / GRAPH_FILE)
         return _placed(partial, folder)
+
+
+class _ColumnWriter:
+    """Writes arrays one after another into columns.bin, each at a 64-byte boundary, and where
+    each is (dtype, shape, offset) into columns.json when closed."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.out = (folder / COLUMNS_FILE).open("wb")
+        self.manifest: dict[str, dict[str, Any]] = {}
+
+    def __enter__(self) -> _ColumnWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.out.close()
+        (self.folder / MANIFEST_FILE).write_text(json.dumps(self.manifest))
+
+    def start(self, name: str, dtype: Any, shape: tuple[int, ...]) -> None:
+        """Begin the column `name`; `write` its data next."""
+        self.out.write(b"\0" * (-self.out.tell() % 64))
+        self.manifest[name] = {
+            "dtype": np.dtype(dtype).str,
+            "shape": list(shape),
+            "offset": self.out.tell(),
+        }
+
+    def write(self, values: NDArray[Any]) -> None:
+        self.out.write(np.ascontiguousarray(values).tobytes())
+
+    def add(self, name: str, values: NDArray[Any]) -> None:
+        self.start(name, values.dtype, values.shape)
+        self.write(values)
+
+
+def _mapped(path: Path, manifest: dict[str, dict[str, Any]]) -> dict[str, NDArray[Any]]:
+    """The columns of columns.bin at `path`, as read-only arrays over one mapping of it. A
+    search reads a few rows of a column here and there: the kernel is told so, so that it does
+    not read ahead around each."""
+    with path.open("rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    if isinstance(mapped, mmap.mmap) and hasattr(mmap, "MADV_RANDOM"):
+        mapped.madvise(mmap.MADV_RANDOM)
+    return {
+        name: np.frombuffer(
+            mapped,
+            dtype=np.dtype(spec["dtype"]),
+            count=math.prod(spec["shape"]),
+            offset=spec["offset"] if size else 0,
+        ).reshape(spec["shape"])
+        for name, spec in manifest.items()
+    }
 
 
 def _kept(parts: Sequence[tuple[Segment, Mask | None]]) -> list[tuple[Segment, Mask]]:

@@ -12,20 +12,26 @@ SAM_STAMP := $(SAM_VENV)/.installed-$(SAM_CLI_VERSION)
 # checkov (the template's security scan) also clashes with our pins: a venv of its own.
 SCAN_VENV := .venv-scan
 SCAN_STAMP := $(SCAN_VENV)/.installed
+# tests/mcp_server/test_inspector.py runs the MCP Inspector's command-line mode (npm), installed
+# here and not in git; it runs offline once installed. Node 22 is what it asks for; Debian's
+# Node 20 runs its CLI mode (npm warns about the engine).
+INSPECTOR_DIR := .inspector
+INSPECTOR_VERSION := 2.12.0
+INSPECTOR_STAMP := $(INSPECTOR_DIR)/.installed-$(INSPECTOR_VERSION)
 # tests/web drives Debian's Chromium; Playwright's own browser download is never used.
 CHROMIUM ?= /usr/bin/chromium
 PDFS ?= examples/pdfs
 QUESTION ?= What does the DMCA say about circumvention of technological protection measures?
 DEMO_DIR ?= .docchat-demo
 
-.PHONY: demo test unit e2e destroy reindex install lint clean
+.PHONY: demo test unit e2e destroy reindex install inspector lint clean
 
 # ingest exits 1 when some PDF failed (the others are indexed: go on and ask), 2 on unusable input.
 demo: $(STAMP)
 	$(BIN)/docchat ingest --data-dir "$(DEMO_DIR)" "$(PDFS)" || [ $$? -eq 1 ]
 	$(BIN)/docchat ask --data-dir "$(DEMO_DIR)" "$(QUESTION)"
 
-test: $(STAMP) $(SAM_STAMP) $(SCAN_STAMP) $(CHROMIUM)
+test: $(STAMP) $(SAM_STAMP) $(SCAN_STAMP) $(CHROMIUM) $(INSPECTOR_STAMP)
 	$(BIN)/ruff check layers tests bench infra
 	$(BIN)/mypy
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -51,7 +57,9 @@ destroy: $(STAMP) $(SAM_STAMP)
 reindex: $(STAMP)
 	$(BIN)/python infra/stack_tools.py reindex "$(STACK)"
 
-install: $(STAMP) $(SAM_STAMP) $(SCAN_STAMP)
+install: $(STAMP) $(SAM_STAMP) $(SCAN_STAMP) $(INSPECTOR_STAMP)
+
+inspector: $(INSPECTOR_STAMP)
 
 $(STAMP): pyproject.toml requirements/model.txt requirements/ocr.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "docchat needs Python >= 3.11; set PYTHON=python3.11 or newer")'
@@ -67,6 +75,12 @@ $(SAM_STAMP):
 	$(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(SAM_VENV)/bin/python -m pip install --quiet aws-sam-cli==$(SAM_CLI_VERSION)
+	touch $@
+
+$(INSPECTOR_STAMP):
+	mkdir -p $(INSPECTOR_DIR)
+	npm install --silent --no-audit --no-fund --no-save --prefix $(INSPECTOR_DIR) \
+		@modelcontextprotocol/inspector@$(INSPECTOR_VERSION)
 	touch $@
 
 $(SCAN_STAMP):
@@ -89,4 +103,4 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) $(SCAN_VENV) $(DEMO_DIR) .pytest_cache
+	rm -rf $(VENV) $(SAM_VENV) $(SCAN_VENV) $(INSPECTOR_DIR) $(DEMO_DIR) .pytest_cache

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 
-from docchat.ingest.convert import ConvertLimits, pages_from_pdf
+from docchat.ingest.convert.pdf import ConvertLimits, pages_from_pdf
 
 DATA = Path(__file__).resolve().parent / ".data"
 PACKAGES = ("r-doc-pdf", "c++-annotations-pdf")

@@ -20,7 +20,7 @@ picks the highest threshold that still answers ANSWERED of the positives (a fals
 matches" hides an answer the documents hold, which is what issue 14 reports; a false answer is
 still marked as quotes, not as a claim), then reports both shares on the `test` half.
 
-`similarity` chooses `citations.SIMILARITY_WEIGHT` on the `tune` half: the chat's reranked
+`similarity` chooses `Settings.quote_similarity_weight` on the `tune` half: the chat's reranked
 passages, quoted with each sentence's cosine (from the sentence reranker) weighted 0 to 3; the
 best answer recall wins, and the test half is left for `docchat eval qa --split test`.
 
@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from docchat.adapters.local_embedder import LocalEmbedder
-from docchat.answer.citations import SIMILARITY_WEIGHT, answer_quotes, question_coverage
+from docchat.answer.extractive import QuoteWeights, answer_quotes, question_coverage
 from docchat.config import Settings
 from docchat.evaluate.corpus import (
     Chunking,
@@ -54,7 +54,7 @@ from docchat.evaluate.corpus import (
 )
 from docchat.evaluate.qa import Quoter, evaluate_qa, extractive_quoter, load_squad, qa_split
 from docchat.ingest.chunk import chunks_from_pages
-from docchat.ingest.convert import pages_from_pdf
+from docchat.ingest.convert.pdf import pages_from_pdf
 from docchat.models import Chunk
 from docchat.search.rerank import SentenceReranker
 from docchat.wiring import reranker
@@ -106,7 +106,9 @@ def compare(args: argparse.Namespace, settings: Settings) -> None:
         cache_dir=args.cache,
         quoters={
             f"extractive, main {MAIN}": main_quoter(),
-            "extractive, this tree": extractive_quoter(threshold=settings.answer_threshold),
+            "extractive, this tree": extractive_quoter(
+                threshold=settings.answer_threshold, weights=QuoteWeights.of(settings)
+            ),
         },
         answer_passages=settings.top_k,
     )
@@ -195,10 +197,12 @@ def similarity(args: argparse.Namespace, settings: Settings) -> None:
 
     def weighted(weight: float) -> Quoter:
         def quote(question: str, chunks: Sequence[Chunk]) -> list[tuple[Chunk, int, str]]:
-            cosines = sentences.similarities(question, chunks)
-            scaled = {key: value * weight / SIMILARITY_WEIGHT for key, value in cosines.items()}
             found = answer_quotes(
-                question, chunks, threshold=settings.answer_threshold, similarity=scaled
+                question,
+                chunks,
+                threshold=settings.answer_threshold,
+                weights=replace(QuoteWeights.of(settings), quote_similarity_weight=weight),
+                similarity=sentences.similarities(question, chunks),
             )
             return [(q.chunk, q.page, q.text) for q in found]
 

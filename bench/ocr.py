@@ -32,7 +32,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from tests.pdfgen import scanned_copy  # noqa: E402
 
 from docchat.ingest import ocr  # noqa: E402
-from docchat.ingest.convert import ConvertLimits, pages_from_pdf  # noqa: E402
+from docchat.ingest.convert.pageocr import LocalOcr  # noqa: E402
+from docchat.ingest.convert.pdf import ConvertLimits, pages_from_pdf  # noqa: E402
 from docchat.ingest.ocr import OcrOptions  # noqa: E402
 from reliability import SHARED, conversion_outcomes  # noqa: E402
 
@@ -101,7 +102,7 @@ def sweep(dpis: list[int], cases: list[tuple[str, bytes, list[str]]]) -> dict[in
         cells, hits, total, seconds, pages = [], 0.0, 0, 0.0, 0
         for _, scan, truths in cases:
             started = time.perf_counter()
-            document = pages_from_pdf(scan, ocr=OcrOptions(dpi=dpi), limits=LIMITS)
+            document = pages_from_pdf(scan, ocr=LocalOcr(OcrOptions(dpi=dpi)), limits=LIMITS)
             seconds += time.perf_counter() - started
             pages += len(truths)
             text = "\n".join(p.markdown for p in document.pages)
@@ -139,7 +140,7 @@ def speed(dpi: int, cases: list[tuple[str, bytes, list[str]]], rounds: int) -> N
     for _ in range(rounds):
         for i, (_, scan, _) in enumerate(cases):
             started = time.perf_counter()
-            pages_from_pdf(scan, ocr=OcrOptions(dpi=dpi), limits=LIMITS)
+            pages_from_pdf(scan, ocr=LocalOcr(OcrOptions(dpi=dpi)), limits=LIMITS)
             ours[i] = min(ours[i], time.perf_counter() - started)
             started = time.perf_counter()
             for image in images[i]:
@@ -161,7 +162,7 @@ def share() -> None:
     print(f"| ../shared/data PDFs ({len(files)}) | converted and indexed | typed errors |")
     print("|---|---|---|")
     failed: list[str] = []
-    for label, options in (("before (no OCR)", None), ("after (OCR)", OcrOptions())):
+    for label, options in (("before (no OCR)", None), ("after (OCR)", LocalOcr(OcrOptions()))):
         started = time.monotonic()
         failed.clear()
         outcomes, reasons, _ = conversion_outcomes(

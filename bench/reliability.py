@@ -44,7 +44,8 @@ from reportlab.pdfgen.canvas import Canvas
 
 from docchat.errors import ConversionError
 from docchat.ingest import isolate
-from docchat.ingest.convert import ConvertLimits
+from docchat.ingest.convert.pageocr import LocalOcr
+from docchat.ingest.convert.pdf import ConvertLimits
 from docchat.ingest.isolate import pages_from_pdf_isolated
 from docchat.ingest.ocr import OcrOptions
 
@@ -94,7 +95,7 @@ def pdfs() -> int:
     isolate.START_METHOD = "fork"
     sample = (ROOT / "examples" / "pdfs" / "dmca.pdf").read_bytes()
     cases = {**files, **{f"hostile: {k}": v for k, v in hostile_cases(sample).items()}}
-    outcomes, reasons, slowest = conversion_outcomes(cases, ocr=OcrOptions())
+    outcomes, reasons, slowest = conversion_outcomes(cases, ocr=LocalOcr(OcrOptions()))
     peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"{'files tried':<28}{len(cases)} ({len(files)} real, {len(cases) - len(files)} hostile)")
     print(f"{'converted':<28}{outcomes['converted']}")
@@ -111,7 +112,7 @@ def pdfs() -> int:
 def conversion_outcomes(
     cases: dict[str, bytes],
     *,
-    ocr: OcrOptions | None,
+    ocr: LocalOcr | None,
     limits: ConvertLimits = LIMITS,
     on_failure: Callable[[str, str], None] | None = None,
 ) -> tuple[Counter[str], Counter[str], tuple[float, str]]:

@@ -29,10 +29,10 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "docchat")
 
 
 # `slow`: needs a tool outside .venv (sam, Chromium, checkov), the Lambda layout harness, a
-# deployed stack, real embedding, a real server (uvicorn) per test, the ingestion state machine
-# run under moto (tests/functions), or a CLI run per storage fault. Whole folders and files are
-# marked here, new tests in them included, so `make unit` (-m "not slow") stays under a minute;
-# `make test` runs everything.
+# deployed stack, real embedding (every CLI test ingests with the real embedder), a real server
+# (uvicorn) per test, `docchat mcp` as a subprocess (tests/mcp_server), or the ingestion state
+# machine run under moto (tests/functions). Whole folders and files are marked here, new tests in
+# them included, so `make unit` (-m "not slow") stays under a minute; `make test` runs everything.
 SLOW_PATHS = (
     "tests/lambda_layout/",
     "tests/web/",
@@ -45,10 +45,9 @@ SLOW_PATHS = (
     "tests/api/test_server.py",
     "tests/api/test_local_guard.py",
     "tests/api/test_page_text.py",
-    "tests/cli/test_serve.py",
     "tests/functions/",
-    "tests/cli/test_storage_faults.py",
-    "tests/cli/test_text.py",
+    "tests/cli/",
+    "tests/mcp_server/",
 )
 
 

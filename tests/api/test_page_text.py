@@ -83,6 +83,7 @@ def test_unknown_document_is_404_in_the_error_shape(server: GuardedServer, doc_i
         "error": {
             "status": 404,
             "code": "not_found",
+            "request_id": answer.headers["x-request-id"],
             "message": f"no document with id {doc_id!r}: GET /documents or `docchat status` "
             "lists them",
         }

@@ -222,10 +222,17 @@ def test_completions_refuse_a_blank_question(
         timeout=10,
     )
 
-    assert response.status_code == 422
-    assert response.json()["error"]["message"] == (
-        "invalid request: the question is only white space"
-    )
+    # OpenAI answers an invalid request 400, in its error shape, naming the parameter
+    at = f"messages[{len(messages) - 1}]"
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": {
+            "message": f"Invalid '{at}': the user's message is only white space",
+            "type": "invalid_request_error",
+            "param": at,
+            "code": "invalid_value",
+        }
+    }
 
 
 def test_models_are_listed_as_openai_lists_them(served: Server) -> None:

@@ -107,3 +107,36 @@ def test_serve_with_a_token_asks_every_api_call_for_it(served_with_token: str) -
     assert bare.status_code == 401
     assert given.status_code == 200 and given.json() == {"documents": []}
     assert [m.id for m in listed] == ["docchat"]
+
+
+def test_serve_on_another_loopback_address_answers_its_own_url(tmp_path: Path) -> None:
+    # Given docchat serve on 127.0.0.2, a loopback address other than 127.0.0.1
+    port = _free_port()
+    process = subprocess.Popen(
+        [str(DOCCHAT), "serve", "--host", "127.0.0.2", "--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**_env(), "DOCCHAT_DATA_DIR": str(tmp_path / "d")},
+    )
+    try:
+        assert process.stderr is not None
+        said = process.stderr.readline()
+        url = said.split(" on ", 1)[1].split()[0]
+        assert url == f"http://127.0.0.2:{port}", said
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                # When its own printed URL is asked (before: 403, a foreign host name)
+                page, documents = httpx.get(url, timeout=5), httpx.get(f"{url}/documents")
+                foreign = httpx.get(url, headers={"host": "rebound.example"})
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "docchat serve did not answer"
+                time.sleep(0.1)
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+    # Then it answers, and another name for the same address is still refused
+    assert (page.status_code, documents.status_code) == (200, 200)
+    assert foreign.status_code == 403

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from docchat.cli import main
-from docchat.ingest.local import doc_id_for, source_of
+from docchat.ingest.decision import doc_id_for
+from docchat.ingest.local import source_of
 from tests.pdfgen import make_pdf
 
 ODD_NAMES = ["Q3 [draft] résumé #2.pdf", "契約書 (final).pdf", "--notes.pdf"]

@@ -32,9 +32,7 @@ def _caller() -> tuple[bool, str | None, str]:
 def main(argv: list[str]) -> int:
     stack, extra = (argv[0].strip(), argv[1:]) if argv else ("", [])
     credentials, region, detail = _caller() if stack else (False, None, "")
-    line = missing_prerequisites(
-        stack=stack, credentials=credentials, region=region, detail=detail
-    )
+    line = missing_prerequisites(stack=stack, credentials=credentials, region=region, detail=detail)
     if line is not None:
         print(line)
         return 0

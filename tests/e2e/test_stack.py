@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from docchat.ingest.local import doc_id_for, version_of
+from docchat.ingest.decision import doc_id_for, version_of
 from tests.conftest import EXAMPLES
 from tests.e2e.check import (
     ChatReply,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from docchat.answer.extractive import QuoteWeights
 from docchat.config import Settings
 from docchat.evaluate.corpus import RERANKED, Chunking, Retrieval
 from docchat.evaluate.qa import evaluate_qa, extractive_quoter, load_squad
@@ -46,7 +47,9 @@ def scores() -> dict[str, dict[str, float]]:
         reranker=chat_reranker,
         quoters={
             "extractive": extractive_quoter(
-                threshold=settings.answer_threshold, reranker=chat_reranker
+                threshold=settings.answer_threshold,
+                weights=QuoteWeights.of(settings),
+                reranker=chat_reranker,
             )
         },
         answer_passages=settings.top_k,

@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from docchat.answer.agent import NOT_FOUND, Agent
+from docchat.answer.agent import NOT_FOUND, ExtractiveAnswerer
 from docchat.answer.events import CitationsEvent, DeltaEvent
 from docchat.cli import main
 from docchat.config import Settings
 from docchat.evaluate.qa import verbatim
-from docchat.ingest.convert import pages_from_pdf
+from docchat.ingest.convert.pdf import pages_from_pdf
 from docchat.models import Citation
 from docchat.wiring import agent_config
 from docchat.wiring.local import local_library
@@ -49,7 +49,7 @@ def pages() -> dict[tuple[str, int], str]:
 
 
 def _ask(settings: Settings, question: str) -> tuple[str, list[Citation]]:
-    agent = Agent(local_library(settings), None, agent_config(settings, index_sleeps=False))
+    agent = ExtractiveAnswerer(local_library(settings), agent_config(settings, index_sleeps=False))
     events = list(agent.run([{"role": "user", "content": question}]))
     text = "".join(e.text for e in events if isinstance(e, DeltaEvent))
     [cited] = [e for e in events if isinstance(e, CitationsEvent)]

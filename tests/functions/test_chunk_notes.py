@@ -18,7 +18,7 @@ import pytest
 from docchat.adapters.anthropic_model import claude_model
 from docchat.config import Settings
 from docchat.errors import ConfigError
-from docchat.ingest.notes import notes_key
+from docchat.ingest.artifacts import notes_key
 from docchat.wiring.cloud import CloudServices
 from tests.functions.conftest import ARTIFACTS_BUCKET, REGION, Pipeline
 from tests.pdfgen import make_pdf

@@ -13,10 +13,11 @@ import yaml
 from reportlab.pdfgen.canvas import Canvas
 
 from docchat.errors import PdfTooLargeError
-from docchat.ingest.convert import pages_from_pdf
-from docchat.ingest.local import doc_id_for
+from docchat.ingest.artifacts import pages_key
+from docchat.ingest.convert.pageocr import LocalOcr
+from docchat.ingest.convert.pdf import pages_from_pdf
+from docchat.ingest.decision import doc_id_for
 from docchat.ingest.ocr import OcrOptions
-from docchat.ingest.pagetext import pages_key
 from docchat.models import DocStatus, Page
 from tests.conftest import REPO
 from tests.functions.conftest import ARTIFACTS_BUCKET, DOCS_BUCKET, Pipeline
@@ -78,7 +79,7 @@ def test_cloud_ocr_mixed_pdf_is_indexed_with_its_scanned_pages(pipeline: Pipelin
     assert (record.status, record.pages, record.pages_ocr) == (DocStatus.INDEXED, 5, 3)
 
     # And the stored pages are exactly what a local conversion (OCR in process) makes
-    local = pages_from_pdf(data, fallback_title="mixed", ocr=OcrOptions(dpi=150))
+    local = pages_from_pdf(data, fallback_title="mixed", ocr=LocalOcr(OcrOptions(dpi=150)))
     assert _stored_pages(pipeline, record.doc_id, record.version) == local.pages
     assert record.title == local.title
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from docchat.adapters.s3_uploads import S3Uploads
-from docchat.ingest.local import doc_id_for
+from docchat.ingest.decision import doc_id_for
 from docchat.ingest.steps import register
 from docchat.models import DocStatus, StepEvent
 from tests.aws_events import EVENTS, documented, encoded_key, execution_event, s3_event

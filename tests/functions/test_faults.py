@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from docchat.errors import SearchIndexError, SearchIndexNotReadyError, SearchIndexUnavailableError
-from docchat.ingest.local import doc_id_for
+from docchat.ingest.decision import doc_id_for
 from docchat.models import Chunk, DocStatus
 from tests.functions.conftest import DOCS_BUCKET, Pipeline
 from tests.functions.test_ingest_pipeline import _pdf

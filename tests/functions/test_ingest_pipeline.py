@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from docchat.ingest.local import doc_id_for
+from docchat.ingest.decision import doc_id_for
 from docchat.models import DocStatus
 from tests.functions.conftest import DOCS_BUCKET, Pipeline
 from tests.pdfgen import make_pdf

@@ -11,8 +11,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from docchat.answer.backend import ChatBackend
-from docchat.ingest.local import doc_id_for, version_of
-from docchat.ingest.pagetext import S3PageStore, pages_key
+from docchat.ingest.artifacts import pages_key
+from docchat.ingest.decision import doc_id_for, version_of
+from docchat.ingest.pagetext import S3PageStore
 from docchat.search.library import Library
 from tests.chatkit import SEARCH, tuned_config
 from tests.functions.conftest import ARTIFACTS_BUCKET, DOCS_BUCKET, Pipeline

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from docchat.errors import SearchIndexError
-from docchat.ingest.local import doc_id_for
+from docchat.ingest.decision import doc_id_for
 from docchat.models import Chunk, DocStatus
 from docchat.ports import Vectors
 from tests.functions.conftest import DOCS_BUCKET, Pipeline

@@ -14,7 +14,7 @@ import pytest
 from docchat.cli import main as docchat
 from docchat.config import Settings
 from docchat.ingest.chunk import chunks_from_pages
-from docchat.ingest.local import version_of
+from docchat.ingest.decision import version_of
 from docchat.models import Page
 from docchat.serve.app import create_app
 from docchat.wiring.local import local_backend

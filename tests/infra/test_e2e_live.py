@@ -200,8 +200,9 @@ def _wait(registry: _Registry) -> dict[str, Any]:
 
 def test_wait_indexed_returns_the_item_once_this_version_is_indexed(no_waiting: None) -> None:
     old = {"doc_id": "dmca-1", "version": "v1", "status": "INDEXED"}
-    registry = _Registry(None, old, {**old, "version": "v2", "status": "EMBEDDING"},
-                         {**old, "version": "v2"})
+    registry = _Registry(
+        None, old, {**old, "version": "v2", "status": "EMBEDDING"}, {**old, "version": "v2"}
+    )
 
     assert _wait(registry)["version"] == "v2"
 
@@ -242,8 +243,11 @@ def test_executions_settle_waits_for_the_new_run_about_the_key(no_waiting: None)
     other = _run("other-key", "RUNNING", since + timedelta(seconds=5))
     running = _run("remove", "RUNNING", since + timedelta(seconds=3))
     ancient = _run("ancient", "SUCCEEDED", since - timedelta(hours=1))
-    executions = Executions(boto3.Session(region_name=REGION, aws_access_key_id="a",
-                                          aws_secret_access_key="b"), _stack(), KEY)
+    executions = Executions(
+        boto3.Session(region_name=REGION, aws_access_key_id="a", aws_secret_access_key="b"),
+        _stack(),
+        KEY,
+    )
     inputs = {
         "before": KEY,
         "other-key": "docchat-e2e/run-2/x.pdf",
@@ -252,8 +256,9 @@ def test_executions_settle_waits_for_the_new_run_about_the_key(no_waiting: None)
     stubber = Stubber(executions._sfn)
     for status in ("RUNNING", "SUCCEEDED"):
         runs = [other, {**running, "status": status}, before, ancient]
-        stubber.add_response("list_executions", {"executions": runs},
-                             {"stateMachineArn": _stack().state_machine_arn})
+        stubber.add_response(
+            "list_executions", {"executions": runs}, {"stateMachineArn": _stack().state_machine_arn}
+        )
         for run in runs[:3]:
             if status == "RUNNING":  # inputs are read once per run
                 event = {"detail": {"object": {"key": inputs[run["name"]]}}}
@@ -274,11 +279,15 @@ def test_executions_settle_accepts_that_no_run_starts(
     no_waiting: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(live, "SETTLE_S", -1)
-    executions = Executions(boto3.Session(region_name=REGION, aws_access_key_id="a",
-                                          aws_secret_access_key="b"), _stack(), KEY)
+    executions = Executions(
+        boto3.Session(region_name=REGION, aws_access_key_id="a", aws_secret_access_key="b"),
+        _stack(),
+        KEY,
+    )
     stubber = Stubber(executions._sfn)
-    stubber.add_response("list_executions", {"executions": []},
-                         {"stateMachineArn": _stack().state_machine_arn})
+    stubber.add_response(
+        "list_executions", {"executions": []}, {"stateMachineArn": _stack().state_machine_arn}
+    )
 
     with stubber:
         assert executions.settle(since=datetime.now(UTC), known=set()) == []

@@ -167,9 +167,7 @@ def test_stack_watchdog_may_ask_why_an_ingestion_run_failed() -> None:
         stack.resolve({"Fn::GetAtt": ["IngestStateMachine", "Name"]})
     )
     allowed = _allowed(resources, "WatchdogFunctionRole", "states:DescribeExecution")
-    assert allowed == [
-        f"arn:aws:states:us-east-1:123456789012:execution:{machine}:*"
-    ], allowed
+    assert allowed == [f"arn:aws:states:us-east-1:123456789012:execution:{machine}:*"], allowed
 
 
 def test_stack_classic_collection_has_no_group() -> None:

@@ -192,6 +192,16 @@ def test_chat_with_an_empty_opensearch_endpoint_never_gets_ready(
     assert not stack.data_dir.exists()
 
 
+def test_chat_sends_the_pages_security_policy_through_the_adapter(chat: WebAdapter) -> None:
+    # The app sets it on the page, so API Gateway passes it on with the response's headers
+    page = chat.request("GET", "/")
+
+    assert page.status == 200, page.body
+    headers = {name.lower(): value for name, value in page.headers.items()}
+    assert "frame-ancestors 'none'" in headers["content-security-policy"]
+    assert headers["x-frame-options"] == "DENY"
+
+
 def test_chat_documents_lists_what_the_handlers_indexed(chat: WebAdapter) -> None:
     listed = chat.request("GET", "/documents")
 

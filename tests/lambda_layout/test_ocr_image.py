@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from docchat.ingest.convert import ocr_pages
+from docchat.ingest.convert.pageocr import ocr_pages
 from docchat.ingest.ocr import OcrOptions
 from docchat.models import OcrPage
 from tests.conftest import EXAMPLES, REPO

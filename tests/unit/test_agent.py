@@ -6,8 +6,9 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from docchat.answer.agent import WAKING, Agent
+from docchat.answer.agent import Agent, ExtractiveAnswerer
 from docchat.answer.events import ChatEvent, event_data
+from docchat.answer.tools import WAKING
 from docchat.errors import SearchIndexUnavailableError
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.models import Passage
@@ -172,7 +173,7 @@ def test_agent_reads_pages_and_lists_documents(library: Library) -> None:
 
 def test_agent_without_model_answers_extractively_with_pages(library: Library) -> None:
     events = list(
-        Agent(library, None, tuned_config()).run(
+        ExtractiveAnswerer(library, tuned_config()).run(
             [{"role": "user", "content": "When did the new bridge open?"}]
         )
     )

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docchat.answer.agent import NOT_FOUND, Agent
-from docchat.answer.citations import answer_quotes, best_quote, chunk_sentences
+from docchat.answer.agent import NOT_FOUND, ExtractiveAnswerer
+from docchat.answer.citations import best_quote
 from docchat.answer.events import CitationsEvent, DeltaEvent
+from docchat.answer.extractive import QuoteWeights, answer_quotes
 from docchat.evaluate.qa import verbatim
 from docchat.models import Chunk, Passage
 from docchat.search.library import distinct
-from tests.chatkit import library_of, tuned_config
+from docchat.search.sentences import chunk_sentences
+from tests.chatkit import DEFAULTS, library_of, tuned_config
 
+WEIGHTS = QuoteWeights.of(DEFAULTS)
 LIMITATIONS = (
     "Title II of the DMCA adds a new section 512 to the Copyright Act to create four new "
     "limitations on liability for copyright infringement by online service providers. The "
@@ -69,7 +72,7 @@ def test_quotes_are_whole_sentences_with_us_and_list_numbers_kept() -> None:
 
 def test_best_quote_can_quote_a_short_list_item() -> None:
     # main dropped sentences under 20 characters and list numbers: "System caching;" at best.
-    assert best_quote(_chunk(LIMITATIONS), {"system", "cach"}) == (1, "2. System caching;")
+    assert _best(_chunk(LIMITATIONS), {"system", "cach"}) == (1, "2. System caching;")
 
 
 def test_answer_quotes_are_verbatim_on_the_page_they_cite() -> None:
@@ -79,7 +82,7 @@ def test_answer_quotes_are_verbatim_on_the_page_they_cite() -> None:
         page_breaks=[17],
     )
 
-    quotes = answer_quotes("the U.S. rule heading", [chunk], threshold=0.0)
+    quotes = answer_quotes("the U.S. rule heading", [chunk], threshold=0.0, weights=WEIGHTS)
 
     assert [(q.page, q.text) for q in quotes] == [
         (2, "Second page: the U.S. rule. # Not a heading.")
@@ -92,7 +95,9 @@ def test_answer_quotes_put_the_sentence_opening_the_asked_section_first() -> Non
         _chunk(WHO_FILES[1], 37, headings=["Instructions", "Who Must File"]),
     ]
 
-    first = answer_quotes("Who must file Form 1040-NR?", passages, threshold=0.3)[0]
+    first = answer_quotes("Who must file Form 1040-NR?", passages, threshold=0.3, weights=WEIGHTS)[
+        0
+    ]
 
     assert first.text.startswith("File Form 1040NR if any of the following four conditions")
     assert first.number == 2
@@ -103,7 +108,10 @@ def test_answer_quotes_answer_from_the_heading_when_the_text_lacks_the_words() -
     passages = [_chunk(CACHING, headings=["Limitation for System Caching"])]
 
     quotes = answer_quotes(
-        "safe harbor for caching", passages, threshold=tuned_config().answer_threshold
+        "safe harbor for caching",
+        passages,
+        threshold=tuned_config().answer_threshold,
+        weights=WEIGHTS,
     )
 
     assert quotes and quotes[0].text.startswith("Section 512(b) limits the liability")
@@ -126,9 +134,9 @@ def test_answer_quotes_weigh_each_sentences_similarity_with_the_question() -> No
         (passages[1].chunk_id, caching.start): 0.6,
     }
 
-    by_words = answer_quotes("safe harbor for caching", passages, threshold=0.0)
+    by_words = answer_quotes("safe harbor for caching", passages, threshold=0.0, weights=WEIGHTS)
     with_similarity = answer_quotes(
-        "safe harbor for caching", passages, threshold=0.0, similarity=cosines
+        "safe harbor for caching", passages, threshold=0.0, weights=WEIGHTS, similarity=cosines
     )
 
     assert by_words[0].text == WIPO
@@ -144,7 +152,9 @@ def test_answer_quotes_leave_out_a_lead_in_ending_in_a_colon() -> None:
 
     texts = [
         q.text
-        for q in answer_quotes("conditions of the storage limitation", [lead_in], threshold=0.0)
+        for q in answer_quotes(
+            "conditions of the storage limitation", [lead_in], threshold=0.0, weights=WEIGHTS
+        )
     ]
 
     assert texts and not [t for t in texts if t.endswith(":")], texts
@@ -165,7 +175,7 @@ def test_answer_quotes_say_when_a_long_sentence_is_quoted_only_in_part(tmp_path:
     library = library_of(tmp_path / "i.sqlite3", {"dmca": [COUNTER_NOTICE]})
 
     events = list(
-        Agent(library, None, tuned_config()).run(
+        ExtractiveAnswerer(library, tuned_config()).run(
             [{"role": "user", "content": "when must the provider put the material back up"}]
         )
     )
@@ -185,8 +195,10 @@ def test_answer_quotes_mark_a_sentence_the_chunk_end_cuts_short() -> None:
         "service provider must put the material"
     )
 
-    quotes = answer_quotes("counter notification material", [cut], threshold=0)
-    whole = answer_quotes("limits liability retaining copies", [_chunk(CACHING)], threshold=0)
+    quotes = answer_quotes("counter notification material", [cut], threshold=0, weights=WEIGHTS)
+    whole = answer_quotes(
+        "limits liability retaining copies", [_chunk(CACHING)], threshold=0, weights=WEIGHTS
+    )
 
     assert [q.partial for q in quotes if q.text.endswith("put the material")] == [True]
     assert whole and not [q for q in whole if q.partial]
@@ -205,7 +217,9 @@ def test_answer_quotes_mark_a_sentence_a_page_break_cuts_short() -> None:
         page_breaks=[len(first) + 1],
     )
 
-    quotes = answer_quotes("technological measures categories", [page], threshold=0)
+    quotes = answer_quotes(
+        "technological measures categories", [page], threshold=0, weights=WEIGHTS
+    )
 
     assert [(q.page, q.partial) for q in quotes if q.text == first] == [(1, True)], quotes
 
@@ -228,7 +242,9 @@ WHO_MUST_FILE = (
 def test_answer_quotes_quote_the_list_a_sentence_announces_after_it() -> None:
     # The README's question was answered by "File Form 1040NR if any of the following four
     # conditions applies to you." and then by other sections: conditions 1-3 were never quoted.
-    quotes = answer_quotes("Who must file Form 1040-NR?", [_chunk(WHO_MUST_FILE)], threshold=0)
+    quotes = answer_quotes(
+        "Who must file Form 1040-NR?", [_chunk(WHO_MUST_FILE)], threshold=0, weights=WEIGHTS
+    )
 
     assert [q.text[:3] for q in quotes] == ["Fil", "1. ", "2. ", "3. ", "4. "]
 
@@ -242,7 +258,10 @@ def test_answer_quotes_quote_a_colon_lead_in_with_its_bulleted_list() -> None:
     )
 
     texts = [
-        q.text for q in answer_quotes("conditions of the limitation", [conditions], threshold=0)
+        q.text
+        for q in answer_quotes(
+            "conditions of the limitation", [conditions], threshold=0, weights=WEIGHTS
+        )
     ]
 
     start = texts.index("It is subject to the following conditions:")
@@ -256,14 +275,19 @@ def test_answer_quotes_drop_repeated_text_from_overlapping_chunks() -> None:
     passages = [_chunk(CACHING, 1), _chunk(CACHING, 2, doc_id="copy")]
 
     texts = [
-        q.text for q in answer_quotes("limits liability retaining copies", passages, threshold=0.0)
+        q.text
+        for q in answer_quotes(
+            "limits liability retaining copies", passages, threshold=0.0, weights=WEIGHTS
+        )
     ]
 
     assert texts and len(texts) == len(set(texts))
 
 
 def test_answer_quotes_refuse_below_the_threshold() -> None:
-    quotes = answer_quotes("ferry timetable to the island", [_chunk(CACHING)], threshold=0.3)
+    quotes = answer_quotes(
+        "ferry timetable to the island", [_chunk(CACHING)], threshold=0.3, weights=WEIGHTS
+    )
 
     assert quotes == []
 
@@ -295,7 +319,7 @@ def test_extractive_agent_answers_safe_harbor_for_caching(tmp_path: Path) -> Non
     library = library_of(tmp_path / "i.sqlite3", {"dmca": [LIMITATIONS, CACHING]})
 
     events = list(
-        Agent(library, None, tuned_config()).run(
+        ExtractiveAnswerer(library, tuned_config()).run(
             [{"role": "user", "content": "safe harbor for caching"}]
         )
     )
@@ -312,8 +336,14 @@ def test_best_quote_keeps_abbreviations_and_short_sentences_intact() -> None:
         "Your income is exempt from U.S. tax under a tax treaty. Dr. Smith et al. found it."
     )
 
-    assert best_quote(chunk, {"income", "exempt", "treaty"}) == (
+    assert _best(chunk, {"income", "exempt", "treaty"}) == (
         1,
         "Your income is exempt from U.S. tax under a tax treaty.",
     )
-    assert best_quote(chunk, {"smith", "found"}) == (1, "Dr. Smith et al. found it.")
+    assert _best(chunk, {"smith", "found"}) == (1, "Dr. Smith et al. found it.")
+
+
+def _best(chunk: Chunk, wanted: set[str]) -> tuple[int, str] | None:
+    """The page and text of `best_quote`."""
+    span = best_quote(chunk, wanted)
+    return (span.page, span.text) if span else None

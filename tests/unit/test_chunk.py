@@ -10,8 +10,8 @@ import pytest
 from docchat.config import Settings
 from docchat.errors import ConfigError
 from docchat.ingest.chunk import chunks_from_pages
-from docchat.ingest.convert import pages_from_pdf
-from docchat.ingest.local import embed_chunks
+from docchat.ingest.convert.pdf import pages_from_pdf
+from docchat.ingest.stages import embed_chunks
 from docchat.models import Page
 from tests.conftest import WordEmbedder
 from tests.pdfgen import make_pdf
@@ -226,4 +226,60 @@ def test_embed_chunks_embeds_each_chunks_contextual_text() -> None:
 
     assert embedder.texts == [
         "amazon-10k-2017\nAnnual report\nLiquidity\nCapital expenditures rose."
+    ]
+
+
+TABLE_HEADER = "|  | Year Ended December 31, |  |\n|  | 2018 | 2019 |\n| --- | --- | --- |"
+TABLE_ROWS = [f"| Line item {n:02d} of the statement | {n},100 | {n},200 |" for n in range(1, 31)]
+STATEMENT = (
+    "Consolidated Statements of Operations\n\n(in millions)\n\n"
+    + "\n".join([TABLE_HEADER, *TABLE_ROWS])
+    + "\n\nSee accompanying notes."
+)
+
+
+def test_chunk_long_table_splits_between_rows_under_its_header() -> None:
+    chunks = _chunks([_page(1, "# Statements\n\n" + STATEMENT)], chunk_size=400, chunk_overlap=50)
+
+    tables = [c for c in chunks if "| --- |" in c.text]
+    assert len(tables) > 1
+    assert all(c.text.startswith(TABLE_HEADER + "\n| Line item") for c in tables[1:])
+    assert all(len(c.text) < 400 for c in tables)
+    rows = [line for c in tables for line in c.text.split("\n") if line.startswith("| Line")]
+    assert rows == TABLE_ROWS  # every row once, whole, in order
+
+
+def test_chunk_table_piece_carries_caption_and_heading_path_in_context() -> None:
+    chunks = _chunks([_page(1, "# Statements\n\n" + STATEMENT)], chunk_size=400, chunk_overlap=50)
+
+    later = [c for c in chunks if c.text.startswith(TABLE_HEADER)]
+    assert later and all(
+        c.headings == ["Statements", "Consolidated Statements of Operations (in millions)"]
+        for c in later
+    )
+    assert "Consolidated Statements of Operations (in millions)" in later[-1].context
+
+
+def test_chunk_never_cuts_a_table_row_even_when_rows_are_long() -> None:
+    wide = [f"| {'cell text ' * 8}{n} | {n} |" for n in range(12)]  # ~90 chars a row
+    table = "\n".join(["| Name | Value |", "| --- | --- |", *wide])
+
+    chunks = _chunks([_page(1, f"Intro.\n\n{table}\n\nOutro.")], chunk_size=200, chunk_overlap=20)
+
+    lines = [line for c in chunks for line in c.text.split("\n") if line.startswith("| cell")]
+    assert lines == wide
+    assert all(
+        c.text.startswith("| Name | Value |\n| --- | --- |\n") for c in chunks if "cell" in c.text
+    )
+
+
+def test_chunk_short_table_is_one_piece_with_its_caption_in_context() -> None:
+    table = "| Item | Amount |\n| --- | --- |\n| Rent | 1,200 |\n| Food | 400 |"
+
+    chunks = _chunks([_page(1, f"# Costs\n\nMonthly costs\n\n{table}\n\nTotal 1,600.")])
+
+    assert [(c.headings, c.text) for c in chunks] == [
+        (["Costs"], "Monthly costs"),
+        (["Costs", "Monthly costs"], table),
+        (["Costs"], "Total 1,600."),
     ]

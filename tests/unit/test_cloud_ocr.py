@@ -9,9 +9,10 @@ import pypdfium2 as pdfium
 import pytest
 
 from docchat.config import Settings
-from docchat.ingest.convert import OcrResults, ocr_pages, pages_from_pdf
-from docchat.ingest.local import ocr_options
+from docchat.ingest.convert.pageocr import LocalOcr, OcrResults, ocr_pages
+from docchat.ingest.convert.pdf import pages_from_pdf
 from docchat.ingest.ocr import OcrOptions
+from docchat.ingest.stages import ocr_options
 from docchat.ingest.steps import ocr_ranges
 from docchat.models import DocRef, OcrPage
 from tests.pdfgen import make_pdf, scanned_copy
@@ -50,7 +51,7 @@ def _mixed_pdf() -> bytes:
 @pytest.mark.slow
 def test_cloud_ocr_pages_equal_a_local_conversion() -> None:
     pdf = _mixed_pdf()
-    local = pages_from_pdf(pdf, ocr=OPTIONS)
+    local = pages_from_pdf(pdf, ocr=LocalOcr(OPTIONS))
 
     # Convert without results: nothing is read by OCR, the pages that need it are listed
     first = pages_from_pdf(pdf, ocr=OcrResults())
@@ -75,7 +76,7 @@ def test_cloud_ocr_text_only_pdf_has_nothing_pending() -> None:
     converted = pages_from_pdf(typed, ocr=OcrResults())
 
     assert converted.ocr_pending == []
-    assert converted == pages_from_pdf(typed, ocr=OPTIONS)
+    assert converted == pages_from_pdf(typed, ocr=LocalOcr(OPTIONS))
 
 
 @pytest.mark.slow
@@ -110,6 +111,6 @@ def test_cloud_ocr_ranges_are_bounded_and_keyed_by_their_pages() -> None:
 def test_cloud_ocr_setting_still_reads_scans_in_a_local_run() -> None:
     # The local runner has no OCR step: with DOCCHAT_OCR=cloud it OCRs in process
     assert ocr_options(Settings.from_env({"DOCCHAT_OCR": "cloud", "DOCCHAT_OCR_DPI": "200"})) == (
-        OcrOptions(dpi=200)
+        LocalOcr(OcrOptions(dpi=200))
     )
     assert ocr_options(Settings.from_env({"DOCCHAT_OCR": "off"})) is None

@@ -14,6 +14,7 @@ from moto import mock_aws
 
 from docchat.adapters.dynamodb_conversations import DynamoConversations
 from docchat.adapters.sqlite_conversations import SqliteConversations
+from docchat.answer import conversations
 from docchat.answer.conversations import StoredMessage, remembered, title_from
 from docchat.answer.events import (
     ChatEvent,
@@ -182,11 +183,16 @@ def test_remembered_saves_the_exchange_before_done_is_sent() -> None:
     assert seen == ["status", "delta", "delta", "citations", "done"]
 
 
-def test_remembered_saves_nothing_of_a_failed_answer_and_ends_a_full_one_with_an_error() -> None:
+def test_remembered_keeps_a_failed_answer_as_stopped_and_ends_a_full_one_with_an_error() -> None:
     saved: list[list[StoredMessage]] = []
     failed = [*_answer_events()[:2], ErrorEvent(code="model_failed", message="down")]
     assert [e.type for e in remembered(iter(failed), "q", saved.append)][-1] == "error"
-    assert saved == []
+    assert saved == [
+        [
+            StoredMessage(role="user", content="q"),
+            StoredMessage(role="assistant", content="In 2004 ", stopped=True),
+        ]
+    ]
 
     def full(_: list[StoredMessage]) -> None:
         raise ConversationFullError("the conversation would hold too much: start a new one")
@@ -235,6 +241,29 @@ def test_remembered_saves_a_stopped_answer_as_far_as_it_came() -> None:
             StoredMessage(role="assistant", content="In 2004 ", stopped=True),
         ]
     ]
+
+
+def test_remembered_saves_the_answer_so_far_while_it_streams(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given saves of the answer so far at every piece of text (a server killed mid-answer
+    # keeps the last one)
+    monkeypatch.setattr(conversations, "SAVE_EVERY_S", 0.0)
+    saved: list[list[StoredMessage]] = []
+
+    events = list(remembered(iter(_answer_events()), "q", saved.append))
+
+    # Then each save holds the question and the text so far, marked stopped, until the last
+    question = StoredMessage(role="user", content="q")
+    assert saved[:2] == [
+        [question, StoredMessage(role="assistant", content="In 2004 ", stopped=True)],
+        [question, StoredMessage(role="assistant", content="In 2004 [1].", stopped=True)],
+    ]
+    assert saved[-1] == [
+        question,
+        StoredMessage(role="assistant", content="In 2004 [1].", citations=[CITED]),
+    ]
+    assert [e.type for e in events][-1] == "done"
 
 
 def test_remembered_saves_nothing_of_an_answer_stopped_before_any_text() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from docchat.ingest.convert import pages_from_pdf
+from docchat.ingest.convert.pdf import pages_from_pdf
 from tests.pdfgen import make_pdf
 
 REPORT = [

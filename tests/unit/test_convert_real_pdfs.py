@@ -26,7 +26,7 @@ from docchat.errors import (
     NeedsOcrError,
     PdfTooLargeError,
 )
-from docchat.ingest.convert import ConvertLimits, pages_from_pdf
+from docchat.ingest.convert.pdf import ConvertLimits, pages_from_pdf
 from docchat.models import ConvertedDocument
 from tests.conftest import EXAMPLES
 

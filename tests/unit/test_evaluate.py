@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from docchat.answer.extractive import QuoteWeights
 from docchat.config import Settings
 from docchat.errors import ConfigError, EvaluationDataError
 from docchat.evaluate import cli
@@ -365,7 +366,10 @@ def test_evaluate_qa_scores_each_quoter_on_recall_fidelity_and_answers(tmp_path:
         embedder=WordEmbedder(),
         chunking=Chunking(100, 20),
         retrieval=TUNED,
-        quoters={"extractive": extractive_quoter(threshold=0.0), "altered": altered},
+        quoters={
+            "extractive": extractive_quoter(threshold=0.0, weights=QuoteWeights.of(Settings())),
+            "altered": altered,
+        },
         answer_passages=5,
     )
 

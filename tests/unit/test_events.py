@@ -10,15 +10,16 @@ from collections.abc import Iterator
 
 import pydantic
 import pytest
-from starlette.exceptions import HTTPException
 
 from docchat.answer import events as ev
+from docchat.errors import ModelError
 from docchat.models import Citation
+from docchat.serve.errors import status_of
 from docchat.serve.openai_api import completion, completion_chunks
 from tests.chatkit import PASSAGE
 from tests.conftest import REPO
 
-APP_JS = REPO / "layers" / "docchat" / "docchat" / "web" / "app.js"
+EVENTS_JS = REPO / "layers" / "docchat" / "docchat" / "web" / "events.js"
 EVENTS = pydantic.TypeAdapter(ev.ChatEvent)
 CITATION = Citation(number=1, doc_id="d", title="T", source="t.pdf", page=2, quote="“q”")
 DONE = ev.DoneEvent(
@@ -91,10 +92,10 @@ def test_events_are_frozen_and_refuse_unknown_fields() -> None:
 
 
 def test_page_has_a_handler_for_every_event_type_and_no_other() -> None:
-    # The handlers table of app.js: `const EVENT_HANDLERS = { type(view, data) { ... }, ... };`
-    script = APP_JS.read_text(encoding="utf-8")
-    table = re.search(r"^const EVENT_HANDLERS = \{\n(.*?)^\};", script, re.M | re.S)
-    assert table is not None, "app.js has no EVENT_HANDLERS table"
+    # The page's handlers table: `export const EVENT_HANDLERS = { type(view, data) { ... }, ... };`
+    script = EVENTS_JS.read_text(encoding="utf-8")
+    table = re.search(r"^export const EVENT_HANDLERS = \{\n(.*?)^\};", script, re.M | re.S)
+    assert table is not None, "events.js has no EVENT_HANDLERS table"
     handled = set(re.findall(r"^  (\w+)\(view\b", table.group(1), re.M))
 
     assert handled == _union_types()
@@ -151,7 +152,9 @@ def test_openai_completion_sums_text_usage_and_citations() -> None:
 
 
 def test_openai_completion_of_a_failed_answer_is_a_bad_gateway() -> None:
-    with pytest.raises(HTTPException) as failed:
+    # The answer's error is raised again as the class its code names, whose status is the API's
+    with pytest.raises(ModelError) as failed:
         completion(iter([ev.ErrorEvent(code="model_failed", message="boom")]), "docchat")
 
-    assert (failed.value.status_code, failed.value.detail) == (502, "the model failed: boom")
+    assert str(failed.value) == "the answer failed: boom"
+    assert status_of(type(failed.value)) == 502

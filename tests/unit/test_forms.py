@@ -6,7 +6,7 @@ import io
 
 from reportlab.pdfgen.canvas import Canvas
 
-from docchat.ingest.convert import pages_from_pdf
+from docchat.ingest.convert.pdf import pages_from_pdf
 from tests.conftest import SHARED_PDFS
 
 

@@ -25,7 +25,7 @@ from docchat.errors import (
     PdfTooLargeError,
 )
 from docchat.ingest import isolate
-from docchat.ingest.convert import ConvertLimits
+from docchat.ingest.convert.pdf import ConvertLimits
 from docchat.ingest.isolate import pages_from_pdf_isolated
 from docchat.models import ConvertedDocument
 from tests.conftest import EXAMPLES

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from docchat.ingest import isolate
-from docchat.ingest.convert import ConvertLimits, pages_from_pdf
+from docchat.ingest.convert.pdf import ConvertLimits, pages_from_pdf
 from docchat.ingest.isolate import pages_from_pdf_isolated
 from docchat.models import ConvertedDocument
 from tests.pdfgen import make_pdf

@@ -17,10 +17,12 @@ import pytest
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen.canvas import Canvas
 
-from docchat.answer.citations import best_quote, terms
+from docchat.answer.citations import best_quote
 from docchat.ingest.chunk import chunks_from_pages
-from docchat.ingest.convert import page_furniture, pages_from_pdf, running_key
+from docchat.ingest.convert.pdf import page_furniture, pages_from_pdf
+from docchat.ingest.convert.running import running_key
 from docchat.models import Chunk
+from docchat.search.terms import terms
 from tests.chatkit import DEFAULTS
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "pdfs"
@@ -110,7 +112,7 @@ def test_demo_margin_notes_do_not_split_sentences() -> None:
 def test_demo_extractive_quotes_are_clean(name: str, question: str, expected: str) -> None:
     # The offline model quotes the best-matching sentences of the passages it was given.
     quotes = [best_quote(chunk, terms(question)) for chunk in _chunks(name)]
-    texts = [quote for found in quotes if found for quote in [found[1]]]
+    texts = [found.text for found in quotes if found]
 
     assert any(expected in quote for quote in texts)
     assert not [q for q in texts for pattern in DEBRIS if pattern.search(q)]
@@ -279,9 +281,7 @@ def test_demo_list_items_keep_their_wrapped_lines() -> None:
         "• Title I, the “WIPO Copyright and Performances and Phonograms Treaties "
         "Implementation Act of 1998,” implements the WIPO treaties." in dmca
     )
-    assert (
-        "• Days you are in the United States as a crew member of a foreign vessel." in irs
-    )
+    assert "• Days you are in the United States as a crew member of a foreign vessel." in irs
 
 
 def test_demo_list_items_are_not_headings() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.answer.agent import NOT_FOUND, Agent
+from docchat.answer.agent import NOT_FOUND, ExtractiveAnswerer
 from docchat.answer.events import CitationsEvent, DeltaEvent
 from docchat.models import Chunk, DocStatus, DocumentRecord
 from docchat.search.library import Library
@@ -110,7 +110,7 @@ def test_extractive_answer_to_what_a_document_is_about_quotes_its_opening(
     library: Library,
 ) -> None:
     events = list(
-        Agent(library, None, tuned_config()).run(
+        ExtractiveAnswerer(library, tuned_config()).run(
             [
                 {
                     "role": "user",

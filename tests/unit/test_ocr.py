@@ -10,7 +10,8 @@ from reportlab.pdfgen.canvas import Canvas
 
 from docchat.errors import ModelFileError, NeedsOcrError
 from docchat.ingest import ocr
-from docchat.ingest.convert import pages_from_pdf
+from docchat.ingest.convert.pageocr import LocalOcr
+from docchat.ingest.convert.pdf import pages_from_pdf
 from docchat.ingest.ocr import OcrOptions
 from tests.pdfgen import scanned_copy
 
@@ -36,7 +37,7 @@ def test_ocr_reads_a_scanned_page_with_the_network_blocked() -> None:
     scan = scanned_copy(_text_pdf("Invoice number 4711", "Total due: 250 euros"))
 
     # When it is converted with OCR
-    document = pages_from_pdf(scan, ocr=OPTIONS)
+    document = pages_from_pdf(scan, ocr=LocalOcr(OPTIONS))
 
     # Then the page's text is read, in order, and marked as OCR'd
     [page] = document.pages
@@ -49,7 +50,7 @@ def test_ocr_reads_a_scanned_page_with_the_network_blocked() -> None:
 def test_ocr_leaves_pages_with_a_text_layer_alone() -> None:
     born_digital = _text_pdf("Invoice number 4711", "Total due: 250 euros")
 
-    document = pages_from_pdf(born_digital, ocr=OPTIONS)
+    document = pages_from_pdf(born_digital, ocr=LocalOcr(OPTIONS))
 
     assert not document.pages[0].ocr
     assert "Invoice number 4711" in document.pages[0].markdown
@@ -61,7 +62,7 @@ def test_ocr_reads_only_the_pages_that_lack_text() -> None:
     scan = scanned_copy(_text_pdf("Second page was scanned"))
     pdf = _joined([text, scan, text])
 
-    document = pages_from_pdf(pdf, ocr=OPTIONS)
+    document = pages_from_pdf(pdf, ocr=LocalOcr(OPTIONS))
 
     assert [p.ocr for p in document.pages] == [False, True, False]
     assert "Second page was scanned" in document.pages[1].markdown
@@ -90,7 +91,7 @@ def test_ocr_without_the_engine_installed_says_how_to_install(
     scan = scanned_copy(_text_pdf("Invoice number 4711"))
 
     with pytest.raises(NeedsOcrError, match="OCR is not available here"):
-        pages_from_pdf(scan, ocr=OPTIONS)
+        pages_from_pdf(scan, ocr=LocalOcr(OPTIONS))
 
 
 def _joined(pdfs: list[bytes]) -> bytes:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from docchat.errors import EmptyPdfError
-from docchat.ingest.convert import ConvertLimits, ocr_pages, pages_from_pdf
+from docchat.ingest.convert.pageocr import LocalOcr, ocr_pages
+from docchat.ingest.convert.pdf import ConvertLimits, pages_from_pdf
 from docchat.ingest.isolate import pages_from_pdf_isolated
 from docchat.ingest.ocr import OcrOptions
 from tests.conftest import SHARED_PDFS
@@ -33,7 +34,7 @@ def test_ocr_hostile_scan_is_read_within_the_caps(name: str) -> None:
     data = (OCRMYPDF / name).read_bytes()
 
     document = pages_from_pdf_isolated(
-        data, limits=ConvertLimits(timeout_s=300), ocr=OcrOptions(), memory_mib=2048
+        data, limits=ConvertLimits(timeout_s=300), ocr=LocalOcr(OcrOptions()), memory_mib=2048
     )
 
     [page] = document.pages
@@ -55,7 +56,7 @@ def test_ocr_hostile_scan_is_read_within_the_caps(name: str) -> None:
 def test_ocr_reads_text_the_text_layer_does_not_hold(name: str, shown: str) -> None:
     data = (OCRMYPDF / name).read_bytes()
 
-    [page] = pages_from_pdf(data, ocr=OcrOptions()).pages
+    [page] = pages_from_pdf(data, ocr=LocalOcr(OcrOptions())).pages
 
     assert page.ocr
     assert page.markdown.startswith(shown)
@@ -66,7 +67,7 @@ def test_ocr_reads_small_print_in_a_drawing_it_misses_at_the_render_dpi() -> Non
     # Doesn't Work?!?!?!"; at 150 and 200 DPI the detector finds nothing on the page.
     data = (SHARED_PDFS / "pdfminer.six-samples/samples/contrib/pdf-with-jbig2.pdf").read_bytes()
 
-    [page] = pages_from_pdf(data, ocr=OcrOptions()).pages
+    [page] = pages_from_pdf(data, ocr=LocalOcr(OcrOptions())).pages
     [cloud] = ocr_pages(data, [1], options=OcrOptions())
 
     assert page.ocr and page.markdown.startswith("It Doesn't")
@@ -80,4 +81,4 @@ def test_ocr_reads_no_text_into_a_drawing_without_any() -> None:
     ).read_bytes()
 
     with pytest.raises(EmptyPdfError):
-        pages_from_pdf(data, ocr=OcrOptions())
+        pages_from_pdf(data, ocr=LocalOcr(OcrOptions()))

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from docchat.answer.agent import DEFAULT_SYSTEM_PROMPT, NOTICE, WITHHELD, Agent
+from docchat.answer.agent import (
+    DEFAULT_SYSTEM_PROMPT,
+    NOTICE,
+    WITHHELD,
+    Agent,
+    ExtractiveAnswerer,
+)
 from docchat.answer.events import event_data
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.search.library import Library
@@ -28,7 +34,7 @@ def poisoned(tmp_path: Path) -> Library:
 
 def test_offline_answer_only_quotes_the_injected_text(poisoned: Library) -> None:
     events = list(
-        Agent(poisoned, None, tuned_config()).run(
+        ExtractiveAnswerer(poisoned, tuned_config()).run(
             [
                 {
                     "role": "user",

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.answer.citations import chunk_sentences
 from docchat.config import Settings
 from docchat.models import Chunk, DocumentRecord, Passage
 from docchat.ports import SentenceVectors
 from docchat.search.rerank import SHORT, SentenceReranker, sentence_similarities
+from docchat.search.sentences import chunk_sentences
 from docchat.wiring import reranker
 from tests.conftest import WordEmbedder
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from docchat.ingest.convert import names_document, pages_from_pdf
+from docchat.ingest.convert.pdf import pages_from_pdf
+from docchat.ingest.convert.titles import names_document
 from tests.pdfgen import make_pdf
 
 # The opening of a 10-K as EDGAR renders it: the agency, the form, then the company.

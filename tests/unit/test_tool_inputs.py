@@ -92,7 +92,7 @@ def test_read_pages_below_page_one_and_search_without_query_are_tool_errors(
 def test_tool_schemas_are_generated_as_the_messages_api_takes_them() -> None:
     # https://docs.claude.com/en/docs/agents-and-tools/tool-use/implement-tool-use: each tool
     # has a name, a description and an input_schema, a JSON Schema of type object
-    schemas = {t.name: t.input_schema for t in TOOLS}
+    schemas = {name: t.spec.input_schema for name, t in TOOLS.items()}
 
     assert schemas == {
         "search_documents": {

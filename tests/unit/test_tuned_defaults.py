@@ -12,8 +12,9 @@ import pytest
 
 from docchat.config import Settings
 
-# The settings that were tuned (bench/eval_sweep.py, README "Retrieval quality") or that bound
-# an answer; a parameter or field of one of these names takes the settings' value.
+# The settings that were tuned (bench/eval_sweep.py, README "Retrieval quality";
+# bench/extractive_answers.py, README "Extractive answers") or that bound an answer; a
+# parameter or field of one of these names takes the settings' value.
 TUNED = (
     "top_k",
     "candidates",
@@ -25,15 +26,28 @@ TUNED = (
     "chunk_overlap",
     "max_rounds",
     "max_tokens",
+    "answer_threshold",
+    "quote_similarity_weight",
+    "quote_heading_weight",
+    "quote_rank_weight",
+    "quote_phrase_weight",
+    "quote_opening_weight",
+    "quote_section_weight",
+    "quote_number_bonus",
+    "quote_diversity",
 )
 # Where the domain and the evaluation take them (adapters take none of them).
 MODULES = (
     "docchat.answer.agent",
+    "docchat.answer.citations",
+    "docchat.answer.extractive",
+    "docchat.answer.tools",
     "docchat.evaluate.beir",
     "docchat.evaluate.corpus",
     "docchat.evaluate.qa",
     "docchat.ingest.chunk",
     "docchat.ingest.local",
+    "docchat.ingest.stages",
     "docchat.ingest.steps",
     "docchat.search.hybrid",
     "docchat.search.library",
@@ -101,3 +115,16 @@ def test_the_check_sees_a_default() -> None:
 
     assert _tuned_defaults(drifted) == {"candidates": 50}
     assert _tuned_defaults(Drifted) == {"top_k": 5}
+
+
+def test_the_agent_takes_the_quote_weights_from_the_settings() -> None:
+    from docchat.answer.extractive import QuoteWeights
+    from docchat.wiring import agent_config
+
+    names = [f.name for f in dataclasses.fields(QuoteWeights)]
+    changed = Settings(**{name: 0.5 + n for n, name in enumerate(names)})
+
+    weights = agent_config(changed, index_sleeps=False).quote_weights
+
+    assert dataclasses.asdict(weights) == {name: 0.5 + n for n, name in enumerate(names)}
+    assert set(names) <= set(TUNED)

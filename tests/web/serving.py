@@ -10,8 +10,9 @@ from typing import Any
 
 from docchat.adapters.sqlite_conversations import SqliteConversations
 from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.answer.agent import Agent, ChatEvent
+from docchat.answer.agent import Answerer, ExtractiveAnswerer
 from docchat.answer.backend import ChatBackend
+from docchat.answer.events import ChatEvent
 from docchat.config import Settings
 from docchat.ingest.uploads import LocalUploads
 from docchat.llm import Message
@@ -22,8 +23,8 @@ from tests.chatkit import SEARCH, ServedApp, tuned_config
 from tests.conftest import WordEmbedder
 
 
-class PacedAgent(Agent):
-    """The extractive agent, with a pause before each piece of text so streaming is visible."""
+class PacedAgent(ExtractiveAnswerer):
+    """The extractive answer, with a pause before each piece of text so streaming is visible."""
 
     pause = 0.15
 
@@ -38,8 +39,8 @@ class PacedAgent(Agent):
 
 @dataclass
 class PacedBackend(ChatBackend):
-    def agent(self) -> Agent:
-        return PacedAgent(self.library, self.model, self.config)
+    def agent(self) -> Answerer:
+        return PacedAgent(self.library, self.config)
 
 
 class LocalServer:

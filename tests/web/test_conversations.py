@@ -8,6 +8,7 @@ context as the Lambda Web Adapter does, each seeing only their own conversations
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -225,6 +226,37 @@ def test_a_question_asked_while_the_page_loads_is_saved_and_kept(
     expect(page.locator("#convo-list li")).to_have_count(2)
     listed = httpx.get(f"{serve.url}conversations", timeout=10).json()["conversations"]
     assert [c["title"] for c in listed] == ["Which pier?", QUESTION]
+    context.close()
+
+
+def test_a_question_asked_before_the_page_knows_how_to_sign_in_waits_for_it(
+    browser: Any, serve: Serve
+) -> None:
+    # Given a page whose /auth-config has not come back yet (the page's scripts have all run)
+    context = browser.new_context()
+    page = context.new_page()
+    held: list[Any] = []
+    page.route("**/auth-config", lambda route: held.append(route))
+    page.goto(serve.url)
+    bodies: list[dict[str, Any]] = []
+    page.on(
+        "request",
+        lambda r: bodies.append(json.loads(r.post_data or "{}")) if r.url.endswith("/chat") else 0,
+    )
+
+    # When a question is asked at once
+    page.locator("#question").fill("Does the ferry run at night?")
+    page.locator("#question").press("Enter")
+    page.wait_for_timeout(300)
+    assert bodies == []  # not sent before the page knows how to call the API
+    held.pop().continue_()
+
+    # Then it is sent once the page knows, in a saved conversation
+    expect(page.locator(".msg.assistant").last).to_have_attribute(
+        "aria-busy", "false", timeout=ANSWER_TIMEOUT_MS
+    )
+    assert len(bodies) == 1 and bodies[0]["conversation_id"]
+    expect(page.locator(".convo-open").first).to_have_text("Does the ferry run at night?")
     context.close()
 
 

@@ -214,9 +214,7 @@ def test_page_refuses_a_file_that_is_not_a_pdf(page: Any) -> None:
     expect(page.locator("#doc-list li.doc", has_text="notes.pdf")).to_have_count(0)
 
 
-def test_page_shows_a_second_upload_of_a_name_as_its_revision(
-    page: Any, tmp_path: Path
-) -> None:
+def test_page_shows_a_second_upload_of_a_name_as_its_revision(page: Any, tmp_path: Path) -> None:
     # Given a PDF uploaded through the page, when other bytes go in under the same name
     pdf = tmp_path / "rota.pdf"
     pdf.write_bytes(make_pdf([[("h1", "Rota"), ("body", "Anna works on Mondays.")]]))

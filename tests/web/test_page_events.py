@@ -1,10 +1,11 @@
-"""Every field the page's app.js reads from a chat event exists in what the server sends.
+"""Every field the page reads from a chat event exists in what the server sends.
 
 Each kind of event, built from the models in docchat/answer/events.py and encoded by the server's
-own `sse()`, goes through the page's `handleEvent` with its data behind a Proxy that notes each
-read of a field the data does not have (nested ones included: passages, citations, tool
-inputs). A field renamed in a model, but not in app.js, is such a read; so is an event type
-the page has no handler for.
+own `sse()`, goes through the page's `handleEvent` (web/events.js, imported as the page imports
+it) with its data behind a Proxy that notes each read of a field the data does not have (nested
+ones included: passages, citations, tool inputs, and the citation fields web/messages.js reads
+when a source is opened). A field renamed in a model, but not in the page, is such a read; so is
+an event type the page has no handler for.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pydantic import BaseModel
 
 from docchat.answer import events as ev
 from docchat.answer.tools import (
-    INPUTS,
+    TOOLS,
     ListDocumentsInput,
     ReadPagesInput,
     SearchDocumentsInput,
@@ -38,9 +39,13 @@ TOOL_INPUTS: dict[str, ToolInput] = {
 
 # Runs each [type, data] through handleEvent on one AnswerView; answers the reads of fields
 # the data does not have, and the types handleEvent has no handler for. At the end it opens
-# the first citation, as a reader would, so that the quote's fields are read too.
+# the first citation, as a reader would, so that the quote's fields are read too. The modules
+# are the page's own instances: an import of the same URL is the module the page loaded.
 REPLAY = """
-(events) => {
+async (events) => {
+  const module = (name) => import(new URL(`static/${name}`, location.href).href);
+  const { EVENT_HANDLERS, handleEvent } = await module("events.js");
+  const { AnswerView } = await module("messages.js");
   const missing = [];
   const watched = (value, path) => {
     if (value === null || typeof value !== "object") return value;
@@ -114,7 +119,9 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def test_samples_cover_every_event_type_and_every_tool() -> None:
     union = typing.get_args(typing.get_args(ev.ChatEvent)[0])
     assert {type(e) for e in _samples()} == set(union)
-    assert {name: type(args) for name, args in TOOL_INPUTS.items()} == INPUTS
+    assert {name: type(args) for name, args in TOOL_INPUTS.items()} == {
+        name: tool.input for name, tool in TOOLS.items()
+    }
 
 
 def test_page_reads_only_fields_the_events_have(page: Any) -> None:

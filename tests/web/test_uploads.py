@@ -17,7 +17,7 @@ from docchat.adapters.s3_uploads import S3Uploads
 from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
 from docchat.errors import DocumentNotFoundError, NotPdfError, UploadTooLargeError
-from docchat.ingest.local import doc_id_for
+from docchat.ingest.decision import doc_id_for
 from docchat.ingest.uploads import (
     LocalUploads,
     check_pdf,
@@ -265,17 +265,31 @@ def test_config_tells_the_page_how_uploads_work(local: Local) -> None:
         "upload": "direct",
         "max_upload_bytes": 100 * 1024 * 1024,
         "answers": "extractive",
+        # The chat limits (docchat.limits), which the page checks before it sends
+        "limits": {
+            "max_messages": 50,
+            "max_message_chars": 20_000,
+            "max_total_chars": 100_000,
+            "max_doc_ids": 100,
+            "max_title_chars": 120,
+        },
     }
 
 
 def test_page_and_its_files_are_served(local: Local) -> None:
     page = local.client.get("/")
     script = local.client.get("/static/app.js")
+    stream = local.client.get("/static/stream.js")
     style = local.client.get("/static/style.css")
 
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-    assert 'src="static/app.js"' in page.text and 'aria-live="polite"' in page.text
-    assert script.status_code == 200 and "sseEvents" in script.text
+    assert '<script type="module" src="static/app.js">' in page.text
+    assert 'aria-live="polite"' in page.text
+    # A module script must be served as JavaScript, or the browser refuses to run it
+    for served in (script, stream):
+        assert served.status_code == 200
+        assert served.headers["content-type"].startswith("text/javascript")
+    assert 'from "./chat.js"' in script.text and "sseEvents" in stream.text
     assert style.status_code == 200
 
 

@@ -22,9 +22,11 @@ import pytest
 
 from docchat.answer.backend import ChatBackend
 from docchat.models import DocStatus
+from docchat.serve.mcp_tools import page_link
 from tests.api.test_stop import PAUSE_S, EndlessModel
 from tests.chatkit import tuned_config
 from tests.conftest import EXAMPLES, REPO, page_texts, squash
+from tests.pdfgen import make_pdf
 from tests.web.browser import expect, launched_chromium
 from tests.web.serving import LocalServer
 
@@ -180,6 +182,40 @@ def test_citation_opens_the_pdf_at_the_quote_with_no_network(
     _screenshots(page, chip, tmp_path)
 
 
+def test_a_link_to_a_page_opens_it_in_the_viewer_with_its_quote(
+    browser: Any, server: LocalServer
+) -> None:
+    # Given the link an MCP result gives to a quote on page 3
+    [record] = server.index.documents()
+    quote = "Section 102(d) of the DMCA amends section 411(a) by broadening the exemption"
+    link = page_link(server.url, record.doc_id, 3, quote_text=quote)
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+
+    # When it is opened
+    page.goto(link)
+
+    # Then the viewer shows that page of the document, the quote highlighted
+    viewer = page.locator("#viewer")
+    expect(viewer).to_have_attribute("data-state", "ready", timeout=20_000)
+    expect(viewer).to_have_attribute("data-page", "3")
+    expect(page.locator("#viewer-title")).to_have_text(
+        "The Digital Millennium Copyright Act of 1998"
+    )
+    expect(viewer).to_have_attribute("data-highlight", "full")
+    marked = "".join(page.locator("#viewer .textLayer mark").all_inner_texts())
+    assert squash(marked) == squash(quote)
+
+    # And a link without a quote (a passage, a document) opens its page with nothing to find
+    page.keyboard.press("Escape")
+    page.goto(page_link(server.url, record.doc_id, 5))
+    expect(viewer).to_have_attribute("data-page", "5", timeout=20_000)
+    expect(viewer).to_have_attribute("data-state", "ready")
+    expect(page.locator("#viewer-status")).to_have_text(re.compile(r"^Page 5 of \d+\.$"))
+    expect(page.locator("#viewer .textLayer mark")).to_have_count(0)
+    context.close()
+
+
 def _screenshots(page: Any, chip: Any, tmp_path: Path) -> None:
     """The viewer open, on a desktop and on a phone, for the README."""
     folder = REPO / os.environ.get("DOCCHAT_SCREENSHOTS", tmp_path)
@@ -197,8 +233,9 @@ def _screenshots(page: Any, chip: Any, tmp_path: Path) -> None:
     assert box is not None and box["width"] == PHONE["width"], box
     # The page fits the phone: no control or part of the page left off its edge
     expect(page.get_by_role("button", name="Close the document")).to_be_in_viewport(ratio=1)
-    assert page.locator(".viewer-canvas").evaluate("c => c.getBoundingClientRect().right") <= (
-        PHONE["width"]
+    assert (
+        page.locator(".viewer-canvas").evaluate("c => c.getBoundingClientRect().right")
+        <= (PHONE["width"])
     )
     page.locator("#viewer .textLayer mark").first.scroll_into_view_if_needed()
     page.screenshot(path=str(folder / "viewer-phone.png"))
@@ -224,6 +261,34 @@ def test_viewer_says_when_the_document_cannot_be_opened(
     expect(viewer).to_have_attribute("data-state", "failed")
     expect(page.locator("#viewer-status")).to_contain_text("the PDF is gone")
     page.get_by_role("button", name="Close the document").click()
+    expect(viewer).to_be_hidden()
+
+
+def test_viewer_tells_a_reader_that_a_cited_document_was_deleted(
+    offline_page: tuple[Any, Offline], server: LocalServer, tmp_path: Path
+) -> None:
+    page, _ = offline_page
+    # Given an answer citing a document, which is then deleted
+    pdf = tmp_path / "ferry-notice.pdf"
+    pdf.write_bytes(make_pdf([[("body", "The harbour ferry is cancelled on stormy days.")]]))
+    doc_id = _indexed(server, pdf)
+    answer = _ask(page, "When is the harbour ferry cancelled?")
+    chip = answer.locator(".chip", has_text="ferry-notice").first
+    assert page.request.delete(f"{server.url}documents/{doc_id}").ok
+
+    # When its citation is clicked
+    chip.click()
+
+    # Then the viewer says what happened in a reader's words: no id, route or status code
+    viewer = page.locator("#viewer")
+    expect(viewer).to_have_attribute("data-state", "failed")
+    status = page.locator("#viewer-status")
+    expect(status).to_have_text(
+        "This document is no longer in your library: it was deleted after this answer was "
+        "written. The passage the answer quoted is below."
+    )
+    expect(page.locator(".viewer-quote")).to_contain_text("cancelled on stormy days")
+    page.keyboard.press("Escape")
     expect(viewer).to_be_hidden()
 
 
@@ -334,6 +399,6 @@ def test_page_loads_pdfjs_only_from_its_static_files() -> None:
     assert "Apache License" in (VENDOR / "LICENSE").read_text()
     assert (VENDOR / "VERSION").read_text().startswith("pdfjs-dist 6.5.438 sha512-")
     web = VENDOR.parents[1]
-    for name in ("index.html", "app.js", "viewer.js"):
-        text = (web / name).read_text()
-        assert not re.search(r"https?://(?!127\.0\.0\.1)[\w.-]+/.*pdf", text), name
+    for path in (web / "index.html", *web.glob("*.js")):
+        text = path.read_text()
+        assert not re.search(r"https?://(?!127\.0\.0\.1)[\w.-]+/.*pdf", text), path.name

@@ -1,9 +1,10 @@
-"""The `docchat` command: ingest, ask, search, status, rm, text."""
+"""The `docchat` command: ingest, ask, search, status, rm, text, serve, mcp, eval."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import socket
@@ -14,7 +15,6 @@ from typing import cast
 
 from rich.console import Console
 from rich.markup import escape
-from rich.measure import Measurement
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -28,6 +28,7 @@ from rich.text import Text
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.answer.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCallEvent
+from docchat.cli_display import print_status, shown
 from docchat.config import Settings
 from docchat.errors import DocchatError, IndexMissingError, StorageError, StorageFullError
 from docchat.evaluate.cli import add_eval_commands
@@ -66,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_env(os.environ, data_dir=args.data_dir)
         return int(args.run(args, settings))
     except DocchatError as exc:
-        err.print(f"[red]error:[/red] {exc}", markup=True)
+        err.print(f"[red]error:[/red] {escape(shown(str(exc)))}", markup=True)
         return 2
     except KeyboardInterrupt:
         err.print("interrupted")
@@ -127,6 +128,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(run=_serve)
 
+    mcp = commands.add_parser(
+        "mcp",
+        parents=[common],
+        help="serve the documents to other agents over MCP on stdin/stdout",
+        description="The Model Context Protocol server (search, read_pages, list_documents, "
+        "ask, and the pages as resources) on stdin/stdout, for an MCP client to start. "
+        "Nothing but the protocol is written to stdout; logs go to stderr.",
+    )
+    mcp.set_defaults(run=_mcp)
+
     status = commands.add_parser("status", parents=[common], help="list documents and totals")
     status.add_argument("--json", action="store_true")
     status.set_defaults(run=_status)
@@ -169,9 +180,14 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def _shown(path: Path | str) -> str:
-    """A file's name as it can be printed, whatever bytes the name has."""
+def _name(path: Path | str) -> str:
+    """A file's name as it can be stored and printed, whatever bytes the name has."""
     return Path(source_of(Path(path))).name if isinstance(path, Path) else Path(path).name
+
+
+def _shown(path: Path | str) -> str:
+    """A file's name as the terminal shows it (no control acts on the terminal or the text)."""
+    return shown(_name(path))
 
 
 def _require_index(settings: Settings) -> None:
@@ -204,13 +220,14 @@ def _text(args: argparse.Namespace, settings: Settings) -> int:
     first, last = args.pages
     pages = extracted_pages(record, index, doc_ref=args.doc, first=first, last=last)
     if args.json:
-        shown = [{"page": p.number, "text": p.markdown, "ocr": p.ocr} for p in pages]
-        sys.stdout.write(json.dumps(shown, indent=2, ensure_ascii=False) + "\n")
+        rows = [{"page": p.number, "text": p.markdown, "ocr": p.ocr} for p in pages]
+        sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
         return 0
+    name = shown(file_name(record.source))
     for page in pages:
         read = ", read by OCR" if page.ocr else ""
-        name = file_name(record.source)
-        out.print(f"--- {record.title} ({name}), page {page.number}{read} ---", markup=False)
+        heading = f"--- {shown(record.title)} ({name}), page {page.number}{read} ---"
+        out.print(heading, markup=False)
         out.print(page.markdown, markup=False)
     return 0
 
@@ -242,7 +259,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     )
     with Progress(*columns, console=err, transient=False) as progress:
         for path in files:
-            task = progress.add_task(_shown(path)[:40], total=None, stage="")
+            task = progress.add_task(shown(_name(path)[:40]), total=None, stage="")
 
             def update(stage: str, done: int, total: int, task: TaskID = task) -> None:
                 label = {"convert": "pages", "embed": "chunks"}.get(stage, stage)
@@ -267,11 +284,11 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     out.print(_summary(results))
     for r in results:
         if r.outcome == "failed":
-            out.print(f"{_shown(r.source)}: {r.record.error}", markup=False)
+            out.print(f"{_shown(r.source)}: {shown(r.record.error or '')}", markup=False)
         elif r.outcome == "duplicate":
             # Under the same name (another folder, another clone) only the path tells them apart.
             twin = _shown(r.record.source)
-            twin = r.record.source if twin == _shown(r.source) else twin
+            twin = shown(r.record.source) if twin == _shown(r.source) else twin
             out.print(
                 f"{_shown(r.source)}: the same content as {twin} "
                 f"({r.record.doc_id}), indexed once under both names",
@@ -299,7 +316,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 def _storage_failure(path: Path, exc: StorageError) -> IngestResult:
     """A file the index could not take, with the reason (the index keeps what it had)."""
-    from docchat.ingest.local import doc_id_for
+    from docchat.ingest.decision import doc_id_for
 
     source = source_of(path)
     record = DocumentRecord(
@@ -400,7 +417,8 @@ def _print_sources(answer: Answer) -> None:
     for number, c in sorted(first.items()):
         found = sorted(pages[number])
         where = f"page {found[0]}" if len(found) == 1 else f"pages {', '.join(map(str, found))}"
-        out.print(f"  [{number}] {c.title}, {where} ({Path(c.source).name})", markup=False)
+        name = shown(Path(c.source).name)
+        out.print(f"  [{number}] {shown(c.title)}, {where} ({name})", markup=False)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -408,6 +426,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from docchat.serve.guards import is_loopback
+    from docchat.serve.protocol import DeadlineH11Protocol
     from docchat.wiring.local import guarded_local_app, local_backend, local_uploads_for
 
     token = settings.api_token if args.token is None else args.token
@@ -423,7 +442,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     with listener:
         backend = local_backend(settings)  # opened now: a bad data directory fails at start
         wildcard = args.host in ("0.0.0.0", "::", "")
-        hosts = [*args.allowed_host, *([] if local or wildcard else [args.host])]
+        # The address it listens on is a name it answers to (127.0.0.2 included).
+        hosts = [*args.allowed_host, *([] if wildcard else [args.host])]
         # Made now, not on the first upload: uploads a stopped server left unfinished resume
         # at start.
         uploads = local_uploads_for(settings)(backend)
@@ -446,7 +466,35 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 "(or DOCCHAT_ALLOWED_HOSTS)",
                 soft_wrap=True,
             )
-        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
+        # Slow or stalled request heads and bodies are cut off (docchat.serve.protocol).
+        config = uvicorn.Config(app, log_level="warning", http=DeadlineH11Protocol)
+        uvicorn.Server(config).run(sockets=[listener])
+    return 0
+
+
+def _mcp(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve MCP on stdin/stdout until the client closes them. The backend is opened first, so
+    a wrong data directory is an error on stderr before the client sees a server."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    from docchat.serve.mcp import mcp_server
+    from docchat.wiring.local import local_backend
+
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="docchat mcp: %(levelname)s %(message)s"
+    )
+    _require_index(settings)
+    backend = local_backend(settings)
+    _closed_later(cast(SqliteIndex, backend.library.index))
+    server = mcp_server(lambda: backend, web_url=settings.web_url)
+
+    async def serve() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    err.print(f"docchat mcp serving {settings.data_dir} ({backend.mode}) on stdio", soft_wrap=True)
+    anyio.run(serve)
     return 0
 
 
@@ -497,7 +545,7 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
         pages = f"p. {p.chunk.page_start}" + (
             f"-{p.chunk.page_end}" if p.chunk.page_end != p.chunk.page_start else ""
         )
-        out.print(f"{rank}. {p.chunk.title}, {pages}  score {p.score:.4f}", markup=False)
+        out.print(f"{rank}. {shown(p.chunk.title)}, {pages}  score {p.score:.4f}", markup=False)
         out.print("   " + " ".join(p.chunk.text.split())[:300], markup=False)
     return 0
 
@@ -524,41 +572,19 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         }
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return 0
-    table = Table(title=f"documents in {settings.data_dir}")
-    # Ids are what `rm`, `text` and `--doc` take: never cut short, however narrow the output.
-    table.add_column(
-        "id", no_wrap=True, min_width=max((len(d.doc_id) for d in documents), default=2)
+    print_status(
+        out,
+        documents,
+        title=f"documents in {settings.data_dir}",
+        aliases=aliases,
+        interrupted=stopped,
     )
-    for name in ("title", "file", "status", "pages", "chunks", "reason"):
-        table.add_column(name)
-    for d in documents:
-        reason = d.error if d.status == DocStatus.FAILED else ""
-        if d.doc_id in stopped:
-            reason = "interrupted: `docchat serve` resumes it when it starts"
-        pages = f"{d.pages} ({d.pages_ocr} OCR)" if d.pages_ocr else str(d.pages)
-        # Text, not markup: "Q3 [draft] résumé.pdf" and "[Errno 13]" are shown as they are.
-        table.add_row(
-            d.doc_id,
-            Text(d.title),
-            Text(file_name(d.source)),
-            d.status.value,
-            pages,
-            str(d.chunks),
-            Text(reason),
-        )
-    # Piped, the table is as wide as its contents (Rich would fold it into 80 columns).
-    if out.is_terminal:
-        out.print(table)
-    else:
-        wide = Measurement.get(out, out.options.update_width(10_000), table).maximum
-        Console(highlight=False, width=wide).print(table)
-    for doc_id, names in aliases.items():
-        out.print(f"{doc_id} is also at: {', '.join(names)} (the same content)", markup=False)
     stats = index.stats()
     out.print(
         f"{_plural(stats['documents'], 'document')}, {_plural(stats['chunks'], 'chunk')}, "
         f"{_plural(stats['indexed_pages'], 'page')} indexed; {stats['embedding_model']} "
-        f"({stats['dimension']} dims)"
+        f"({stats['dimension']} dims)",
+        soft_wrap=not out.is_terminal,  # wrapped between words in a terminal, one line piped
     )
     return 0
 
@@ -577,8 +603,8 @@ def _rm(args: argparse.Namespace, settings: Settings) -> int:
         out.print(f"removed {record.doc_id} ({_plural(record.chunks, 'chunk')})", markup=False)
     else:
         out.print(
-            f"removed the name {source}; the same content stays indexed as {left.doc_id} "
-            f"({left.source})",
+            f"removed the name {shown(source)}; the same content stays indexed as "
+            f"{left.doc_id} ({shown(left.source)})",
             markup=False,
         )
     return 0

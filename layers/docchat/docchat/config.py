@@ -83,6 +83,55 @@ class Settings(BaseModel):
         le=1,
         description="share of a question's words a passage must hold for an extractive answer",
     )
+    # How an extractive answer scores a sentence beside the question's words it holds
+    # (docchat.answer.extractive.QuoteWeights): chosen on the questions of the COVID-QA tune half
+    # with bench/extractive_answers.py (`similarity` for the cosine's weight); the README reports
+    # the test half.
+    quote_similarity_weight: float = Field(
+        2.0,
+        ge=0,
+        le=10,
+        description="extractive answers: weight of a sentence's cosine with the question",
+    )
+    quote_heading_weight: float = Field(
+        0.6,
+        ge=0,
+        le=10,
+        description="extractive answers: weight of question words only in a passage's headings",
+    )
+    quote_rank_weight: float = Field(
+        0.3, ge=0, le=10, description="extractive answers: weight of the passage's rank"
+    )
+    quote_phrase_weight: float = Field(
+        0.2,
+        ge=0,
+        le=10,
+        description="extractive answers: weight of the question's word pairs in order",
+    )
+    quote_opening_weight: float = Field(
+        0.15,
+        ge=0,
+        le=10,
+        description="extractive answers: credit for opening with two question words",
+    )
+    quote_section_weight: float = Field(
+        0.3,
+        ge=0,
+        le=10,
+        description="extractive answers: credit for opening the section the question names",
+    )
+    quote_number_bonus: float = Field(
+        0.15,
+        ge=0,
+        le=10,
+        description="extractive answers: credit for a number when the question asks for one",
+    )
+    quote_diversity: float = Field(
+        0.6,
+        ge=0,
+        le=10,
+        description="extractive answers: discount for overlap with a quote already chosen",
+    )
     # Chat
     model_provider: str = Field(
         "",
@@ -149,6 +198,10 @@ class Settings(BaseModel):
     allowed_hosts: str = Field(
         "", description="Host names `docchat serve` answers besides loopback (comma-separated)"
     )
+    web_url: str = Field(
+        "http://127.0.0.1:8000/",
+        description="the chat page's address: links in MCP results open cited pages there",
+    )
     # Sign-in for the page (the cloud stack sets these on the chat function)
     api_auth: Literal["NONE", "IAM", "COGNITO"] = Field(
         "NONE", description="how API Gateway authenticates callers: NONE, IAM or COGNITO"
@@ -173,6 +226,13 @@ class Settings(BaseModel):
         if self.auth_domain and not self.auth_domain.startswith("https://"):
             raise ValueError(f"DOCCHAT_AUTH_DOMAIN must be an https URL, not {self.auth_domain!r}")
         return self
+
+    @field_validator("web_url")
+    @classmethod
+    def _web_address(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"must be an http(s) URL of the chat page, not {url!r}")
+        return url
 
     @model_validator(mode="after")
     def _openai_complete(self) -> Settings:

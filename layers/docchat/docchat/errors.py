@@ -208,8 +208,6 @@ class StorageError(DocchatError):
     """The data directory or its index cannot be read or written as needed."""
 
     code = "storage"
-    #: The HTTP status the API answers with.
-    http_status = 503
 
 
 @registered
@@ -217,7 +215,6 @@ class IndexMissingError(StorageError):
     """There is no index where one was expected (a mistyped --data-dir, say)."""
 
     code = "no_index"
-    http_status = 404
 
 
 @registered
@@ -225,7 +222,6 @@ class IndexCorruptError(StorageError):
     """The index file is damaged or is not an SQLite database at all."""
 
     code = "index_corrupt"
-    http_status = 500
 
 
 @registered
@@ -242,7 +238,6 @@ class StorageFullError(StorageError):
     """The disk holding the data directory is full."""
 
     code = "disk_full"
-    http_status = 507
 
 
 @registered
@@ -250,7 +245,6 @@ class ReadOnlyStorageError(StorageError):
     """The data directory is read-only: reading works, adding or removing documents does not."""
 
     code = "read_only"
-    http_status = 409
 
 
 @registered
@@ -310,7 +304,6 @@ class DocumentFileError(DocchatError):
     """A registered document's PDF cannot be shown: gone from where it was indexed, or changed."""
 
     code = "document_file_unavailable"
-    http_status = 404
 
 
 @registered
@@ -318,7 +311,6 @@ class DocumentFileChangedError(DocumentFileError):
     """The file at the document's source is no longer the version that was indexed."""
 
     code = "document_file_changed"
-    http_status = 409
 
 
 @registered
@@ -347,3 +339,17 @@ class ConversationFullError(DocchatError):
     """A conversation reached the size a stored conversation may have."""
 
     code = "conversation_full"
+
+
+@registered
+class NotOfferedError(DocchatError):
+    """This server is not set up for what the request asks (uploads, saved conversations)."""
+
+    code = "not_offered"
+
+
+@registered
+class CallerUnknownError(DocchatError):
+    """The request does not say who is asking (no sign-in in API Gateway's request context)."""
+
+    code = "caller_unknown"

@@ -5,10 +5,16 @@ from __future__ import annotations
 from bisect import bisect_right
 from enum import StrEnum
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import unquote_plus
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 
 class Page(BaseModel):
@@ -149,6 +155,15 @@ class DocumentRecord(BaseModel):
     revision: int = Field(default=1, ge=1)
 
 
+class RegistryEntry(DocumentRecord):
+    """A document as the cloud's registry holds it: its record, the S3 event and the run that
+    claimed it, and the index its version was indexed in (set when it became INDEXED)."""
+
+    sequencer: str = ""
+    execution_id: str = ""
+    index: str = ""
+
+
 class Passage(BaseModel):
     """A retrieved chunk and how it ranked."""
 
@@ -165,6 +180,16 @@ class Citation(BaseModel):
     source: str
     page: int
     quote: str
+    # A quoted table row's table header rows, as the page has them (`quote` is the row's line);
+    # a quoted sentence has none, and its JSON leaves the field out.
+    table_header: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _table_header_only_for_rows(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        if not self.table_header:
+            dumped.pop("table_header", None)
+        return dumped
 
 
 class Answer(BaseModel):

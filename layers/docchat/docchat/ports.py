@@ -22,6 +22,7 @@ from docchat.models import (
     FileLink,
     Page,
     Passage,
+    RegistryEntry,
     Removal,
     UploadTicket,
 )
@@ -270,9 +271,7 @@ class Objects(Protocol):
 class Registry(Protocol):
     """The pipeline's document registry, whose conditional writes order concurrent runs."""
 
-    def get(self, doc_id: str) -> DocumentRecord | None: ...
-
-    def get_item(self, doc_id: str) -> dict[str, object] | None: ...
+    def get(self, doc_id: str) -> RegistryEntry | None: ...
 
     def claim(self, record: DocumentRecord, *, sequencer: str, execution_id: str) -> None: ...
 

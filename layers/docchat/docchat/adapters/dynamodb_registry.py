@@ -4,27 +4,23 @@ duplicate or out-of-order events cannot move a document backwards."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from docchat.errors import StaleWriteError
-from docchat.models import DocStatus, DocumentRecord
-
-_FIELDS = tuple(DocumentRecord.model_fields)
+from docchat.models import DocStatus, DocumentRecord, RegistryEntry
 
 
 class DynamoRegistry:
     def __init__(self, table: Any) -> None:
         self._table = table  # a boto3 DynamoDB Table resource
 
-    def get(self, doc_id: str) -> DocumentRecord | None:
-        item = self.get_item(doc_id)
-        return _record(item) if item else None
-
-    def get_item(self, doc_id: str) -> dict[str, Any] | None:
+    def get(self, doc_id: str) -> RegistryEntry | None:
+        """The document's entry, read strongly consistent (steps decide on it)."""
         item: dict[str, Any] | None = self._table.get_item(
             Key={"doc_id": doc_id}, ConsistentRead=True
         ).get("Item")
-        return item
+        return _entry(item) if item else None
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         return self.get(doc_id)
@@ -120,10 +116,19 @@ def _decimalless(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _record(item: dict[str, Any]) -> DocumentRecord:
-    values = {k: item[k] for k in _FIELDS if k in item}
+    return DocumentRecord.model_validate(_values(item, DocumentRecord.model_fields))
+
+
+def _entry(item: dict[str, Any]) -> RegistryEntry:
+    return RegistryEntry.model_validate(_values(item, RegistryEntry.model_fields))
+
+
+def _values(item: dict[str, Any], fields: Iterable[str]) -> dict[str, Any]:
+    """The item's attributes that are model fields, DynamoDB's Decimals made plain numbers."""
+    values = {k: item[k] for k in fields if k in item}
     for key in ("pages", "pages_without_text", "pages_ocr", "chunks"):
         if key in values:
             values[key] = int(values[key])
     if "updated_at" in values:
         values["updated_at"] = float(values["updated_at"])
-    return DocumentRecord.model_validate(values)
+    return values

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from docchat.errors import DocumentFileError, DocumentNotFoundError, UploadError, UploadRouteError
 from docchat.ingest.uploads import (
@@ -47,7 +48,7 @@ class S3Uploads:
 
     def upload_url(self, filename: str, *, size: int) -> UploadTicket:
         """A URL that accepts exactly this many bytes of PDF at `uploads/<key>/<name>`."""
-        from docchat.ingest.local import doc_id_for
+        from docchat.ingest.decision import doc_id_for
 
         check_pdf_name(filename)
         check_size(size)
@@ -95,6 +96,15 @@ class S3Files:
         self.client = client
         self.bucket = bucket
         self.expires_s = expires_s
+
+    @property
+    def origin(self) -> str:
+        """The scheme and host the bucket's presigned URLs point at (for the page's policy)."""
+        url = self.client.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": "origin"}, ExpiresIn=60
+        )
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.netloc}"
 
     def pdf(self, record: DocumentRecord) -> FileLink:
         """A URL that reads the indexed version of the document's object for a few minutes."""

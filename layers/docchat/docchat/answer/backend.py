@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from docchat.answer.agent import Agent, AgentConfig
+from docchat.answer.agent import Agent, AgentConfig, Answerer, ExtractiveAnswerer
 from docchat.ports import ChatModel
 from docchat.search.library import Library
 
@@ -20,5 +20,8 @@ class ChatBackend:
     def mode(self) -> str:
         return self.model.model_id if self.model else "extractive"
 
-    def agent(self) -> Agent:
+    def agent(self) -> Answerer:
+        """The model's tool loop, or the extractive answer when no model is configured."""
+        if self.model is None:
+            return ExtractiveAnswerer(self.library, self.config)
         return Agent(self.library, self.model, self.config)

@@ -25,6 +25,9 @@ logger = logging.getLogger(__name__)
 
 #: The one user of a local data directory.
 LOCAL_USER = "local"
+#: How often an answer being written is saved as far as it has come (a write of the whole
+#: conversation each time).
+SAVE_EVERY_S = 1.0
 
 
 class StoredMessage(BaseModel):
@@ -97,19 +100,27 @@ def now() -> float:
 def remembered(
     events: Iterator[ChatEvent], question: str, save: Callable[[list[StoredMessage]], None]
 ) -> Iterator[ChatEvent]:
-    """`events`, passed on; when the answer is done, `save` gets the question and the answer
-    (text and citations) before `done` is sent, so a client that reloads on `done` finds it.
-    An answer the client stopped (closing this generator) is saved as far as it had come,
-    marked `stopped`, as the page keeps it; one stopped before any text, like a failed answer,
-    saves nothing. An answer too large to keep ends with an `error` event instead of `done`."""
+    """`events`, passed on, while `save` keeps the question and the answer as far as it has
+    come: marked `stopped` at most every SAVE_EVERY_S while text arrives (so a server that dies
+    mid-answer leaves it, shown as stopped), and whole when the answer is done, before `done`
+    is sent (a client that reloads on `done` finds it). An answer the client stopped (closing
+    this generator) or that failed is saved as far as it had come, marked `stopped`; one with
+    no text yet leaves the question alone, as it was saved before the answer started. An
+    answer too large to keep ends with an `error` event instead of `done`."""
     text: list[str] = []
     citations: list[Citation] = []
+    saved_at = time.monotonic()
     try:
         for event in events:
             if isinstance(event, DeltaEvent):
                 text.append(event.text)
+                if time.monotonic() - saved_at >= SAVE_EVERY_S:
+                    _save_partial(save, _exchange(question, text, citations, stopped=True))
+                    saved_at = time.monotonic()
             elif isinstance(event, CitationsEvent):
                 citations = list(event.citations)
+            elif isinstance(event, ErrorEvent) and "".join(text).strip():
+                _save_partial(save, _exchange(question, text, citations, stopped=True))
             elif isinstance(event, DoneEvent):
                 try:
                     save(_exchange(question, text, citations))
@@ -119,11 +130,21 @@ def remembered(
             yield event
     except GeneratorExit:
         if "".join(text).strip():
-            try:
-                save(_exchange(question, text, citations, stopped=True))
-            except Exception:  # the reader is gone: nobody to tell but the log
-                logger.exception("the stopped answer was not saved")
+            _save_partial(save, _exchange(question, text, citations, stopped=True))
         raise
+
+
+def _save_partial(
+    save: Callable[[list[StoredMessage]], None], exchange: list[StoredMessage]
+) -> None:
+    """Save an unfinished answer; failing to is no reason to stop it (the final save, or the
+    reader, hears of a full conversation)."""
+    try:
+        save(exchange)
+    except ConversationFullError:
+        logger.info("the answer so far is too large to save")
+    except Exception:
+        logger.exception("the answer so far was not saved")
 
 
 def _exchange(

@@ -1,20 +1,45 @@
-"""The agent's tools: each input a pydantic model, its JSON schema generated from the model.
+"""The agent's tools: each one object with its pydantic input model, the spec the model is given
+(its JSON schema generated from that model), and how it runs.
 
-The model's input is validated with the same class; what fails goes back to the model as the
-tool's error result, naming the field, so it can call again (`invalid_input_message`).
+A tool runs on an answer's `Reading` (the library, the chat's scope, the passages numbered so
+far) and yields the chat events it causes (`sources`, `status` while the index wakes); what it
+returns is the text the model reads. `call_tool` validates the model's input with the same
+class: what fails goes back to the model as the tool's error result, naming the field, so it
+can call again (`invalid_input_message`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import contextvars
+import json
+import time
+from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-from docchat.llm import ToolSpec
+from docchat.answer.events import (
+    ChatEvent,
+    RankedPassage,
+    SourcePassage,
+    SourcesEvent,
+    StatusEvent,
+    ToolCallEvent,
+)
+from docchat.errors import DocchatError
+from docchat.llm import ToolResultBlock, ToolSpec, ToolUse
+from docchat.models import Chunk, file_name, source_name
+from docchat.search.library import Catalog, Library
 
 MAX_READ_PAGES = 5
+WAKING = "waking the search index: after a quiet spell its first answer takes up to 30 seconds"
+T = TypeVar("T")
 
 
 class ToolInput(BaseModel):
@@ -37,6 +62,193 @@ class ReadPagesInput(ToolInput):
 
 class ListDocumentsInput(ToolInput):
     pass
+
+
+In = TypeVar("In", bound=ToolInput)
+
+
+@dataclass
+class Reading:
+    """What one answer's tool calls share: the library, the chat's documents (`doc_ids`; None:
+    all), the passages numbered so far (`sources`), the calls made, and the time spent
+    searching. The registry is read once per answer (`catalog`)."""
+
+    library: Library
+    top_k: int
+    # A search index scaled to zero takes 10-30 s to answer; say so after this long (None: the
+    # index never sleeps, as the local one).
+    wake_notice_s: float | None
+    doc_ids: Sequence[str] | None = None
+    sources: list[Chunk] = field(default_factory=list)
+    calls: set[str] = field(default_factory=set)
+    retrieval_s: float = 0.0
+    _catalog: Catalog | None = field(default=None, init=False)
+    _index_answered: bool = field(default=False, init=False)
+
+    def number(self, chunk: Chunk) -> int:
+        """The passage number of `chunk`: the one it was given, or the next."""
+        for i, known in enumerate(self.sources, start=1):
+            if known.chunk_id == chunk.chunk_id:
+                return i
+        self.sources.append(chunk)
+        return len(self.sources)
+
+    def catalog(self) -> Catalog:
+        """The documents this answer may read, as the registry listed them at its first read."""
+        if self._catalog is None:
+            self._catalog = self.library.catalog()
+        return self._catalog
+
+    def index_call(self, call: Callable[[], T]) -> Generator[ChatEvent, None, T]:
+        """`call()`'s result; while the answer's first index call is slow, a `status` event.
+
+        Only the first can be slow for waking the index, so only it runs on a thread, with
+        this generator free to tell the client why nothing happens yet.
+        """
+        if self._index_answered or self.wake_notice_s is None:
+            return call()
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="docchat-search")
+        try:
+            pending = pool.submit(contextvars.copy_context().run, call)
+            try:
+                result = pending.result(timeout=self.wake_notice_s)
+            except FutureTimeout:
+                yield StatusEvent(stage="waking_index", message=WAKING)
+                result = pending.result()
+        finally:
+            pool.shutdown(wait=False)  # a client gone mid-wait leaves the call to finish alone
+        self._index_answered = True
+        return result
+
+
+@dataclass(frozen=True)
+class Tool(Generic[In]):
+    """A tool the model may call: `run` takes the validated input and returns what the model
+    reads, yielding the chat events the call causes."""
+
+    name: str
+    description: str
+    input: type[In]
+    run: Callable[[Reading, In], Generator[ChatEvent, None, str]]
+
+    @cached_property
+    def spec(self) -> ToolSpec:
+        """What the model is told of the tool: its name, description and input schema."""
+        return ToolSpec(
+            name=self.name, description=self.description, input_schema=input_schema(self.input)
+        )
+
+
+def search_documents(
+    reading: Reading, args: SearchDocumentsInput
+) -> Generator[ChatEvent, None, str]:
+    """Hybrid search within the chat's documents (and the model's choice of them)."""
+    query, doc_ids = args.query, _allowed(args.doc_ids, reading.doc_ids)
+    catalog = reading.catalog()
+    started = time.monotonic()
+    found = yield from reading.index_call(
+        lambda: reading.library.search(query, top_k=reading.top_k, doc_ids=doc_ids, catalog=catalog)
+    )
+    reading.retrieval_s += time.monotonic() - started
+    numbered = [(reading.number(p.chunk), p) for p in found.passages]
+    yield SourcesEvent(
+        query=query,
+        reranked=found.reranked,
+        rerank_note=found.rerank_note,
+        passages=[
+            RankedPassage(
+                **source_passage(n, p.chunk).model_dump(),
+                score=p.score,
+                vector_rank=p.vector_rank,
+                keyword_rank=p.keyword_rank,
+            )
+            for n, p in numbered
+        ],
+    )
+    if not numbered:
+        return "No passage matches this query."
+    return "\n\n".join(_passage_text(n, p.chunk) for n, p in numbered)
+
+
+def read_pages(reading: Reading, args: ReadPagesInput) -> Generator[ChatEvent, None, str]:
+    """Up to MAX_READ_PAGES pages of one of the chat's documents."""
+    doc_id = args.doc_id
+    if reading.doc_ids is not None and doc_id not in reading.doc_ids:
+        raise ValueError(f"document {doc_id} is outside the documents this chat may use")
+    first = args.first_page
+    last = min(args.last_page, first + MAX_READ_PAGES - 1)
+    catalog = reading.catalog()
+    chunks = yield from reading.index_call(
+        lambda: reading.library.pages(doc_id, first, last, catalog=catalog)
+    )
+    numbered = [(reading.number(c), c) for c in chunks]
+    yield SourcesEvent(
+        query=f"{doc_id} pages {first}-{last}",
+        reranked=False,
+        rerank_note="",
+        passages=[source_passage(n, c) for n, c in numbered],
+    )
+    if not numbered:
+        return f"Document {doc_id} has no text on pages {first}-{last}."
+    return "\n\n".join(_passage_text(n, c) for n, c in numbered)
+
+
+def list_documents(reading: Reading, args: ListDocumentsInput) -> Generator[ChatEvent, None, str]:
+    """The chat's indexed documents, one line each."""
+    yield from ()  # a generator, as every tool is: listing causes no event
+    rows = [
+        f"- {d.doc_id}: {d.title} (file {file_name(d.source)}, {d.pages} pages)"
+        for d in reading.catalog().records.values()
+        if reading.doc_ids is None or d.doc_id in reading.doc_ids
+    ]
+    return "\n".join(rows) or "No documents are indexed."
+
+
+SEARCH_DOCUMENTS = Tool(
+    name="search_documents",
+    description=(
+        "Hybrid keyword and semantic search over the indexed documents. Returns numbered "
+        "passages with document title and pages; cite them by number."
+    ),
+    input=SearchDocumentsInput,
+    run=search_documents,
+)
+READ_PAGES = Tool(
+    name="read_pages",
+    description=f"Read up to {MAX_READ_PAGES} consecutive pages of one document.",
+    input=ReadPagesInput,
+    run=read_pages,
+)
+LIST_DOCUMENTS = Tool(
+    name="list_documents",
+    description="List the indexed documents: id, title, pages.",
+    input=ListDocumentsInput,
+    run=list_documents,
+)
+TOOLS: dict[str, Tool[Any]] = {t.name: t for t in (SEARCH_DOCUMENTS, READ_PAGES, LIST_DOCUMENTS)}
+
+
+def call_tool(reading: Reading, use: ToolUse) -> Generator[ChatEvent, None, ToolResultBlock]:
+    """The `tool_call` event and the events of running the call `use`; its result for the
+    model, an error result when the call repeats one, names no tool, has input that does not
+    validate, or fails."""
+    yield ToolCallEvent(id=use.id, name=use.name, input=use.input)
+    key = f"{use.name}:{json.dumps(use.input, sort_keys=True)}"
+    if key in reading.calls:
+        return _result(use, "You already made this exact call; use its results.", error=True)
+    reading.calls.add(key)
+    tool = TOOLS.get(use.name)
+    if tool is None:
+        return _result(use, f"There is no tool named {use.name!r}.", error=True)
+    try:
+        args = tool.input.model_validate(use.input)
+    except ValidationError as exc:  # the model can correct its call: tell it what is wrong
+        return _result(use, invalid_input_message(use.name, exc), error=True)
+    try:
+        content = yield from tool.run(reading, args)
+    except (DocchatError, ValueError, TypeError) as exc:
+        return _result(use, f"The tool failed: {exc}", error=True)
+    return _result(use, content)
 
 
 class _ToolSchema(GenerateJsonSchema):
@@ -62,34 +274,53 @@ def input_schema(model: type[ToolInput]) -> dict[str, Any]:
     return schema
 
 
-INPUTS: dict[str, type[ToolInput]] = {
-    "search_documents": SearchDocumentsInput,
-    "read_pages": ReadPagesInput,
-    "list_documents": ListDocumentsInput,
-}
-DESCRIPTIONS = {
-    "search_documents": (
-        "Hybrid keyword and semantic search over the indexed documents. Returns numbered "
-        "passages with document title and pages; cite them by number."
-    ),
-    "read_pages": f"Read up to {MAX_READ_PAGES} consecutive pages of one document.",
-    "list_documents": "List the indexed documents: id, title, pages.",
-}
-TOOLS = [
-    ToolSpec(name=name, description=DESCRIPTIONS[name], input_schema=input_schema(model))
-    for name, model in INPUTS.items()
-]
-
-
 def invalid_input_message(tool: str, error: ValidationError) -> str:
     """What the model is told when its input to `tool` does not validate: each wrong or
     missing field, with what it gave, and how to go on."""
     problems = []
     for item in error.errors(include_url=False):
-        field = ".".join(str(p) for p in item["loc"]) or "input"
+        loc = ".".join(str(p) for p in item["loc"]) or "input"
         given = "" if item["type"] == "missing" else f" (you gave {item['input']!r})"
-        problems.append(f"{field}: {item['msg']}{given}")
+        problems.append(f"{loc}: {item['msg']}{given}")
     return (
         f"Invalid input for {tool}: {'; '.join(problems)}. Call {tool} again with input that "
         "matches its schema."
     )
+
+
+def source_passage(number: int, chunk: Chunk) -> SourcePassage:
+    """Passage `number` as a `sources` event carries it."""
+    return SourcePassage(
+        number=number,
+        chunk_id=chunk.chunk_id,
+        doc_id=chunk.doc_id,
+        title=chunk.title,
+        source=source_name(chunk.source),
+        page_start=chunk.page_start,
+        page_end=chunk.page_end,
+        headings=chunk.headings,
+        text=chunk.text,
+    )
+
+
+def _allowed(asked: Sequence[str] | None, allowed: Sequence[str] | None) -> list[str] | None:
+    """The documents a search may see: the model's choice, never beyond the chat's filter."""
+    chosen = list(asked) if asked else None
+    if allowed is None:
+        return chosen
+    return [d for d in (chosen or allowed) if d in allowed] or list(allowed)
+
+
+def _passage_text(number: int, chunk: Chunk) -> str:
+    pages = (
+        f"p. {chunk.page_start}"
+        if chunk.page_start == chunk.page_end
+        else f"pp. {chunk.page_start}-{chunk.page_end}"
+    )
+    path = " > ".join(chunk.headings)
+    header = f"[{number}] {chunk.title}, {pages} (doc_id {chunk.doc_id})"
+    return f"{header}{f' - {path}' if path else ''}\n{chunk.text}"
+
+
+def _result(use: ToolUse, content: str, *, error: bool = False) -> ToolResultBlock:
+    return {"type": "tool_result", "tool_use_id": use.id, "content": content, "is_error": error}

@@ -24,7 +24,7 @@ from docchat.evaluate.corpus import (
     filled_index,
     ranked_chunks,
 )
-from docchat.ingest.local import Progress
+from docchat.ingest.stages import Progress
 from docchat.ports import Embedder, Reranker
 from docchat.search.library import RERANK_POOL
 

@@ -23,6 +23,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from docchat.answer.extractive import QuoteWeights
 from docchat.config import Settings
 from docchat.errors import DocchatError
 from docchat.evaluate.beir import evaluate_beir, load_beir
@@ -170,7 +171,9 @@ def run_qa(args: argparse.Namespace, settings: Settings) -> int:
                 on_progress=report,
                 quoters={
                     "extractive": extractive_quoter(
-                        threshold=settings.answer_threshold, reranker=chat_reranker
+                        threshold=settings.answer_threshold,
+                        weights=QuoteWeights.of(settings),
+                        reranker=chat_reranker,
                     )
                 },
                 answer_passages=settings.top_k,

@@ -17,7 +17,7 @@ import numpy as np
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.config import Settings
 from docchat.ingest.chunk import chunks_from_pages
-from docchat.ingest.local import Progress, embed_chunks
+from docchat.ingest.stages import Progress, embed_chunks
 from docchat.models import Chunk, DocumentRecord, Page
 from docchat.ports import Embedder, Reranker, Vectors
 from docchat.search.hybrid import Fusion, check_weight, fused_passages

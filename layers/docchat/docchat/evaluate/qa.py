@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from docchat.answer.citations import answer_quotes
+from docchat.answer.extractive import QuoteWeights, answer_quotes
 from docchat.errors import EvaluationDataError
 from docchat.evaluate.corpus import (
     RERANKED,
@@ -24,7 +24,7 @@ from docchat.evaluate.corpus import (
     filled_index,
     ranked_chunks,
 )
-from docchat.ingest.local import Progress
+from docchat.ingest.stages import Progress
 from docchat.models import Chunk
 from docchat.ports import Embedder, Reranker
 from docchat.search.library import RERANK_POOL
@@ -145,15 +145,18 @@ def hit_rates(first_hits: Sequence[int | None]) -> dict[str, float]:
 Quoter = Callable[[str, Sequence[Chunk]], Sequence[tuple[Chunk, int, str]]]
 
 
-def extractive_quoter(*, threshold: float, reranker: Reranker | None = None) -> Quoter:
-    """The chat's extractive answer (`docchat.answer.citations.answer_quotes`) as a `Quoter`, with
-    the sentence similarities of `reranker` as the chat has them."""
+def extractive_quoter(
+    *, threshold: float, weights: QuoteWeights, reranker: Reranker | None = None
+) -> Quoter:
+    """The chat's extractive answer (`docchat.answer.extractive.answer_quotes`) as a `Quoter`,
+    with the sentence similarities of `reranker` as the chat has them."""
 
     def quote(question: str, chunks: Sequence[Chunk]) -> list[tuple[Chunk, int, str]]:
         found = answer_quotes(
             question,
             chunks,
             threshold=threshold,
+            weights=weights,
             similarity=sentence_similarities(reranker, question, chunks),
         )
         return [(q.chunk, q.page, q.text) for q in found]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from langchain_text_splitters import MarkdownHeaderTextSplitter, RecursiveCharacterTextSplitter
 
@@ -20,6 +20,12 @@ _MARK = "⟦{}⟧"
 _STAND_INS = range(0x4E00, 0xA000)
 _MARK_RE = re.compile(r"⟦(\d+)⟧")
 _HEADING_RE = re.compile(r"^#{1,3} (.*)$", re.MULTILINE)
+# A table in page text (specs/table-text.md): header rows (a few: the bound keeps a page of
+# lines that start and end with a bar from costing a scan per line), delimiter, body rows.
+_TABLE = re.compile(
+    r"^(?P<header>(?:\|.*\|\n){1,10}?\|(?: --- \|)+)\n(?P<body>\|.*\|(?:\n\|.*\|)*)$", re.MULTILINE
+)
+_MAX_CAPTION = 200  # characters: a longer paragraph above a table is text, not its caption
 
 
 def chunks_from_pages(
@@ -55,10 +61,11 @@ def chunks_from_pages(
         ]
         content = restore(section.page_content).replace("  \n", "\n")
         page_at = _page_finder(content, page)
-        for piece in splitter.create_documents([content]):
-            text, spans = _unmark(piece.page_content, page_at(piece.metadata["start_index"]))
+        captions = _captions(content)
+        for start, raw in _pieces(content, splitter, chunk_size=chunk_size):
+            text, spans = _unmark(raw, page_at(start))
             if text:
-                built.append((headings, text, spans))
+                built.append((headings + _captions_left_out(text, captions), text, spans))
         page = page_at(len(content))
     # A heading with no text under it lives on in the headings of the chunks below it; the
     # splitter drops one that a heading of its own level follows ("Circumvention of ..." then
@@ -97,6 +104,65 @@ def chunks_from_pages(
         for n, (headings, text, spans) in enumerate(built)
     ]
     return chunks
+
+
+def _pieces(
+    content: str, splitter: RecursiveCharacterTextSplitter, *, chunk_size: int
+) -> Iterator[tuple[int, str]]:
+    """(offset in `content`, text) of each piece of a section: the splitter's pieces of the
+    text between tables, and each table whole or, when too long for one chunk, split between
+    rows with its header rows over each piece (the splitter would cut it at any line)."""
+    done = 0
+    for table in _TABLE.finditer(content):
+        yield from _split(content[done : table.start()], done, splitter)
+        yield from ((table.start(), rows) for rows in _table_pieces(table, chunk_size))
+        done = table.end()
+    yield from _split(content[done:], done, splitter)
+
+
+def _split(
+    text: str, offset: int, splitter: RecursiveCharacterTextSplitter
+) -> Iterator[tuple[int, str]]:
+    for piece in splitter.create_documents([text]):
+        yield offset + piece.metadata["start_index"], piece.page_content
+
+
+def _table_pieces(table: re.Match[str], chunk_size: int) -> Iterator[str]:
+    """The table's body rows in runs that fit a chunk (one row at least) under its header
+    rows and delimiter line; a row is never cut."""
+    header, body = table.group("header"), table.group("body").split("\n")
+    rows: list[str] = []
+    for row in body:
+        if rows and len(header) + sum(len(r) + 1 for r in rows) + len(row) >= chunk_size:
+            yield "\n".join([header, *rows])
+            rows = []
+        rows.append(row)
+    if rows:
+        yield "\n".join([header, *rows])
+
+
+def _captions(content: str) -> dict[str, list[str]]:
+    """Each table's caption by the table's first line: the short paragraphs just above it on
+    its page (a title, a units line such as "(in millions)"), up to two."""
+    found: dict[str, list[str]] = {}
+    for table in _TABLE.finditer(content):
+        page = content[: table.start()].rpartition("⟧")[2]  # a caption is on the table's page
+        lines = [line.strip() for line in page.strip().split("\n")[-2:] if line.strip()]
+        while lines and (len(lines[0]) > _MAX_CAPTION or lines[0].startswith("|")):
+            lines.pop(0)
+        if lines and all(len(p) <= _MAX_CAPTION and not p.startswith("|") for p in lines):
+            found[table.group().partition("\n")[0]] = lines
+    return found
+
+
+def _captions_left_out(text: str, captions: dict[str, list[str]]) -> list[str]:
+    """The captions of the tables in `text` that `text` itself does not hold (a long table's
+    second piece, a table the splitter parted from its caption)."""
+    return [
+        " ".join(lines)
+        for first, lines in captions.items()
+        if first in text and not all(line in text for line in lines)
+    ]
 
 
 def _printable(text: str) -> tuple[str, Callable[[str], str]]:

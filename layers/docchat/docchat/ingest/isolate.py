@@ -24,8 +24,15 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
 from typing import Any, Literal
 
-from docchat.errors import ConversionCrashedError, ConversionTimeoutError, PdfTooLargeError
-from docchat.ingest.convert import ConvertLimits, OcrSource, ProgressFn, ocr_pages, pages_from_pdf
+from docchat.errors import (
+    ConversionCrashedError,
+    ConversionTimeoutError,
+    DocchatError,
+    MalformedPdfError,
+    PdfTooLargeError,
+)
+from docchat.ingest.convert.pageocr import ocr_pages
+from docchat.ingest.convert.pdf import ConvertLimits, PageOcr, ProgressFn, pages_from_pdf
 from docchat.ingest.ocr import OcrOptions
 from docchat.models import ConvertedDocument, OcrPage
 
@@ -37,7 +44,7 @@ START_METHOD: Literal["forkserver", "spawn", "fork"] = "forkserver"
 # Imported once in the forkserver, so a conversion's child starts with the PDF engine loaded, and
 # re-running the caller's main script (as every child does first; Python 3.11's forkserver never
 # preloads `__main__` itself) finds the `docchat` command's imports done: half a second a file.
-PRELOAD = ["docchat.ingest.convert", "docchat.cli"]
+PRELOAD = ["docchat.ingest.convert.pdf", "docchat.ingest.convert.pageocr", "docchat.cli"]
 
 
 def pages_from_pdf_isolated(
@@ -45,7 +52,7 @@ def pages_from_pdf_isolated(
     *,
     fallback_title: str = "",
     limits: ConvertLimits = DEFAULT_LIMITS,
-    ocr: OcrSource | None = None,
+    ocr: PageOcr | None = None,
     memory_mib: int = 2048,
     on_page: ProgressFn | None = None,
 ) -> ConvertedDocument:
@@ -166,8 +173,13 @@ def _convert_in_child(
             outcome = work()
     except MemoryError:
         outcome = _too_large(memory_mib)
-    except Exception as exc:  # the parent re-raises typed errors; anything else is a crash
+    except DocchatError as exc:  # the parent re-raises typed errors as they are
         outcome = exc if _picklable(exc) else ConversionCrashedError(str(exc))
+    except Exception as exc:  # the engine refusing the file ("Crop exceeds page dimensions")
+        outcome = MalformedPdfError(
+            f"the PDF could not be read ({type(exc).__name__}: {exc}): re-export or repair "
+            "the file, then upload it again"
+        )
     try:
         send.send(outcome)
     finally:

@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from docchat.errors import ModelError, ObjectMissingError
+from docchat.ingest.artifacts import notes_key
 from docchat.llm import TextDelta
 from docchat.models import Chunk, Page, file_name
 from docchat.ports import ChatModel, Objects
 
-#: Where the cloud keeps each document's notes in the artifacts bucket (StoredNotes).
-NOTES_PREFIX = "notes/"
 #: Model calls at a time in the cloud's Chunk step (Bedrock); locally one (a laptop model
 #: answers one request at a time anyway).
 CLOUD_CONCURRENCY = 8
@@ -130,10 +129,6 @@ class ChunkNotes:
         )
         text = "".join(e.text for e in events if isinstance(e, TextDelta))
         return one_sentence(text)
-
-
-def notes_key(doc_id: str) -> str:
-    return f"{NOTES_PREFIX}{doc_id}.json"
 
 
 class StoredNotes:

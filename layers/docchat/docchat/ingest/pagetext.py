@@ -17,15 +17,9 @@ from docchat.errors import (
     PageNotFoundError,
     PageTextMissingError,
 )
+from docchat.ingest.artifacts import pages_key, pages_prefix
 from docchat.models import DocumentRecord, Page
 from docchat.ports import Objects, PageStore
-
-PAGES_PREFIX = "pages/"
-
-
-def pages_key(doc_id: str, version: str) -> str:
-    """Where the cloud keeps a document version's pages in the artifacts bucket."""
-    return f"{PAGES_PREFIX}{doc_id}/{version}.json"
 
 
 def drop_pages(objects: Objects, bucket: str, doc_id: str, *, keep: str = "") -> list[str]:
@@ -33,7 +27,7 @@ def drop_pages(objects: Objects, bucket: str, doc_id: str, *, keep: str = "") ->
     `keep` (all of them when `keep` is empty); the keys deleted. A version's pages go with it:
     when a newer version is indexed, when a run fails, when the document is removed."""
     kept = pages_key(doc_id, keep) if keep else ""
-    dropped = [k for k in objects.keys(bucket, f"{PAGES_PREFIX}{doc_id}/") if k != kept]
+    dropped = [k for k in objects.keys(bucket, pages_prefix(doc_id)) if k != kept]
     for key in dropped:
         objects.delete(bucket, key)
     return dropped

@@ -21,13 +21,15 @@ from docchat.errors import (
     SupersededError,
     code_for_name,
 )
+from docchat.ingest.artifacts import chunks_key, notes_key, ocr_key, pages_key, vectors_key
 from docchat.ingest.chunk import chunks_from_pages
-from docchat.ingest.convert import OcrResults
+from docchat.ingest.convert.pageocr import OcrResults
+from docchat.ingest.decision import decide, doc_id_for, version_of
 from docchat.ingest.isolate import ocr_pages_isolated
-from docchat.ingest.local import convert_pdf, doc_id_for, embed_chunks, version_of
-from docchat.ingest.notes import CLOUD_CONCURRENCY, ChunkNotes, StoredNotes, notes_key
+from docchat.ingest.notes import CLOUD_CONCURRENCY, ChunkNotes, StoredNotes
 from docchat.ingest.ocr import OcrOptions
-from docchat.ingest.pagetext import drop_pages, pages_document, pages_key
+from docchat.ingest.pagetext import drop_pages, pages_document
+from docchat.ingest.stages import convert_pdf, embed_chunks
 from docchat.models import (
     BatchResult,
     BatchTask,
@@ -47,6 +49,7 @@ from docchat.models import (
     OcrTask,
     Page,
     RegisterResult,
+    RegistryEntry,
     S3Event,
     StepEvent,
     StepResult,
@@ -69,6 +72,11 @@ def normalized_sequencer(sequencer: str) -> str:
     return sequencer.upper().ljust(SEQUENCER_WIDTH, "0")
 
 
+def _newer(entry: RegistryEntry | None, sequencer: str) -> bool:
+    """Whether the registry holds the document from an event newer than `sequencer`'s."""
+    return entry is not None and entry.sequencer > sequencer
+
+
 # --- Register ---------------------------------------------------------------------------------
 
 
@@ -82,7 +90,8 @@ def register(
 ) -> RegisterResult:
     """Decide whether this upload needs ingesting, and claim the document if it does: not when
     these bytes are indexed already, in the index at `index_location` (after a change of
-    collection or embedding model the same bytes are indexed again)."""
+    collection or embedding model the same bytes are indexed again), nor while another run
+    ingests them."""
     ref = task.event.object_ref()
     doc_id = doc_id_for(ref.source)
     sequencer = normalized_sequencer(ref.sequencer)
@@ -90,22 +99,24 @@ def register(
         version = objects.sha256(ref.bucket, ref.key)
     except ObjectMissingError:
         return RegisterResult(action="skip", reason="the object was deleted before it was read")
-    current = registry.get_item(doc_id)
-    if current is not None:
-        if str(current.get("sequencer", "")) > sequencer:
-            return RegisterResult(action="skip", reason="a newer event for this object came first")
-        if current.get("version") == version and not _needs_rerun(
-            current, settings, index_location
-        ):
-            return RegisterResult(
-                action="skip", reason="unchanged: this version is already handled"
-            )
+    current = registry.get(doc_id)
+    if _newer(current, sequencer):
+        return RegisterResult(action="skip", reason="a newer event for this object came first")
+    decision = decide(
+        current,
+        version,
+        indexed_here=current is not None and current.index == index_location,
+        running=current is not None and _running(current, settings),
+    )
+    if decision.outcome == "unchanged":
+        return RegisterResult(action="skip", reason=decision.reason)
     record = DocumentRecord(
         doc_id=doc_id,
         source=ref.source,
         title=PurePosixPath(ref.key).stem,
         version=version,
         status=DocStatus.QUEUED,
+        revision=decision.revision,
     )
     try:
         registry.claim(record, sequencer=sequencer, execution_id=task.execution_id)
@@ -121,16 +132,12 @@ def register(
     return RegisterResult(action="process", doc=doc)
 
 
-def _needs_rerun(current: dict[str, object], settings: Settings, index_location: str) -> bool:
-    """A failed version is retried on a new upload event; so is one stuck without progress,
-    and one indexed in another index than this stack's (or before indexes were recorded)."""
-    status = current.get("status")
-    if status == DocStatus.FAILED.value:
-        return True
-    if status == DocStatus.INDEXED.value:
-        return current.get("index") != index_location
-    updated = float(str(current.get("updated_at", 0)))
-    return time.time() - updated > settings.stale_after_s
+def _running(entry: RegistryEntry, settings: Settings) -> bool:
+    """Whether a run is ingesting `entry`'s version now: unfinished, and moved recently (a run
+    stuck without progress for `stale_after_s` is taken over by a new upload event)."""
+    if entry.status in (DocStatus.FAILED, DocStatus.INDEXED):
+        return False
+    return time.time() - entry.updated_at <= settings.stale_after_s
 
 
 # --- Convert, Chunk -----------------------------------------------------------------------------
@@ -205,7 +212,9 @@ def ocr_ranges(doc: DocRef, numbers: list[int], *, settings: Settings) -> list[O
     size = settings.ocr_pages_per_task
     groups = [numbers[start : start + size] for start in range(0, len(numbers), size)]
     return [
-        OcrRange(pages=group, key=_artifact(settings, doc, f"ocr/{group[0]}-{group[-1]}.json"))
+        OcrRange(
+            pages=group, key=ocr_key(settings.artifacts_prefix, doc.doc_id, doc.version, group)
+        )
         for group in groups
     ]
 
@@ -269,7 +278,7 @@ def chunk(
     size = max(settings.chunks_per_batch, math.ceil(len(chunks) / MAX_BATCHES))
     batches = []
     for n, start in enumerate(range(0, len(chunks), size)):
-        key = _artifact(settings, doc, f"chunks/{n:05d}.json")
+        key = chunks_key(settings.artifacts_prefix, doc.doc_id, doc.version, n)
         batch = [c.model_dump(mode="json") for c in chunks[start : start + size]]
         objects.write_json(settings.artifacts_bucket, key, batch)
         batches.append(key)
@@ -286,7 +295,7 @@ def embed_batch(
     """Embed one batch of chunks and store the vectors beside it."""
     chunks = _read_chunks(objects, settings, task.batch_key)
     vectors = embed_chunks(chunks, embedder=embedder)
-    objects.write_vectors(settings.artifacts_bucket, _vectors_key(task.batch_key), vectors)
+    objects.write_vectors(settings.artifacts_bucket, vectors_key(task.batch_key), vectors)
     return BatchResult(doc=task.doc, batch_key=task.batch_key, chunks=len(chunks))
 
 
@@ -298,7 +307,7 @@ def index_batch(
         c.model_copy(update={"embedding_model": model_id})
         for c in _read_chunks(objects, settings, task.batch_key)
     ]
-    vectors = objects.read_vectors(settings.artifacts_bucket, _vectors_key(task.batch_key))
+    vectors = objects.read_vectors(settings.artifacts_bucket, vectors_key(task.batch_key))
     index.write_chunks(chunks, vectors)
     return BatchResult(doc=task.doc, batch_key=task.batch_key, chunks=len(chunks))
 
@@ -358,7 +367,7 @@ def mark_failed(
         return _record_failed_removal(task, doc_id=doc_id, registry=registry)
     code, reason = failure_reason(task.error, task.cause)
     recorded = registry.fail_if_running(doc_id, task.execution_id, code=code, reason=reason)
-    if not recorded and not _failed_by(registry.get_item(doc_id), task.execution_id):
+    if not recorded and not _failed_by(registry.get(doc_id), task.execution_id):
         return StepResult(doc_id=doc_id, status="unchanged", detail="another run owns it")
     index.delete_document(doc_id)
     failed = registry.get(doc_id)
@@ -396,22 +405,22 @@ def stopped_run(
     )
 
 
-def _failed_by(item: dict[str, object] | None, execution_id: str) -> bool:
+def _failed_by(entry: RegistryEntry | None, execution_id: str) -> bool:
     return (
-        item is not None
-        and item.get("execution_id") == execution_id
-        and item.get("status") == DocStatus.FAILED.value
+        entry is not None
+        and entry.execution_id == execution_id
+        and entry.status == DocStatus.FAILED
     )
 
 
 def _record_failed_removal(task: FailureTask, *, doc_id: str, registry: Registry) -> StepResult:
     """The object is gone but removing its chunks failed: say so on the document, which also
     takes it out of answers (only INDEXED versions are searched)."""
-    current = registry.get_item(doc_id)
+    current = registry.get(doc_id)
     sequencer = normalized_sequencer(task.event.object_ref().sequencer)
-    if current is None or str(current.get("sequencer", "")) > sequencer:
+    if current is None or _newer(current, sequencer):
         return StepResult(doc_id=doc_id, status="unchanged", detail="nothing of it is registered")
-    if current.get("error_code") == REMOVE_FAILED:
+    if current.error_code == REMOVE_FAILED:
         return StepResult(doc_id=doc_id, status="unchanged", detail="already recorded")
     _, detail = failure_reason(task.error, task.cause)
     reason = (
@@ -421,7 +430,7 @@ def _record_failed_removal(task: FailureTask, *, doc_id: str, registry: Registry
     try:
         registry.update(
             doc_id,
-            str(current.get("version", "")),
+            current.version,
             status=DocStatus.FAILED.value,
             error_code=REMOVE_FAILED,
             error=reason,
@@ -453,8 +462,8 @@ def remove(
             doc_id=doc_id, status="present", detail="the key still has a current object"
         )
     sequencer = normalized_sequencer(ref.sequencer)
-    current = registry.get_item(doc_id)
-    if current is not None and str(current.get("sequencer", "")) > sequencer:
+    current = registry.get(doc_id)
+    if _newer(current, sequencer):
         return StepResult(doc_id=doc_id, status="kept", detail="uploaded again after deletion")
     index.delete_document(doc_id)
     if current is not None and artifacts_bucket:
@@ -510,14 +519,6 @@ def _advance(registry: Registry, doc: DocRef, status: DocStatus, **fields: objec
         raise SupersededError(
             f"{doc.key}: a newer upload or a deletion took over this document"
         ) from exc
-
-
-def _artifact(settings: Settings, doc: DocRef, name: str) -> str:
-    return f"{settings.artifacts_prefix}{doc.doc_id}/{doc.version}/{name}"
-
-
-def _vectors_key(batch_key: str) -> str:
-    return batch_key.replace("/chunks/", "/vectors/").removesuffix(".json") + ".npy"
 
 
 def _read_chunks(objects: Objects, settings: Settings, key: str) -> list[Chunk]:

@@ -186,7 +186,7 @@ class LocalUploads:
             self._owner = None
 
     def _queue(self, path: Path, data: bytes, *, write: bool) -> DocumentRecord:
-        from docchat.ingest.local import doc_id_for, is_indexed, next_revision, version_of
+        from docchat.ingest.decision import decide, doc_id_for, version_of
 
         source = str(path)
         doc_id = doc_id_for(source)
@@ -195,10 +195,11 @@ class LocalUploads:
             if write:
                 _write_atomically(path, data)
             current = self.index.document(doc_id)
-            if current and is_indexed(current, version):
-                return current
             twin = self.index.indexed_version(version)
-            if twin is not None and twin.doc_id != doc_id:
+            decision = decide(current, version, twin=twin.doc_id if twin else "")
+            if decision.outcome == "unchanged" and current is not None:
+                return current
+            if decision.outcome == "duplicate" and twin is not None:
                 self.index.add_alias(source, twin.doc_id, version)
                 self._latest.pop(doc_id, None)
                 logger.info("upload is a duplicate", extra={"doc_id": twin.doc_id})
@@ -208,7 +209,7 @@ class LocalUploads:
                 source=source,
                 title=path.stem,
                 version=version,
-                revision=next_revision(current, version),
+                revision=decision.revision,
             )
             self.index.set_record(queued)
             self._latest[doc_id] = version
@@ -217,12 +218,12 @@ class LocalUploads:
         return queued
 
     def _ingest(self, path: Path, data: bytes, doc_id: str, version: str) -> None:
-        from docchat.ingest.local import ingest_bytes, is_indexed
+        from docchat.ingest.local import ingest_bytes
 
         if self._latest.get(doc_id) != version:
             return  # deleted, or a newer upload of the same name is queued behind this one
         current = self.index.document(doc_id)
-        if current and is_indexed(current, version):
+        if current and current.version == version and current.status == DocStatus.INDEXED:
             return  # the same bytes were uploaded twice and the first job indexed them
         stage = _Stage(lambda status: self._set_status(doc_id, version, status))
         stage.advance(DocStatus.CONVERTING)

@@ -10,7 +10,6 @@ from itertools import chain, pairwise, zip_longest
 from pathlib import PurePosixPath
 from types import MappingProxyType
 
-from docchat.answer.citations import terms
 from docchat.errors import DocchatError
 from docchat.ingest.pagetext import extracted_pages
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
@@ -24,6 +23,7 @@ from docchat.ports import (
 )
 from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.rerank import sentence_similarities
+from docchat.search.terms import terms
 
 # Passages the reranker sees per passage wanted (the evaluation reranks as many).
 RERANK_POOL = 4
@@ -33,6 +33,38 @@ DOCUMENT_WORDS = frozenset(
     terms("about overview summary summarize summarise key main points topics purpose differ")
 )
 _NOT_WORD = re.compile(r"[\W_]+")
+# A title that names a company: the name, then a corporate suffix or the filing's form
+# ("Amazon.com, Inc. Form 10-K 2019", "The Boeing Company 10-K 2019", "Amcor plc Form 10-Q").
+_COMPANY = re.compile(
+    r"^(?:the\s+)?(?P<name>.+?),?\s+(?:(?:inc|incorporated|corp|corporation|company|co|ltd|"
+    r"limited|plc|llc|l\.?p|n\.?v|s\.?a|ag|se|group|holdings)\b|form\b|(?:annual|quarterly)\s+"
+    r"report\b|(?:10-k|10-q|8-k|20-f|40-f|6-k)\b)",
+    re.IGNORECASE,
+)
+# Words that make the head of a title a report's name, not a company's ("ANNUAL REPORT ON
+# FORM 10-K").
+_NO_COMPANY = frozenset(
+    [
+        "annual",
+        "quarterly",
+        "report",
+        "reports",
+        "form",
+        "table",
+        "contents",
+        "release",
+        "statement",
+        "statements",
+        "financial",
+        "consolidated",
+        "notice",
+        "proxy",
+    ]
+)
+# Words of a company's name too common to name it alone ("Amazon.com": "com").
+_NOT_A_NAME = frozenset(["com", "net", "org", "www", "and", "the", "for"])
+# A word written with a capital, as a name is ("Amazon's" in "What were Amazon's sales?").
+_CAPITALIZED = re.compile(r"\b[A-Z][\w.&'\u2019-]*")
 
 
 @dataclass(frozen=True)
@@ -52,9 +84,11 @@ class Catalog:
 
     def named_in(self, query: str, doc_ids: Sequence[str] | None = None) -> tuple[list[str], str]:
         """The documents (of `doc_ids`, when given) whose title or file name `query` spells
-        out, in the order it names them, and the query without those names. A name must be
-        two words or more ("2007 Instruction 1040-NR", "dmca.pdf"): one word is too often
-        just a word.
+        out, or whose company it names, in the order it names them, and the query without
+        those names. A title or file name must be two words or more ("2007 Instruction
+        1040-NR", "dmca.pdf"): one word is too often just a word. One word names a company
+        when it is written with a capital and, of the companies the titles name ("Amazon.com,
+        Inc. Form 10-K 2019"), is in one company's name only ("Amazon").
 
         Names are tried in the catalog's order, each on what earlier matches left of the
         query; only those whose first two words the query still holds are tried at all."""
@@ -71,11 +105,21 @@ class Catalog:
                 if name[:2] > tried and (wanted is None or name[3] in wanted) and name[2] in rest
             ]
             if not candidates:
-                return [doc_id for _, doc_id in sorted(found)], rest.strip()
+                break
             order, slot, key, doc_id = min(candidates)
             found.append((rest.index(key), doc_id))
             rest = rest.replace(key, " ")
             tried = (order, slot)
+        named = {doc_id for _, doc_id in found}
+        capitalized = _capitalized(query)
+        companies = self._companies if doc_ids is None else self._companies_of(doc_ids)
+        for word, company_docs in companies.items():
+            key = f" {word} "
+            if key in rest and word in capitalized:
+                found.extend((rest.index(key), d) for d in company_docs if d not in named)
+                named.update(company_docs)
+                rest = rest.replace(key, " ")
+        return [doc_id for _, doc_id in sorted(found)], rest.strip()
 
     @cached_property
     def _names(self) -> dict[tuple[str, str], list[tuple[int, int, str, str]]]:
@@ -89,6 +133,29 @@ class Catalog:
                     entry = (order, slot, f" {' '.join(words)} ", doc_id)
                     names.setdefault((words[0], words[1]), []).append(entry)
         return names
+
+    @cached_property
+    def _companies(self) -> dict[str, list[str]]:
+        """`_companies_of` every document, worked out once per catalog."""
+        return self._companies_of(None)
+
+    def _companies_of(self, doc_ids: Sequence[str] | None) -> dict[str, list[str]]:
+        """Each word that is in one company's name only, of the companies the titles of
+        `doc_ids` (all when None) name, with that company's documents."""
+        companies: dict[str, list[str]] = {}
+        wanted = None if doc_ids is None else set(doc_ids)
+        for doc_id, record in self.records.items():
+            if wanted is None or doc_id in wanted:
+                companies.setdefault(company_name(record.title), []).append(doc_id)
+        companies.pop("", None)
+        by_word: dict[str, set[str]] = {}
+        for company in companies:
+            for word in company.split():
+                if len(word) >= 3 and not word.isdigit() and word not in _NOT_A_NAME:
+                    by_word.setdefault(word, set()).add(company)
+        return {
+            word: companies[next(iter(names))] for word, names in by_word.items() if len(names) == 1
+        }
 
     def versions(self, doc_ids: Sequence[str] | None = None) -> Mapping[str, str]:
         """doc_id -> the indexed version, of every document or only of `doc_ids`. Every
@@ -255,6 +322,21 @@ def distinct(passages: Sequence[Passage]) -> list[Passage]:
             seen.add(key)
             kept.append(passage)
     return kept
+
+
+def company_name(title: str) -> str:
+    """The company a title names, folded ("amazon com" for "Amazon.com, Inc. Form 10-K
+    2019"); "" when it names none."""
+    match = _COMPANY.match(title.strip())
+    if match is None:
+        return ""
+    name = _folded(match.group("name"))
+    return "" if _NO_COMPANY.intersection(name.split()) else name
+
+
+def _capitalized(text: str) -> set[str]:
+    """The folded words of `text` that are written with a capital."""
+    return {w for found in _CAPITALIZED.findall(text) for w in _folded(found).split()}
 
 
 @lru_cache(maxsize=65_536)

@@ -23,13 +23,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from docchat.answer.citations import Span, chunk_sentences, query_terms, term_weights, terms
 from docchat.models import Chunk, Passage
 from docchat.ports import Embedder, Reranker, SentenceStore, SentenceVectors, Vectors
 from docchat.search.hybrid import rescaled
+from docchat.search.sentences import Span, chunk_sentences
+from docchat.search.terms import query_terms, term_weights, terms
 
-# A sentence shorter than this (not a list item) says too little to speak for its passage:
-# "Safe." alone would match "safe harbor for caching" better than the section that answers it.
+# A sentence shorter than this (not a list item nor a table row) says too little to speak for
+# its passage: "Safe." alone would match "safe harbor for caching" better than the section that
+# answers it.
 SHORT = 20
 # Chunks whose sentences (their terms and vectors) are kept per process: about 14 KB each
 # at 384 dimensions and 9 sentences.
@@ -143,7 +145,7 @@ class SentenceReranker:
                 vectors = found[chunk.chunk_id]
                 self._sentences[chunk.chunk_id] = _Sentences(
                     list(vectors.starts),
-                    [terms(span.text) for span in spans[chunk.chunk_id]],
+                    [terms(span.with_header) for span in spans[chunk.chunk_id]],
                     vectors.vectors,
                 )
             ordered = []
@@ -157,7 +159,11 @@ class SentenceReranker:
 
 def scored_spans(chunk: Chunk) -> list[Span]:
     """The sentences of a chunk that can speak for it (see SHORT)."""
-    return [span for span in chunk_sentences(chunk) if span.list_item or len(span.text) >= SHORT]
+    return [
+        span
+        for span in chunk_sentences(chunk)
+        if span.list_item or span.table_row or len(span.text) >= SHORT
+    ]
 
 
 def sentence_vectors(
@@ -168,7 +174,7 @@ def sentence_vectors(
     say what did."""
     spans = [scored_spans(chunk) for chunk in chunks]
     flat = [
-        "\n".join(part for part in (chunk.context, span.text) if part)
+        "\n".join(part for part in (chunk.context, span.with_header) if part)
         for chunk, chunk_spans in zip(chunks, spans, strict=True)
         for span in chunk_spans
     ]

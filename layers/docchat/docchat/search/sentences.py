@@ -11,6 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import pairwise
+
+from docchat.models import Chunk
+
+# A quote is at most this long: a longer sentence is quoted up to a word end (`clip`).
+QUOTE_CHARS = 400
 
 # Words whose period ends no sentence (casefolded, without the period). "etc." is left out:
 # it ends sentences as often as not.
@@ -93,20 +100,91 @@ _WORD_BEFORE = re.compile(r"(\S+)$")
 _ACRONYM = re.compile(r"(?:[a-z]\.)+[a-z]")
 _INLINE_ITEM = re.compile(r"(?:^|\b(?:and|or))\s*\d{1,2}$")
 _NEXT_START = re.compile(r"\s+([\"'\u201c\u2018(\[]?)(\S)")
+_PHYSICAL_LINE = re.compile(r"[^\n]+")
+# A pipe table's delimiter line: "| --- | --- |" (alignment colons allowed).
+_DELIMITER = re.compile(r"\|(?:\s*:?-{3,}:?\s*\|)+")
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) offsets of each sentence of `text`, in order, outer whitespace excluded.
 
-    A line is a paragraph, a heading or a list item; a line break inside a sentence (the next
-    line starts in lower case and is no list item) does not end it. Within a line, a sentence
-    ends at . ! or ? before a space, unless the word ending there is an abbreviation, an
-    initial or a list marker, or the next word starts in lower case.
+    A line is a paragraph, a heading, a list item or a table row; a line break inside a
+    sentence (the next line starts in lower case and is no list item) does not end it. Within
+    a line, a sentence ends at . ! or ? before a space, unless the word ending there is an
+    abbreviation, an initial or a list marker, or the next word starts in lower case. A table
+    row (`table_rows`) is one span, whole, never split nor joined with a neighbour; a table's
+    header rows and delimiter line are no span of their own.
     """
     spans: list[tuple[int, int]] = []
-    for start, end in _lines(text):
-        spans.extend(_split_line(text, start, end))
+    at = 0
+    for table in _tables(text):
+        spans.extend(_prose_spans(text, at, table.start))
+        spans.extend((row.start, row.end) for row in table.rows)
+        at = table.end
+    spans.extend(_prose_spans(text, at, len(text)))
     return spans
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """A body row of a markdown pipe table in page text (one row per line, header rows, then
+    a `| --- |` delimiter line, then body rows): text[start:end] is the row's line, `header`
+    the lines of its table's header rows as they stand (none when the table's head is not in
+    the text, as in a chunk that starts inside a table)."""
+
+    start: int
+    end: int
+    header: tuple[str, ...]
+
+
+def table_rows(text: str) -> dict[int, TableRow]:
+    """The body rows of the tables in `text`, by their start offset."""
+    return {row.start: row for table in _tables(text) for row in table.rows}
+
+
+@dataclass(frozen=True)
+class _Table:
+    start: int  # of its first line
+    end: int  # of its last line
+    rows: list[TableRow]
+
+
+def _tables(text: str) -> list[_Table]:
+    """The tables of `text`: runs of consecutive lines that open and close with a pipe."""
+    tables: list[_Table] = []
+    run: list[tuple[int, int]] = []
+    for match in _PHYSICAL_LINE.finditer(text):
+        line = match.group()
+        start = match.start() + len(line) - len(line.lstrip())
+        end = match.start() + len(line.rstrip())
+        if _is_table_line(text[start:end]):
+            run.append((start, end))
+        elif run:
+            tables.append(_table(text, run))
+            run = []
+    if run:
+        tables.append(_table(text, run))
+    return tables
+
+
+def _table(text: str, lines: list[tuple[int, int]]) -> _Table:
+    """The table of `lines`: those before its (first) delimiter line are its header rows."""
+    delimiters = [i for i, (s, e) in enumerate(lines) if _DELIMITER.fullmatch(text[s:e])]
+    head = delimiters[0] if delimiters else -1
+    header = tuple(text[s:e] for s, e in lines[: max(head, 0)])
+    rows = [
+        TableRow(s, e, header) for i, (s, e) in enumerate(lines) if i > head and i not in delimiters
+    ]
+    return _Table(lines[0][0], lines[-1][1], rows)
+
+
+def _is_table_line(line: str) -> bool:
+    return len(line) >= 2 and line.startswith("|") and line.endswith("|")
+
+
+def _prose_spans(text: str, pos: int, endpos: int) -> Iterator[tuple[int, int]]:
+    for start, end in _lines(text, pos, endpos):
+        yield from _split_line(text, start, end)
 
 
 def sentences(text: str) -> list[str]:
@@ -119,12 +197,13 @@ def is_list_item(sentence: str) -> bool:
     return LIST_MARKER.match(sentence) is not None
 
 
-def _lines(text: str) -> Iterator[tuple[int, int]]:
-    """Spans of logical lines: a physical line joins the one before it when it wraps it."""
+def _lines(text: str, pos: int, endpos: int) -> Iterator[tuple[int, int]]:
+    """Spans of logical lines in text[pos:endpos]: a physical line joins the one before it
+    when it wraps it."""
     start: int | None = None
     end = 0
     item = False  # whether the logical line so far is a list item
-    for match in re.finditer(r"[^\n]+", text):
+    for match in _PHYSICAL_LINE.finditer(text, pos, endpos):
         line = match.group()
         stripped = line.lstrip()
         if not stripped.strip():
@@ -184,3 +263,75 @@ def _ends_sentence(line: str, stop: int, cut: int) -> bool:
     if (len(token) == 1 and token.isalpha()) or _ACRONYM.fullmatch(token):
         return False
     return not (token.isdigit() and len(token) <= 2 and _INLINE_ITEM.search(line, 0, stop))
+
+
+_LETTER = re.compile(r"[^\W\d_]")
+# A backslash that ingest/convert.py put before a line's "#", "```", "~~~" or ">" (markdown escape).
+_ESCAPE = re.compile(r"\\(?=#|```|~~~|>)")
+_ESCAPE_LINE = re.compile(r"(?m)^\\(?=#|```|~~~|>)")
+
+
+@dataclass(frozen=True)
+class Span:
+    """A sentence (or sentence run) of a chunk: `text` is chunk.text[start:end], whitespace
+    runs made single spaces, on `page`. A table row's `text` is its line as it stands, and
+    `table_header` its table's header rows (`TableRow`)."""
+
+    chunk: Chunk
+    page: int
+    start: int
+    end: int
+    text: str
+    list_item: bool
+    table_row: bool = False
+    table_header: tuple[str, ...] = ()
+
+    @property
+    def with_header(self) -> str:
+        """The text with a table row's header rows before it: what the span says."""
+        return "\n".join([*self.table_header, self.text])
+
+
+def chunk_sentences(chunk: Chunk) -> list[Span]:
+    """The sentences and table rows of a chunk, in order; none crosses a page break."""
+    spans: list[Span] = []
+    bounds = [0, *chunk.page_breaks, len(chunk.text)]
+    for offset, (low, high) in enumerate(pairwise(bounds)):
+        page_text = chunk.text[low:high]
+        rows = table_rows(page_text)
+        for start, end in sentence_spans(page_text):
+            row = rows.get(start)
+            if row is None:
+                start += 1 if _ESCAPE.match(page_text, start) else 0
+            # A row is quoted whole and as it stands: it is one line, its cells verbatim.
+            text = page_text[start:end] if row else quote_text(page_text, start, end)
+            if not _LETTER.search(text):
+                continue
+            spans.append(
+                Span(
+                    chunk=chunk,
+                    page=chunk.page_start + offset,
+                    start=low + start,
+                    end=low + end,
+                    text=text,
+                    list_item=row is None and is_list_item(text),
+                    table_row=row is not None,
+                    table_header=row.header if row else (),
+                )
+            )
+    return spans
+
+
+def quote_text(text: str, start: int, end: int, *, limit: int | None = QUOTE_CHARS) -> str:
+    """text[start:end] as a quote: markdown escapes at line starts dropped, whitespace runs
+    made single spaces, clipped to `limit`."""
+    quote = " ".join(_ESCAPE_LINE.sub("", text[start:end]).split())
+    return quote if limit is None else clip(quote, limit)
+
+
+def clip(text: str, limit: int) -> str:
+    """`text`, or its head up to a word end when longer than `limit` (still verbatim)."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > limit // 2 else limit]

@@ -1,4 +1,4 @@
-"""The local server's door (`LocalGuard`), and the API's error shape.
+"""The local server's door (`LocalGuard`).
 
 `docchat serve` gets here what the cloud gets from API Gateway, Cognito and its own domain:
 only loopback Host names (no DNS rebinding), no state changes from other sites, and a bearer
@@ -16,6 +16,8 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from docchat.serve.errors import refusal
+
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # The page and its files load without a token: the page is what asks for it.
@@ -23,11 +25,6 @@ PAGE = "/"
 PAGE_FILES = "/static/"
 # Marks the local server's own 401, so the page tells it apart from a gateway's.
 TOKEN_CHALLENGE = 'Bearer realm="docchat-serve"'
-
-
-def error_response(status: int, message: str, **extra: object) -> JSONResponse:
-    """The API's one error shape: {"error": {"status", "message", ...}}."""
-    return JSONResponse({"error": {"status": status, "message": message, **extra}}, status)
 
 
 class LocalGuard:
@@ -42,9 +39,9 @@ class LocalGuard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            refusal = self.refusal(scope)
-            if refusal is not None:
-                await refusal(scope, receive, send)
+            refused = self.refusal(scope)
+            if refused is not None:
+                await refused(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -53,7 +50,8 @@ class LocalGuard:
         headers = Headers(scope=scope)
         host = headers.get("host", "")
         if not self.any_host and host_name(host) not in self.hosts:
-            return error_response(
+            return refusal(
+                scope,
                 403,
                 f"this docchat server does not answer to the host name {host!r}: it serves "
                 "localhost, 127.0.0.1 and [::1]; add other names with --allowed-host or "
@@ -62,24 +60,25 @@ class LocalGuard:
         if scope["method"] in STATE_CHANGING:
             cross = cross_site(headers, host)
             if cross:
-                return error_response(403, cross)
+                return refusal(scope, 403, cross)
         if not self.token:
             if _local_client(scope):
                 return None
-            return error_response(
+            return refusal(
+                scope,
                 403,
                 "this docchat server has no API token, so it answers only this machine: start "
                 "it with --token or DOCCHAT_API_TOKEN to let other machines in",
             )
         if _is_page(scope) or self._token_matches(headers.get("authorization", "")):
             return None
-        response = error_response(
+        return refusal(
+            scope,
             401,
             "this docchat server needs its API token: send it as 'Authorization: Bearer <token>' "
             "(the token given to docchat serve with --token or DOCCHAT_API_TOKEN)",
+            headers={"WWW-Authenticate": TOKEN_CHALLENGE},
         )
-        response.headers["WWW-Authenticate"] = TOKEN_CHALLENGE
-        return response
 
     def _token_matches(self, authorization: str) -> bool:
         scheme, _, given = authorization.partition(" ")

@@ -20,10 +20,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
 from docchat.answer.conversations import LOCAL_USER
+from docchat.errors import CallerUnknownError
 
 REQUEST_CONTEXT = "x-amzn-request-context"
 #: Everyone with the URL, when the stack is deployed with ApiAuth=NONE.
@@ -74,9 +74,8 @@ def _context(request: Request) -> dict[str, Any]:
     return context
 
 
-def _unknown(what: str) -> HTTPException:
-    return HTTPException(
-        401,
+def _unknown(what: str) -> CallerUnknownError:
+    return CallerUnknownError(
         f"this request does not say who is asking: {what} is missing; call the API "
         "through its API Gateway stage, signed in",
     )

@@ -2,8 +2,14 @@
 chat completions (streamed chunks or one whole completion) and the model list.
 
 Shapes: https://platform.openai.com/docs/api-reference/chat (create, the chunk object, the
-completion object) and https://platform.openai.com/docs/api-reference/models/list. docchat adds
-`citations` to the completion and to the last chunk.
+completion object) and https://platform.openai.com/docs/api-reference/models (list, retrieve).
+docchat adds `citations` to the completion and to the last chunk, and `doc_ids` to the request.
+
+What docchat does not support is refused as OpenAI refuses it (400 in OpenAI's error shape,
+docchat.serve.errors): a value out of OpenAI's range (`temperature: 5`) or one docchat does not
+offer (`n: 3`, `tools`, `logprobs`). Sampling settings in range are accepted and not applied:
+the server's own settings write the answer. Messages have the limits of /chat
+(docchat.limits).
 """
 
 from __future__ import annotations
@@ -12,10 +18,10 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
-from starlette.exceptions import HTTPException
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from docchat.answer.events import (
     ChatEvent,
@@ -25,47 +31,179 @@ from docchat.answer.events import (
     ErrorEvent,
     event_data,
 )
-from docchat.limits import MAX_DOC_IDS, MAX_MESSAGES
+from docchat.errors import REGISTRY, DocchatError
+from docchat.limits import MAX_DOC_IDS, MAX_MESSAGE_CHARS, MAX_MESSAGES, MAX_TOTAL_CHARS
 from docchat.llm import Message
 from docchat.models import Citation
+from docchat.serve.schema import NOT_BLANK, WHOLE
 
 MODEL_NAME = "docchat"
 MODEL_CREATED = 1_767_225_600  # 2026-01-01T00:00:00Z; the model list needs a creation time
 
 
+def _unsupported(name: str, value: object, supported: str) -> PydanticCustomError:
+    return PydanticCustomError(
+        "unsupported_value",
+        "Unsupported value: '{name}' does not support {value} with docchat. Supported: "
+        "{supported}.",
+        {"name": name, "value": json.dumps(value), "supported": supported},
+    )
+
+
+class ContentPart(BaseModel):
+    """One part of a message's content; docchat reads the text parts."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+
+    type: str
+    text: str | None = None
+
+
+# A user's message says something: text, or a text part, that is not only white space.
+SAYS_SOMETHING: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "pattern": NOT_BLANK},
+        {
+            "type": "array",
+            "contains": {
+                "type": "object",
+                "properties": {
+                    "type": {"const": "text"},
+                    "text": {"type": "string", "pattern": NOT_BLANK},
+                },
+                "required": ["type", "text"],
+            },
+        },
+    ]
+}
+
+
 class OpenAIMessage(BaseModel):
+    model_config = ConfigDict(
+        strict=True,
+        json_schema_extra={
+            "anyOf": [
+                {"properties": {"role": {"not": {"const": "user"}}}},
+                {"properties": {"content": SAYS_SOMETHING}, "required": ["content"]},
+            ]
+        },
+    )
+
     role: Literal["system", "user", "assistant", "developer", "tool"]
-    content: str | list[dict[str, Any]] | None = None
+    content: str | list[ContentPart] | None = Field(
+        None, json_schema_extra={"maxLength": MAX_MESSAGE_CHARS}
+    )
 
     def text(self) -> str:
         if isinstance(self.content, str):
             return self.content
-        return " ".join(
-            str(p.get("text", "")) for p in self.content or [] if p.get("type") == "text"
-        )
+        return " ".join(p.text for p in self.content or [] if p.type == "text" and p.text)
+
+    @model_validator(mode="after")
+    def _fits(self) -> OpenAIMessage:
+        text = self.text()
+        if len(text) > MAX_MESSAGE_CHARS:
+            raise ValueError(f"a message may hold at most {MAX_MESSAGE_CHARS} characters")
+        if self.role == "user" and not text.strip():
+            raise ValueError("the user's message is only white space")
+        return self
+
+
+# A conversation holds a question: a message of the user's.
+ASKED: dict[str, Any] = {"properties": {"role": {"const": "user"}}, "required": ["role"]}
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    include_usage: bool = False
 
 
 class CompletionRequest(BaseModel):
+    """A chat completion request as far as docchat follows it (see the module's docstring)."""
+
+    # stream_options only with stream, as OpenAI has it.
+    model_config = ConfigDict(
+        strict=True,
+        json_schema_extra={
+            "anyOf": [
+                {"properties": {"stream": {"const": True}}, "required": ["stream"]},
+                {"properties": {"stream_options": {"type": "null"}}},
+            ]
+        },
+    )
+
     model: str = MODEL_NAME
-    messages: list[OpenAIMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    messages: list[OpenAIMessage] = Field(
+        min_length=1,
+        max_length=MAX_MESSAGES,
+        json_schema_extra={"contains": ASKED},
+    )
     stream: bool = False
+    stream_options: StreamOptions | None = None
     doc_ids: list[str] | None = Field(None, max_length=MAX_DOC_IDS)
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, ge=0, le=1)
+    presence_penalty: float | None = Field(None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(None, ge=-2, le=2)
+    max_tokens: Annotated[int, Field(ge=1), WHOLE] | None = None
+    max_completion_tokens: Annotated[int, Field(ge=1), WHOLE] | None = None
+    n: Annotated[int, Field(ge=1, le=1), WHOLE] | None = Field(
+        None, description="docchat writes one choice"
+    )
+    logprobs: bool | None = Field(None, json_schema_extra={"enum": [False, None]})
+    tools: list[dict[str, Any]] | None = Field(
+        None, max_length=0, description="docchat's model calls docchat's own tools only"
+    )
+
+    @field_validator("n", mode="before")
+    @classmethod
+    def _one_choice(cls, n: object) -> object:
+        if isinstance(n, (int, float)) and not isinstance(n, bool) and n > 1:
+            raise _unsupported("n", n, "1 (docchat writes one choice)")
+        return n
+
+    @field_validator("logprobs", mode="before")
+    @classmethod
+    def _no_logprobs(cls, logprobs: object) -> object:
+        if logprobs is True:
+            raise _unsupported("logprobs", logprobs, "false")
+        return logprobs
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _no_tools(cls, tools: object) -> object:
+        if isinstance(tools, list) and tools:
+            raise _unsupported("tools", "[...]", "none (docchat's model uses docchat's tools)")
+        return tools
+
+    @model_validator(mode="after")
+    def _fits(self) -> CompletionRequest:
+        if self.stream_options is not None and not self.stream:
+            raise PydanticCustomError(
+                "invalid_value",
+                "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+            )
+        if sum(len(m.text()) for m in self.messages) > MAX_TOTAL_CHARS:
+            raise ValueError(f"the conversation is longer than {MAX_TOTAL_CHARS} characters")
+        if all(m.role != "user" for m in self.messages):
+            raise ValueError("there is no question: the last message must be the user's question")
+        return self
+
+    @property
+    def include_usage(self) -> bool:
+        return self.stream_options is not None and self.stream_options.include_usage
 
     def conversation(self) -> list[Message]:
-        """The user's and the assistant's turns as the agent takes them; system prompts and
-        tool turns are not docchat's to follow. Refuses (422) a conversation that does not end
-        with a question."""
-        said = [m for m in self.messages if m.role in ("user", "assistant")]
-        if said and said[-1].role == "user" and not said[-1].text().strip():
-            raise HTTPException(422, "invalid request: the question is only white space")
-        messages: list[Message] = [
+        """The user's and the assistant's turns up to the question (the last user message), as
+        the agent takes them; system prompts and tool turns are not docchat's to follow, and an
+        answer after the question is one asked for again."""
+        last = max(n for n, m in enumerate(self.messages) if m.role == "user")
+        return [
             {"role": "user" if m.role == "user" else "assistant", "content": m.text()}
-            for m in said
-            if m.text().strip()
+            for m in self.messages[: last + 1]
+            if m.role in ("user", "assistant") and m.text().strip()
         ]
-        if not messages or messages[-1]["role"] != "user":
-            raise HTTPException(422, "invalid request: the last message must be the user's")
-        return messages
 
 
 class ModelCard(BaseModel):
@@ -86,6 +224,17 @@ class ChunkChoice(BaseModel):
     finish_reason: Literal["stop"] | None = None
 
 
+class CompletionUsage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+    @classmethod
+    def of(cls, done: DoneEvent) -> CompletionUsage:
+        prompt, produced = done.usage.input_tokens, done.usage.output_tokens
+        return cls(prompt_tokens=prompt, completion_tokens=produced, total_tokens=prompt + produced)
+
+
 class CompletionChunk(BaseModel):
     id: str
     object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
@@ -93,9 +242,12 @@ class CompletionChunk(BaseModel):
     model: str
     choices: list[ChunkChoice]
     citations: list[Citation] | None = None  # docchat's: on the last chunk only
+    usage: CompletionUsage | None = None  # with stream_options.include_usage: null but last
 
-    def sse(self) -> str:
-        unset = {"citations"} if self.citations is None else None
+    def sse(self, *, with_usage: bool = False) -> str:
+        unset = {"citations"} if self.citations is None else set()
+        if not with_usage:
+            unset.add("usage")
         body = self.model_dump(mode="json", exclude=unset)
         return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
@@ -111,12 +263,6 @@ class CompletionChoice(BaseModel):
     finish_reason: Literal["stop"] = "stop"
 
 
-class CompletionUsage(BaseModel):
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-
-
 class Completion(BaseModel):
     id: str
     object: Literal["chat.completion"] = "chat.completion"
@@ -127,59 +273,70 @@ class Completion(BaseModel):
     citations: list[Citation]
 
 
-def completion_chunks(events: Iterator[ChatEvent], model: str) -> Iterator[str]:
+def completion_chunks(
+    events: Iterator[ChatEvent], model: str, *, include_usage: bool = False
+) -> Iterator[str]:
     """The events as OpenAI's streamed chunks (SSE `data:` lines), ending with `[DONE]`, or
-    with an `error` object if the answer failed."""
+    with an `error` object if the answer failed. With `include_usage`, every chunk has a
+    `usage` field, null but on a last chunk (no choices) that holds the answer's usage."""
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
 
     def chunk(
-        delta: dict[str, str],
-        finish: Literal["stop"] | None = None,
+        choices: list[ChunkChoice],
         citations: list[Citation] | None = None,
+        usage: CompletionUsage | None = None,
     ) -> str:
-        choice = ChunkChoice(delta=delta, finish_reason=finish)
         return CompletionChunk(
-            id=completion_id, created=created, model=model, choices=[choice], citations=citations
-        ).sse()
+            id=completion_id,
+            created=created,
+            model=model,
+            choices=choices,
+            citations=citations,
+            usage=usage,
+        ).sse(with_usage=include_usage)
 
-    yield chunk({"role": "assistant", "content": ""})
+    yield chunk([ChunkChoice(delta={"role": "assistant", "content": ""})])
     citations: list[Citation] = []
+    usage: CompletionUsage | None = None
     for event in events:
         match event:
             case DeltaEvent(text=text):
-                yield chunk({"content": text})
+                yield chunk([ChunkChoice(delta={"content": text})])
             case CitationsEvent():
                 citations = event.citations
+            case DoneEvent():
+                usage = CompletionUsage.of(event)
             case ErrorEvent():
                 yield f"data: {json.dumps({'error': event_data(event)})}\n\n"
                 return
-    yield chunk({}, "stop", citations)
+    yield chunk([ChunkChoice(delta={}, finish_reason="stop")], citations)
+    if include_usage and usage is not None:
+        yield chunk([], usage=usage)
     yield "data: [DONE]\n\n"
 
 
 def completion(events: Iterator[ChatEvent], model: str) -> Completion:
-    """The events as one OpenAI chat completion; a failed answer is a 502."""
+    """The events as one OpenAI chat completion; a failed answer raises its error again (the
+    class its code names), whose status the API answers with."""
     text: list[str] = []
     citations: list[Citation] = []
-    prompt = produced = 0
+    usage = CompletionUsage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
     for event in events:
         match event:
             case DeltaEvent():
                 text.append(event.text)
             case CitationsEvent():
                 citations = event.citations
-            case DoneEvent(usage=usage):
-                prompt, produced = usage.input_tokens, usage.output_tokens
-            case ErrorEvent():
-                raise HTTPException(502, f"the model failed: {event.message}")
+            case DoneEvent():
+                usage = CompletionUsage.of(event)
+            case ErrorEvent(code=code, message=message):
+                raise REGISTRY.get(code, DocchatError)(f"the answer failed: {message}")
     return Completion(
         id=f"chatcmpl-{uuid.uuid4().hex}",
         created=int(time.time()),
         model=model,
         choices=[CompletionChoice(message=AssistantMessage(content="".join(text)))],
-        usage=CompletionUsage(
-            prompt_tokens=prompt, completion_tokens=produced, total_tokens=prompt + produced
-        ),
+        usage=usage,
         citations=citations,
     )

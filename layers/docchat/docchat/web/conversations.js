@@ -1,8 +1,15 @@
 // Saved conversations: the list (new, open, rename, delete) at the top of the side panel, and
 // the open conversation brought back after a reload or a server restart. The server keeps each
 // user's conversations (GET/PATCH/DELETE /conversations, POST /chat with conversation_id); this
-// page remembers only which one is open. Runs after app.js and joins it through chatHooks.
-"use strict";
+// page remembers only which one is open.
+
+import { api } from "./api.js";
+import { userId } from "./auth.js";
+import { answering, messageCount, newConversation, restoreMessages, stopAnswer } from "./chat.js";
+import { config } from "./config.js";
+import { $, announce, el } from "./dom.js";
+import { docsOpen, setDocsOpen } from "./documents.js";
+import { errorText } from "./errors.js";
 
 const convos = {
   available: false, // false until the server says it keeps conversations
@@ -13,7 +20,7 @@ const convos = {
 
 function openKey() {
   // One open conversation per signed-in user of this browser.
-  const user = auth.mode === "cognito" && auth.tokens ? tokenClaims(auth.tokens.id).sub || "" : "";
+  const user = userId();
   return `docchat.conversation${user ? `.${user}` : ""}`;
 }
 
@@ -36,29 +43,33 @@ function convoPanel() {
   return panel;
 }
 
+function renameForm(convo) {
+  const input = el("input", { type: "text", class: "convo-title-input", value: convo.title,
+    maxlength: String(config.limits.max_title_chars), "aria-label": "New title" });
+  const form = el("form", { class: "convo-rename" }, input,
+    el("button", { type: "submit", class: "button primary", text: "Save" }),
+    el("button", { type: "button", class: "button ghost", text: "Cancel",
+      onclick: () => stopRenaming(convo.id) }));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    renameConvo(convo.id, input.value);
+  });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      event.stopPropagation();
+      stopRenaming(convo.id);
+    }
+  });
+  queueMicrotask(() => { input.focus(); input.select(); });
+  return form;
+}
+
 function convoRow(convo) {
   const current = convo.id === convos.openId;
   const row = el("li", { class: `convo${current ? " current" : ""}`, "data-id": convo.id });
   if (convos.renaming === convo.id) {
-    const input = el("input", { type: "text", class: "convo-title-input", value: convo.title,
-      maxlength: "120", "aria-label": "New title" });
-    const form = el("form", { class: "convo-rename" }, input,
-      el("button", { type: "submit", class: "button primary", text: "Save" }),
-      el("button", { type: "button", class: "button ghost", text: "Cancel",
-        onclick: () => stopRenaming(convo.id) }));
-    form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      renameConvo(convo.id, input.value);
-    });
-    input.addEventListener("keydown", (event) => {
-      if (event.key === "Escape") {
-        event.preventDefault();
-        event.stopPropagation();
-        stopRenaming(convo.id);
-      }
-    });
-    row.append(form);
-    queueMicrotask(() => { input.focus(); input.select(); });
+    row.append(renameForm(convo));
     return row;
   }
   row.append(
@@ -103,9 +114,9 @@ async function loadConvos() {
 async function openConvo(id, { focus = true, unlessAsked = false } = {}) {
   // `unlessAsked`: the page restoring the open conversation, which a question asked meanwhile
   // (answered in a conversation of its own once this is done) must not replace.
-  if (!unlessAsked && state.running) state.running.controller.abort();
+  if (!unlessAsked && answering()) stopAnswer();
   const response = await api(`conversations/${encodeURIComponent(id)}`);
-  if (unlessAsked && state.messages.length) {
+  if (unlessAsked && messageCount()) {
     setOpen(null);
     return;
   }
@@ -122,7 +133,7 @@ async function openConvo(id, { focus = true, unlessAsked = false } = {}) {
   const convo = await response.json();
   restoreMessages(convo.messages);
   setOpen(convo.id);
-  if (document.body.classList.contains("docs-open")) setDocsOpen(false);
+  if (docsOpen()) setDocsOpen(false);
   announce(`Opened “${convo.title}”.`);
   if (focus) $("question").focus();
 }
@@ -177,30 +188,32 @@ async function deleteConvo(id) {
   else $("new-chat").focus();
 }
 
-chatHooks.body = (body) => {
+function withConversation(body, count) {
   if (!convos.available) return body;
   if (!convos.openId) {
     // Listed at once, titled as the server titles it (the question's first words); the list
     // is read again from the server when the answer is done.
     const question = body.messages[body.messages.length - 1].content.split(/\s+/).join(" ").trim();
-    const title = question.length <= 120 ? question : `${question.slice(0, 119).replace(/\s+\S*$/, "")}…`;
+    const most = config.limits.max_title_chars;
+    const title = question.length <= most ? question : `${question.slice(0, most - 1).replace(/\s+\S*$/, "")}…`;
     convos.list.unshift({ id: crypto.randomUUID(), title: title || "Conversation", updated: Date.now() / 1000 });
     setOpen(convos.list[0].id);
   }
-  // `after`: the saved messages before this question. A saved answer beyond them (this question
-  // asked again, or an answer that was stopped) is replaced by the new one, as on the page.
-  return { ...body, conversation_id: convos.openId, after: state.messages.length - 1 };
+  // `after`: how many saved messages come before this question (the `count` messages of the
+  // transcript, but the question). A saved answer beyond them (this question asked again, or an
+  // answer that was stopped) is replaced by the new one.
+  return { ...body, conversation_id: convos.openId, after: count - 1 };
+}
+
+/** What the chat asks of saved conversations (chat.js's joinChat). */
+export const conversationHooks = {
+  body: withConversation,
+  answered: () => { if (convos.available) loadConvos().catch(() => {}); },
+  cleared: () => setOpen(null),
 };
 
-chatHooks.answered = () => {
-  if (convos.available) loadConvos().catch(() => {});
-};
-
-chatHooks.cleared = () => {
-  setOpen(null);
-};
-
-chatHooks.ready = async () => {
+/** Reads the saved conversations, and opens the one that was open before a reload. */
+export async function startConversations() {
   try {
     if (!(await loadConvos())) return;
   } catch (error) {
@@ -214,4 +227,4 @@ chatHooks.ready = async () => {
   const saved = localStorage.getItem(openKey());
   if (saved && convos.list.some((c) => c.id === saved)) await openConvo(saved, { focus: false, unlessAsked: true });
   else if (saved) setOpen(null);
-};
+}

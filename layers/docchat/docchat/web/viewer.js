@@ -1,12 +1,16 @@
-// docchat's document viewer: a citation opens its PDF inside the page, at the cited page, with the
-// quoted sentence highlighted in pdf.js's text layer. Also the answer's Copy and Retry buttons.
-// Loaded after app.js, whose helpers (el, $, api, announce, errorText) it uses. pdf.js comes from
-// static/vendor/pdfjs/ (pdfjs-dist, bundled at build time: `make vendor` in layers/docchat); it is
-// imported on the first citation opened, so the page starts without it. Nothing is fetched from
-// anywhere else: no CDN, no fonts, no wasm decoders.
-"use strict";
+// The document viewer: a citation opens its PDF inside the page, at the cited page, with the
+// quoted sentence highlighted in pdf.js's text layer. pdf.js comes from static/vendor/pdfjs/
+// (pdfjs-dist, bundled at build time: `make vendor` in layers/docchat); it is imported on the
+// first citation opened, so the page starts without it. Nothing is fetched from anywhere else:
+// no CDN, no fonts, no wasm decoders.
 
-const VENDOR = new URL("vendor/pdfjs/", document.currentScript.src);
+import { api } from "./api.js";
+import { $, announce, el } from "./dom.js";
+import { DocumentGone, errorText, unreachable } from "./errors.js";
+import { highlightQuote } from "./highlight.js";
+import { shownName } from "./names.js";
+
+const VENDOR = new URL("vendor/pdfjs/", import.meta.url);
 const VIEWER_MAX_SCALE = 2;
 const VIEWER_CACHE = 3; // documents kept open, newest last
 
@@ -71,6 +75,10 @@ function viewerNodes() {
     }
   });
   document.body.append(scrim, root);
+  document.addEventListener("keydown", (event) => {
+    // Escape closes the viewer wherever focus went (a click on the page can take it to the body).
+    if (event.key === "Escape" && !root.hidden) closeViewer();
+  });
   viewer.nodes = { root, scrim, title, where, prev, next, status, quote, scroll, sheet, canvas, text };
   return viewer.nodes;
 }
@@ -103,14 +111,15 @@ function setViewerStatus(text, state) {
   root.dataset.state = state;
 }
 
-// Called by app.js when a citation (chip or marker) is clicked.
-async function openViewer(citation, opener) {
+/** Opens the viewer at `citation` (a chip or marker, `opener`, was clicked). */
+export async function openViewer(citation, opener) {
   const nodes = viewerNodes();
   const opening = ++viewer.opening;
   viewer.citation = citation;
   viewer.opener = opener;
   viewer.page = citation.page;
-  nodes.title.textContent = citation.title;
+  const title = shownName(citation.title);
+  nodes.title.textContent = title;
   nodes.where.textContent = `Page ${citation.page}`;
   nodes.quote.textContent = citation.quote;
   nodes.root.dataset.docId = citation.doc_id;
@@ -118,7 +127,7 @@ async function openViewer(citation, opener) {
   nodes.prev.disabled = true;
   nodes.next.disabled = true;
   clearPage();
-  setViewerStatus(`Opening ${citation.title} at page ${citation.page}…`, "loading");
+  setViewerStatus(`Opening ${title} at page ${citation.page}…`, "loading");
   nodes.root.hidden = false;
   nodes.scrim.hidden = false;
   document.body.classList.add("viewer-open");
@@ -131,11 +140,16 @@ async function openViewer(citation, opener) {
     await showPage(citation.page, opening);
   } catch (error) {
     if (opening !== viewer.opening) return;
-    const message = error instanceof SignInRequired ? error.message
-      : unreachable(error) ? "the server could not be reached" : error.message;
-    setViewerStatus(`Could not open the document: ${message}`, "failed");
-    announce(`Could not open the document: ${message}`);
+    const message = openFailure(error);
+    setViewerStatus(message, "failed");
+    announce(message);
   }
+}
+
+function openFailure(error) {
+  // A deleted document is said in the reader's words; anything else with the reason.
+  if (error instanceof DocumentGone) return error.message;
+  return `Could not open the document: ${unreachable(error) ? "the server could not be reached" : error.message}`;
 }
 
 function closeViewer() {
@@ -172,6 +186,7 @@ async function pdfBytes(docId) {
   // GET /documents/{id}/file: the PDF itself (local), or JSON with a short-lived presigned S3 URL
   // (cloud), fetched without the API's Authorization header: its signature is the credential.
   const response = await api(`documents/${encodeURIComponent(docId)}/file`);
+  if (response.status === 404 && await deleted(docId)) throw new DocumentGone();
   if (!response.ok) throw new Error(await errorText(response));
   const type = response.headers.get("Content-Type") || "";
   if (!type.includes("application/json")) return new Uint8Array(await response.arrayBuffer());
@@ -179,6 +194,12 @@ async function pdfBytes(docId) {
   const file = await fetch(link.url);
   if (!file.ok) throw new Error(`the documents bucket answered HTTP ${file.status}`);
   return new Uint8Array(await file.arrayBuffer());
+}
+
+async function deleted(docId) {
+  // The file's 404 says the same for a deleted document and a missing file; the document's own
+  // record tells them apart.
+  return (await api(`documents/${encodeURIComponent(docId)}`)).status === 404;
 }
 
 function turnTo(number) {
@@ -245,6 +266,10 @@ async function showPage(number, opening = viewer.opening) {
     throw error;
   }
   if (opening !== viewer.opening || layer !== viewer.textLayer) return;
+  if (!citation.quote) {
+    setViewerStatus(`Page ${number} of ${viewer.pages}.`, "ready");
+    return;
+  }
   if (number !== citation.page) {
     setViewerStatus(`Page ${number} of ${viewer.pages}. The quote is on page ${citation.page}.`, "ready");
     return;
@@ -261,94 +286,26 @@ async function showPage(number, opening = viewer.opening) {
   if (first) first.scrollIntoView({ block: "center", inline: "nearest" });
 }
 
-// The quote against the page's text, ignoring case, white space, punctuation and line-break
-// hyphens (the answer's quote comes from the indexed text, not from pdf.js's). Every letter or
-// digit of the page remembers which text item and offset it came from.
-function searchable(text) {
-  const chars = [];
-  let offset = 0;
-  for (const char of text) {
-    for (const folded of char.normalize("NFKC").toLowerCase()) {
-      if (/[\p{L}\p{N}]/u.test(folded)) chars.push({ folded, offset, length: char.length });
-    }
-    offset += char.length;
-  }
-  return chars;
+// --- a link to a page: …/#doc=<id>&page=<n>[&quote=<text>] (the MCP server's results link so) ---
+
+function linkedPage() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  const docId = params.get("doc");
+  const page = Number(params.get("page"));
+  if (!docId || !Number.isInteger(page) || page < 1) return null;
+  return { doc_id: docId, page, quote: params.get("quote") || "", title: docId };
 }
 
-function highlightQuote(divs, strings, quote) {
-  const page = [];
-  strings.forEach((text, item) => {
-    for (const c of searchable(text)) page.push({ ...c, item });
-  });
-  const haystack = page.map((c) => c.folded).join("");
-  const words = quote.split(/\s+/).filter(Boolean);
-  // The whole quote, or else its longest beginning of at least four words.
-  for (let count = words.length; count >= Math.min(4, words.length); count -= 1) {
-    const needle = searchable(words.slice(0, count).join(" ")).map((c) => c.folded).join("");
-    if (needle.length < 8 && count < words.length) break;
-    // Every page character folds to exactly one string position, so an index is a char index.
-    const at = needle ? haystack.indexOf(needle) : -1;
-    if (at < 0) continue;
-    markRange(divs, strings, page.slice(at, at + needle.length));
-    return count === words.length ? "full" : "partial";
-  }
-  return "none";
-}
-
-function markRange(divs, strings, chars) {
-  const spans = new Map(); // item -> [start, end) in its text
-  for (const c of chars) {
-    const span = spans.get(c.item);
-    if (span) span[1] = c.offset + c.length;
-    else spans.set(c.item, [c.offset, c.offset + c.length]);
-  }
-  for (const [item, [start, end]] of spans) {
-    const div = divs[item];
-    const text = strings[item];
-    if (!div) continue;
-    div.replaceChildren(
-      document.createTextNode(text.slice(0, start)),
-      el("mark", { class: "quote-mark", text: text.slice(start, end) }),
-      document.createTextNode(text.slice(end)));
-  }
-}
-
-// --- Copy and Retry under an answer ---------------------------------------------------------------
-
-function answerText(view) {
-  // The answer with its citation markers, and what each marker points at.
-  const sources = view.citations.map((c) => `[${c.number}] ${c.title}, page ${c.page}: “${c.quote}”`);
-  return sources.length ? `${view.text.trim()}\n\nSources:\n${sources.join("\n")}\n` : `${view.text.trim()}\n`;
-}
-
-async function copyAnswer(view, button) {
+/** Opens the page a link names; app.js calls it once the page may call the API, and the link's
+ * changes call it again. */
+export async function openLinkedPage() {
+  const citation = linkedPage();
+  if (!citation) return;
   try {
-    await navigator.clipboard.writeText(answerText(view));
-    button.textContent = "Copied";
-    announce("Answer copied.");
-  } catch (_) {
-    button.textContent = "Copy failed";
-    announce("The answer could not be copied: the browser refused the clipboard.");
-  }
-  setTimeout(() => { button.textContent = "Copy"; }, 2000);
+    const response = await api(`documents/${encodeURIComponent(citation.doc_id)}`);
+    if (response.ok) citation.title = (await response.json()).title || citation.doc_id;
+  } catch (_) { /* opening the document says what is wrong */ }
+  openViewer(citation, null);
 }
 
-// Called by app.js: the buttons under a finished or stopped answer.
-function answerTools(view, retry) {
-  const tools = el("div", { class: "answer-tools", role: "group", "aria-label": "Answer actions" });
-  if (view.text) {
-    const copy = el("button", { type: "button", class: "button ghost copy", "data-action": "copy",
-      "aria-label": "Copy the answer", text: "Copy" });
-    copy.addEventListener("click", () => copyAnswer(view, copy));
-    tools.append(copy);
-  }
-  tools.append(el("button", { type: "button", class: "button ghost retry", "data-action": "retry",
-    "aria-label": "Ask the same question again", text: "Retry", onclick: retry }));
-  return tools;
-}
-
-document.addEventListener("keydown", (event) => {
-  // Escape closes the viewer wherever focus went (a click on the page can take it to the body).
-  if (event.key === "Escape" && viewer.nodes && !viewer.nodes.root.hidden) closeViewer();
-});
+window.addEventListener("hashchange", openLinkedPage);

@@ -41,6 +41,7 @@ def agent_config(settings: Settings, *, index_sleeps: bool) -> AgentConfig:
     """The agent's settings; `index_sleeps` when the search index scales to zero (OpenSearch
     Serverless), so that a slow first search is announced as the index waking."""
     from docchat.answer.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig
+    from docchat.answer.extractive import QuoteWeights
 
     return AgentConfig(
         wake_notice_s=AgentConfig.wake_notice_s if index_sleeps else None,
@@ -49,6 +50,7 @@ def agent_config(settings: Settings, *, index_sleeps: bool) -> AgentConfig:
         top_k=settings.top_k,
         max_tokens=settings.max_tokens,
         answer_threshold=settings.answer_threshold,
+        quote_weights=QuoteWeights.of(settings),
     )
 
 

@@ -242,31 +242,35 @@ def s3_files(*, bucket: str, region: str) -> S3Files:
 
 def cloud_app() -> FastAPI:
     """The app the chat Lambda runs; its settings are checked here, as the process starts."""
-    from starlette.exceptions import HTTPException
-
+    from docchat.errors import NotOfferedError
     from docchat.serve.app import SignIn, create_app
     from docchat.serve.identity import cloud_user_for
 
     live = services().require(*CHAT_SETTINGS, entry="the chat function")
     settings = live.settings
 
-    def uploads(backend: ChatBackend) -> S3Uploads:
+    def bucket(use: str) -> str:
         if not settings.documents_bucket:
-            raise HTTPException(
-                501, "uploads are off: set DOCCHAT_DOCUMENTS_BUCKET to the documents bucket"
+            raise NotOfferedError(
+                f"{use} off: set DOCCHAT_DOCUMENTS_BUCKET to the documents bucket"
             )
+        return settings.documents_bucket
+
+    def uploads(backend: ChatBackend) -> S3Uploads:
         return s3_uploads(
-            bucket=settings.documents_bucket,
+            bucket=bucket("uploads are"),
             region=settings.region,
             registry=backend.library.registry,
         )
 
     def files(_: ChatBackend) -> S3Files:
+        return s3_files(bucket=bucket("the viewer is"), region=settings.region)
+
+    def page_origins() -> list[str]:
+        """The documents bucket, where the page PUTs uploads and its viewer GETs PDFs."""
         if not settings.documents_bucket:
-            raise HTTPException(
-                501, "the viewer is off: set DOCCHAT_DOCUMENTS_BUCKET to the documents bucket"
-            )
-        return s3_files(bucket=settings.documents_bucket, region=settings.region)
+            return []
+        return [s3_files(bucket=settings.documents_bucket, region=settings.region).origin]
 
     return create_app(
         lambda: live.backend,
@@ -275,4 +279,5 @@ def cloud_app() -> FastAPI:
         sign_in=lambda: SignIn.from_settings(settings),
         conversations=lambda: live.conversations,
         user_of=cloud_user_for(settings.api_auth),
+        page_origins=page_origins,
     )

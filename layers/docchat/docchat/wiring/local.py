@@ -113,17 +113,19 @@ def guarded_local_app(
     settings' allowed hosts plus `allowed_hosts`, and `token` (default: settings.api_token).
     Uploads go into the data directory (`uploads` replaces how, for tests), and so do saved
     conversations, all of the one local user."""
+    from starlette.middleware import Middleware
+
     from docchat.serve.app import create_app
     from docchat.serve.guards import LocalGuard
 
-    app = create_app(
-        backend,
-        uploads=uploads or local_uploads_for(settings),
-        conversations=lambda: local_conversations(settings),
-    )
-    app.add_middleware(
+    guard = Middleware(
         LocalGuard,
         allowed_hosts=[*settings.allowed_host_names, *allowed_hosts],
         token=settings.api_token if token is None else token,
     )
-    return app
+    return create_app(
+        backend,
+        uploads=uploads or local_uploads_for(settings),
+        conversations=lambda: local_conversations(settings),
+        middleware=[guard],
+    )

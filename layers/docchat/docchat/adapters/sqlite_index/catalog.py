@@ -94,7 +94,7 @@ def hand_over(db: sqlite3.Connection, doc_id: str, *, keep: str | None) -> Docum
     whose content they still are becomes a document of its own and takes them: identical
     files indexed once must not be lost with the one that happened to be indexed first. The
     heir's record, if there is one."""
-    from docchat.ingest.local import doc_id_for  # the pipeline modules are heavy; only here
+    from docchat.ingest.decision import doc_id_for  # the pipeline modules are heavy; only here
 
     heirs = db.execute(
         "SELECT source, version FROM aliases WHERE doc_id = ? AND version != ? ORDER BY source",

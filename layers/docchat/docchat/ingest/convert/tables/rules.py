@@ -1,0 +1,309 @@
+"""Rules from a page's vector paths: horizontal and vertical lines (stroked lines, thin filled
+bars, the edges of rectangles such as cell backgrounds), merged where they continue each other,
+and grouped into grids of rules that touch."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from itertools import repeat
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+from docchat.ingest.convert.tables.words import BBox, Frame
+
+RULE_TOL = 2.0  # points: rules this close are one; a rule this near a crossing touches it
+MIN_RULE = 4.0  # points: shorter axis-aligned edges are not rules
+MAX_SEGMENTS = 6_000  # path segments looked at per page (charts, text drawn as outlines: none)
+MAX_OBJECTS = 20_000
+MAX_DEPTH = 4  # form objects inside form objects
+Matrix = tuple[float, float, float, float, float, float]
+_IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+_PATH = pdfium_c.FPDF_PAGEOBJ_PATH
+_FORM = pdfium_c.FPDF_PAGEOBJ_FORM
+_T = TypeVar("_T")
+
+
+def _plain(name: str, restype: Any, *argtypes: Any) -> Any:
+    """A PDFium function bound with plain ctypes types: a third cheaper per call than the
+    typed binding, which counts in the one loop every page pays (its objects)."""
+    spec = importlib.util.find_spec("pypdfium2_raw")
+    assert spec is not None and spec.origin is not None, "pypdfium2 ships pypdfium2_raw"
+    library = ctypes.CDLL(str(Path(spec.origin).with_name("libpdfium.so")))
+    function = getattr(library, name)
+    function.restype = restype
+    function.argtypes = argtypes
+    return function
+
+
+_GET_OBJECT = _plain("FPDFPage_GetObject", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
+_OBJECT_TYPE = _plain("FPDFPageObj_GetType", ctypes.c_int, ctypes.c_void_p)
+
+
+@dataclass
+class Rule:
+    """A horizontal rule at y = `pos` from x = `a` to `b`, or a vertical one at x = `pos`."""
+
+    pos: float
+    a: float
+    b: float
+
+
+@dataclass
+class Rules:
+    """A page's horizontal and vertical rules."""
+
+    across: list[Rule] = field(default_factory=list)
+    down: list[Rule] = field(default_factory=list)
+
+    def turned(self, frame: Frame) -> Rules:
+        """The rules in `frame`'s upright coordinates."""
+        found = Rules()
+        boxes = [(r.a, r.pos, r.b, r.pos) for r in self.across]
+        boxes += [(r.pos, r.a, r.pos, r.b) for r in self.down]
+        for box in boxes:
+            x0, y0, x1, y1 = frame.box(box)
+            if y1 - y0 < 0.5:
+                found.across.append(Rule(y0, x0, x1))
+            else:
+                found.down.append(Rule(x0, y0, y1))
+        return Rules(merge(found.across), merge(found.down))
+
+
+@dataclass
+class Grid:
+    """Rules that touch one another."""
+
+    across: list[Rule]
+    down: list[Rule]
+
+    @property
+    def table_like(self) -> bool:
+        """More than a box round something: a rule inside the frame, across or down."""
+        across, down = len(self.across), len(self.down)
+        return (across >= 3 and down >= 1) or (down >= 3 and across >= 1)
+
+    @property
+    def bbox(self) -> BBox:
+        """The box round the rules."""
+        xs = [r.a for r in self.across] + [r.b for r in self.across] + [r.pos for r in self.down]
+        ys = [r.pos for r in self.across] + [r.a for r in self.down] + [r.b for r in self.down]
+        return min(xs), min(ys), max(xs), max(ys)
+
+
+def page_rules(page: pdfium.PdfPage) -> Rules:
+    """The page's rules: axis-aligned edges of its visible paths (in form objects too); none
+    where the paths hold more than MAX_SEGMENTS segments (a chart, text drawn as outlines)."""
+    raw = page.raw
+    count = min(pdfium_c.FPDFPage_CountObjects(raw), MAX_OBJECTS)
+    handle = ctypes.cast(raw, ctypes.c_void_p).value
+    kinds = (_PATH, _FORM)
+    found = [
+        o for o in map(_GET_OBJECT, repeat(handle, count), range(count)) if _OBJECT_TYPE(o) in kinds
+    ]
+    if not found:
+        return Rules()
+    width, height = page.get_size()
+    collector = _Collector(width * height)
+    collector.objects([ctypes.cast(o, pdfium_c.FPDF_PAGEOBJECT) for o in found], _IDENTITY, 0)
+    if collector.budget <= 0:
+        return Rules()
+    return Rules(merge(collector.rules.across), merge(collector.rules.down))
+
+
+class _Collector:
+    """Walks page objects, collecting rules, within a budget of path segments."""
+
+    def __init__(self, page_area: float) -> None:
+        self.rules = Rules()
+        self.budget = MAX_SEGMENTS
+        self.page_area = page_area
+        self._bounds = [ctypes.c_float() for _ in range(4)]
+        self._refs = [ctypes.byref(f) for f in self._bounds]
+
+    def objects(self, objects: list[Any], ctm: Matrix, depth: int) -> None:
+        for obj in objects:
+            kind = pdfium_c.FPDFPageObj_GetType(obj)
+            if kind == _PATH:
+                self.path(obj, ctm)
+            elif kind == _FORM and depth < MAX_DEPTH:
+                inner = _compose(_matrix(obj), ctm)
+                count = min(pdfium_c.FPDFFormObj_CountObjects(obj), MAX_OBJECTS)
+                children = [pdfium_c.FPDFFormObj_GetObject(obj, i) for i in range(count)]
+                self.objects(children, inner, depth + 1)
+            if self.budget <= 0:
+                return
+
+    def path(self, obj: Any, ctm: Matrix) -> None:
+        """One path's rules: a thin bar or line is one; a rectangle gives its four edges;
+        anything else its axis-aligned straight segments."""
+        box = self._box(obj, ctm)
+        left, bottom, right, top = box
+        width, height = right - left, top - bottom
+        if width < MIN_RULE and height < MIN_RULE:
+            return  # a dot, a bullet, a glyph drawn as a path
+        if width * height > 0.6 * self.page_area or not _visible(obj):
+            return  # a page background or a frame round everything; an invisible path
+        count = pdfium_c.FPDFPath_CountSegments(obj)
+        if count <= 1:
+            return
+        self.budget -= count
+        if self.budget <= 0:
+            return
+        if height <= RULE_TOL + 1 and width >= MIN_RULE:
+            self.rules.across.append(Rule((top + bottom) / 2, left, right))
+        elif width <= RULE_TOL + 1 and height >= MIN_RULE:
+            self.rules.down.append(Rule((left + right) / 2, bottom, top))
+        elif count <= 5 and count > 2 and _is_rectangle(obj, count):
+            self.rules.across += [Rule(bottom, left, right), Rule(top, left, right)]
+            self.rules.down += [Rule(left, bottom, top), Rule(right, bottom, top)]
+        elif count > 2:
+            for start, end in _segments(obj, count, _compose(_matrix(obj), ctm)):
+                self._edge(start, end)
+
+    def _box(self, obj: Any, ctm: Matrix) -> BBox:
+        pdfium_c.FPDFPageObj_GetBounds(obj, *self._refs)
+        left, bottom, right, top = (f.value for f in self._bounds)
+        if ctm == _IDENTITY:
+            return left, bottom, right, top
+        x0, y0 = _apply(ctm, left, bottom)
+        x1, y1 = _apply(ctm, right, top)
+        return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
+
+    def _edge(self, start: tuple[float, float], end: tuple[float, float]) -> None:
+        (x0, y0), (x1, y1) = start, end
+        if abs(y1 - y0) <= 0.5 and abs(x1 - x0) >= MIN_RULE:
+            self.rules.across.append(Rule((y0 + y1) / 2, min(x0, x1), max(x0, x1)))
+        elif abs(x1 - x0) <= 0.5 and abs(y1 - y0) >= MIN_RULE:
+            self.rules.down.append(Rule((x0 + x1) / 2, min(y0, y1), max(y0, y1)))
+
+
+def _visible(obj: Any) -> bool:
+    fill, stroke = ctypes.c_int(), ctypes.c_int()
+    if not pdfium_c.FPDFPath_GetDrawMode(obj, ctypes.byref(fill), ctypes.byref(stroke)):
+        return False
+    return bool(fill.value or stroke.value)
+
+
+def _matrix(obj: Any) -> Matrix:
+    m = pdfium_c.FS_MATRIX()
+    pdfium_c.FPDFPageObj_GetMatrix(obj, m)
+    return m.a, m.b, m.c, m.d, m.e, m.f
+
+
+def _compose(m: Matrix, n: Matrix) -> Matrix:
+    """`m` then `n` (PDF's row-vector convention)."""
+    a, b, c, d, e, f = m
+    a2, b2, c2, d2, e2, f2 = n
+    return (
+        a * a2 + b * c2,
+        a * b2 + b * d2,
+        c * a2 + d * c2,
+        c * b2 + d * d2,
+        e * a2 + f * c2 + e2,
+        e * b2 + f * d2 + f2,
+    )
+
+
+def _apply(m: Matrix, x: float, y: float) -> tuple[float, float]:
+    a, b, c, d, e, f = m
+    return a * x + c * y + e, b * x + d * y + f
+
+
+def _is_rectangle(obj: Any, count: int) -> bool:
+    """A move and three or four straight lines."""
+    kinds = [
+        pdfium_c.FPDFPathSegment_GetType(pdfium_c.FPDFPath_GetPathSegment(obj, i))
+        for i in range(count)
+    ]
+    return kinds[0] == pdfium_c.FPDF_SEGMENT_MOVETO and all(
+        k == pdfium_c.FPDF_SEGMENT_LINETO for k in kinds[1:]
+    )
+
+
+def _segments(
+    obj: Any, count: int, m: Matrix
+) -> Iterator[tuple[tuple[float, float], tuple[float, float]]]:
+    """The path's straight segments (closing ones too) in page space."""
+    x, y = ctypes.c_float(), ctypes.c_float()
+    start: tuple[float, float] | None = None
+    prev: tuple[float, float] | None = None
+    for i in range(count):
+        segment = pdfium_c.FPDFPath_GetPathSegment(obj, i)
+        pdfium_c.FPDFPathSegment_GetPoint(segment, ctypes.byref(x), ctypes.byref(y))
+        point = _apply(m, x.value, y.value)
+        kind = pdfium_c.FPDFPathSegment_GetType(segment)
+        if kind == pdfium_c.FPDF_SEGMENT_MOVETO:
+            start = point
+        elif kind == pdfium_c.FPDF_SEGMENT_LINETO and prev is not None:
+            yield prev, point
+        if pdfium_c.FPDFPathSegment_GetClose(segment) and start is not None:
+            yield point, start
+        prev = point
+
+
+def merge(rules: list[Rule]) -> list[Rule]:
+    """Rules on one line (within RULE_TOL) that overlap or nearly touch become one."""
+    merged: list[Rule] = []
+    for group in runs(sorted(rules, key=lambda r: r.pos), key=lambda r: r.pos, gap=RULE_TOL):
+        pos = sum(r.pos for r in group) / len(group)
+        group.sort(key=lambda r: r.a)
+        current = Rule(pos, group[0].a, group[0].b)
+        for rule in group[1:]:
+            if rule.a <= current.b + RULE_TOL:
+                current.b = max(current.b, rule.b)
+            else:
+                merged.append(current)
+                current = Rule(pos, rule.a, rule.b)
+        merged.append(current)
+    return merged
+
+
+def runs(items: list[_T], *, key: Callable[[_T], float], gap: float) -> Iterator[list[_T]]:
+    """Sorted items in runs whose consecutive keys differ by at most `gap`."""
+    run: list[_T] = []
+    for item in items:
+        if run and key(item) - key(run[-1]) > gap:
+            yield run
+            run = []
+        run.append(item)
+    if run:
+        yield run
+
+
+def grids(rules: Rules) -> list[Grid]:
+    """Sets of rules that touch (connected components) with two rules one way and one the
+    other at least, 20 x 8 points or larger."""
+    across, down = rules.across, rules.down
+    if not across or not down or len(across) * len(down) > 400_000:
+        return []
+    parent = list(range(len(across) + len(down)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    tol = RULE_TOL + 1
+    for i, h in enumerate(across):
+        for j, v in enumerate(down):
+            if h.a - tol <= v.pos <= h.b + tol and v.a - tol <= h.pos <= v.b + tol:
+                parent[root(i)] = root(len(across) + j)
+    groups: dict[int, Grid] = {}
+    for i, h in enumerate(across):
+        groups.setdefault(root(i), Grid([], [])).across.append(h)
+    for j, v in enumerate(down):
+        groups.setdefault(root(len(across) + j), Grid([], [])).down.append(v)
+    found = []
+    for grid in groups.values():
+        if len(grid.across) + len(grid.down) >= 3 and grid.across and grid.down:
+            left, bottom, right, top = grid.bbox
+            if right - left >= 20 and top - bottom >= 8:
+                found.append(grid)
+    return found

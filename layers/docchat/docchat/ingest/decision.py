@@ -1,0 +1,70 @@
+"""What one document version is, and what to do with it: the one decision the CLI, the local
+server's uploads and the cloud's Register step share.
+
+A document is its source (a local path, or bucket/key): `doc_id_for` names it. A version is its
+bytes: `version_of` hashes them. Given what the registry holds for the document, `decide` says
+whether these bytes are already handled (`unchanged`), are another document's bytes under a new
+name (`duplicate`), or are to be ingested (`ingest`, as the document's next revision).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from docchat.models import DocStatus, DocumentRecord
+
+
+def doc_id_for(source: str) -> str:
+    """A stable, readable id for a document source (a path, or bucket/key)."""
+    stem = Path(source).stem.casefold()
+    slug = re.sub(r"[^a-z0-9]+", "-", stem).strip("-")[:40] or "doc"
+    return f"{slug}-{hashlib.sha256(source.encode()).hexdigest()[:8]}"
+
+
+def version_of(data: bytes) -> str:
+    """The content hash that identifies one version of a document."""
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: Literal["unchanged", "duplicate", "ingest"]
+    reason: str = ""
+    revision: int = 1  # the version's revision number, when it is ingested
+    twin: str = ""  # the document already holding these bytes, for a duplicate
+
+
+def decide(
+    current: DocumentRecord | None,
+    version: str,
+    *,
+    twin: str = "",
+    indexed_here: bool = True,
+    running: bool = False,
+) -> Decision:
+    """What to do with `version` of the document the registry holds as `current`.
+
+    `twin`: another document whose indexed version has these bytes (the local index knows; the
+    cloud registry does not look). `indexed_here`: whether `current` was indexed in the index
+    this ingestion writes to (not so after the collection or the embedding model changed).
+    `running`: whether a run is ingesting `current`'s version right now (the cloud, where
+    another execution may be at work on it)."""
+    if current is not None and current.version == version:
+        if current.status == DocStatus.INDEXED and indexed_here:
+            return Decision("unchanged", reason="unchanged: this version is already handled")
+        if running:
+            return Decision("unchanged", reason="unchanged: a run is ingesting this version")
+    if twin and (current is None or twin != current.doc_id):
+        return Decision("duplicate", reason="these bytes are indexed already", twin=twin)
+    return Decision("ingest", revision=next_revision(current, version))
+
+
+def next_revision(current: DocumentRecord | None, version: str) -> int:
+    """The revision number of `version` of a document whose record is now `current`."""
+    if current is None:
+        return 1
+    return current.revision if current.version == version else current.revision + 1

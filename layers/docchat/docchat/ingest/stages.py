@@ -1,0 +1,84 @@
+"""The stages both runners use, as plain functions: convert a PDF (in a child process, within
+the settings' limits) and embed chunks. local.py runs them in one process; the cloud's Lambda
+steps (steps.py) run each in its own function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from docchat.config import Settings
+from docchat.ingest.convert.pageocr import LocalOcr
+from docchat.ingest.convert.pdf import ConvertLimits, PageOcr, ProgressFn
+from docchat.ingest.filings import filing_title
+from docchat.ingest.isolate import pages_from_pdf_isolated
+from docchat.ingest.ocr import OcrOptions
+from docchat.models import Chunk, ConvertedDocument
+from docchat.ports import Embedder, SentenceVectors, Vectors
+
+#: (stage, done, total): "convert" pages, "notes" and "embed" chunks.
+Progress = Callable[[str, int, int], None]
+
+
+def convert_pdf(
+    data: bytes,
+    settings: Settings,
+    *,
+    fallback_title: str,
+    on_page: ProgressFn | None = None,
+    ocr: PageOcr | None = None,
+) -> ConvertedDocument:
+    """PDF bytes -> markdown pages, in a child process within the settings' limits; pages
+    without a text layer are read as `ocr` says, else as the settings say. A filing or an
+    earnings release is titled by what its cover says (company, form, period)."""
+    converted = pages_from_pdf_isolated(
+        data,
+        fallback_title=fallback_title,
+        limits=ConvertLimits(max_pages=settings.max_pages, timeout_s=settings.convert_timeout_s),
+        ocr=ocr if ocr is not None else ocr_options(settings),
+        memory_mib=settings.convert_memory_mib,
+        on_page=on_page,
+    )
+    named = filing_title(converted.pages)
+    return converted.model_copy(update={"title": named}) if named else converted
+
+
+def ocr_options(settings: Settings) -> LocalOcr | None:
+    """How pages without a text layer are OCR'd in this process; None when OCR is off. With
+    `cloud` the cloud pipeline hands OCR to its own step (steps.convert); a local run has no
+    such step and reads them here."""
+    return LocalOcr(OcrOptions(dpi=settings.ocr_dpi)) if settings.ocr != "off" else None
+
+
+def embed_chunks(
+    chunks: Sequence[Chunk], *, embedder: Embedder, on_progress: Progress | None = None
+) -> Vectors:
+    """Vectors for the chunks' context-carrying texts, in chunk order."""
+    texts = [c.embed_text for c in chunks]
+    done = 0
+
+    def tick(count: int) -> None:
+        nonlocal done
+        done += count
+        if on_progress:
+            on_progress("embed", done, len(texts))
+
+    return embedder.embed_documents(texts, on_batch=tick)
+
+
+def embed_sentences(
+    chunks: Sequence[Chunk], *, embedder: Embedder, on_progress: Progress | None = None
+) -> list[SentenceVectors]:
+    """The vectors of each chunk's sentences, for the sentence reranker (kept with the
+    chunks, so no question has to wait for them)."""
+    from docchat.search.rerank import scored_spans, sentence_vectors
+
+    total = sum(len(scored_spans(chunk)) for chunk in chunks)
+    done = 0
+
+    def tick(count: int) -> None:
+        nonlocal done
+        done += count
+        if on_progress:
+            on_progress("sentences", done, total)
+
+    return sentence_vectors(chunks, embedder, on_batch=tick)

@@ -1,0 +1,99 @@
+"""Terms: the words of a text as search and quoting compare them, crudely stemmed.
+
+The BM25 side of the index tokenizes on its own (FTS5 or OpenSearch); these terms weigh a
+question's words in the sentences the reranker and the extractive answer score.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from itertools import pairwise
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
+)
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s", "e", "ly")
+_JOINED = re.compile(r"(?<=[a-z0-9])[-\u2010\u2011](?=[a-z0-9])")
+
+
+def stem(word: str) -> str:
+    """A crude stem: cache, cached and caching are one term."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word[:6]
+
+
+def words(text: str) -> list[str]:
+    """Stemmed words of `text` in order; "1040-NR" and "1040NR" are one word."""
+    return [stem(w) for w in _WORD.findall(_JOINED.sub("", text.casefold()))]
+
+
+def terms(text: str) -> set[str]:
+    """Content words of `text`, crudely stemmed, for overlap scoring."""
+    return {stem(w) for w in _WORD.findall(_JOINED.sub("", text.casefold())) if w not in _STOP}
+
+
+def query_terms(question: str) -> set[str]:
+    """The words a sentence should hold to answer `question`: its content words, or all its
+    words when it has only stop words ("Who are you?")."""
+    return terms(question) or set(words(question))
+
+
+def term_weights(wanted: set[str], seen: Sequence[set[str]]) -> dict[str, float]:
+    """Each wanted word's weight: rarer among the candidate sentences (`seen`, each a set of
+    terms) weighs more."""
+    n = len(seen)
+    return {
+        t: math.log((n + 1) / (0.5 + sum(1 for found in seen if t in found))) + 1.0 for t in wanted
+    }
+
+
+def word_pairs(sequence: Sequence[str]) -> set[tuple[str, str]]:
+    """The pairs of consecutive content words of `sequence` (stemmed words, as `words` gives)."""
+    content = [w for w in sequence if w not in _STOP]
+    return set(pairwise(content))

@@ -1,0 +1,6 @@
+"""The API's routes, one router per concern: the page and the server's state (meta), documents,
+saved conversations, the chat stream (chat) and the OpenAI-compatible API (openai)."""
+
+from docchat.serve.routes import chat, conversations, documents, meta, openai
+
+ROUTERS = (meta.router, documents.router, conversations.router, chat.router, openai.router)

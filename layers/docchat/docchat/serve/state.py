@@ -1,0 +1,161 @@
+"""What the routes share: the app's parts, each built on first use and then kept.
+
+The wiring (docchat.wiring.local, docchat.wiring.cloud) hands `create_app` a `Parts`: how to
+build the backend, the uploads, the viewer's files, the saved conversations and the page's
+sign-in. `AppState` builds each once, when a request first needs it (a cold Lambda pays only for
+what its first request touches), under one lock (two first requests on two threads build one).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar, cast
+
+from fastapi import Depends, Request
+from pydantic import BaseModel, ConfigDict
+
+from docchat.adapters.local_files import LocalFiles
+from docchat.answer.backend import ChatBackend
+from docchat.config import Settings
+from docchat.errors import NotOfferedError
+from docchat.ports import ConversationStore, DocumentFiles, Uploads
+from docchat.serve.identity import UserOf, local_user
+from docchat.serve.policy import page_headers
+
+T = TypeVar("T")
+UploadsFactory = Callable[[ChatBackend], Uploads]
+FilesFactory = Callable[[ChatBackend], DocumentFiles]
+WEB = Path(__file__).parents[1] / "web"  # docchat/web: the page and its static files
+
+
+class SignIn(BaseModel):
+    """How the page signs in, from the settings: nothing (local, NONE), impossible (IAM: a
+    browser cannot sign SigV4 requests) or Cognito managed login with this public client."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mode: Literal["none", "iam", "cognito"] = "none"
+    region: str = ""
+    domain: str = ""
+    client_id: str = ""
+    scopes: str = ""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SignIn:
+        if settings.api_auth == "COGNITO":
+            return cls(
+                mode="cognito",
+                region=settings.region,
+                domain=settings.auth_domain.rstrip("/"),
+                client_id=settings.auth_client_id,
+                scopes="openid email",
+            )
+        return cls(mode="iam" if settings.api_auth == "IAM" else "none", region=settings.region)
+
+
+def local_files(_: ChatBackend) -> DocumentFiles:
+    """The viewer reads a document's PDF from where it was indexed (local mode)."""
+    return LocalFiles()
+
+
+def no_origins() -> Sequence[str]:
+    """The page fetches from no origin but its own and its sign-in's."""
+    return ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Parts:
+    """How to build what the app serves. Without `uploads` the documents are read-only;
+    `files` says where the viewer reads a PDF (by default the record's own local file); without
+    `conversations` none are saved; `user_of` names the caller whose conversations a request
+    reads and changes; `page_origins` are the other origins the page may fetch from (the
+    documents bucket of presigned uploads and views)."""
+
+    backend: Callable[[], ChatBackend]
+    uploads: UploadsFactory | None = None
+    files: FilesFactory = local_files
+    sign_in: Callable[[], SignIn] = SignIn
+    conversations: Callable[[], ConversationStore] | None = None
+    user_of: UserOf = local_user
+    page_origins: Callable[[], Sequence[str]] = no_origins
+
+
+@dataclass
+class AppState:
+    """The app's parts, each built once on first use."""
+
+    parts: Parts
+    _built: dict[str, Any] = field(default_factory=dict)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def _once(self, name: str, make: Callable[[], T]) -> T:
+        with self._lock:
+            if name not in self._built:
+                self._built[name] = make()
+            return cast(T, self._built[name])
+
+    @property
+    def backend(self) -> ChatBackend:
+        return self._once("backend", self.parts.backend)
+
+    @property
+    def uploads(self) -> Uploads:
+        """The uploads, or NotOfferedError (501) on a server that takes none."""
+        make = self.parts.uploads
+        if make is None:
+            raise NotOfferedError(
+                "this server does not take uploads: add documents with `docchat ingest`"
+            )
+        return self._once("uploads", lambda: make(self.backend))
+
+    @property
+    def uploads_kind(self) -> str:
+        """How the page uploads: "direct", "presigned", or "none"."""
+        try:
+            return self.uploads.kind
+        except NotOfferedError:
+            return "none"
+
+    @property
+    def files(self) -> DocumentFiles:
+        return self._once("files", lambda: self.parts.files(self.backend))
+
+    @property
+    def conversations(self) -> ConversationStore:
+        """The saved conversations, or NotOfferedError (501) on a server that keeps none."""
+        make = self.parts.conversations
+        if make is None:
+            raise NotOfferedError("this server keeps no conversations: send `messages` only")
+        return self._once("conversations", make)
+
+    @property
+    def sign_in(self) -> SignIn:
+        return self._once("sign_in", self.parts.sign_in)
+
+    @property
+    def page_headers(self) -> dict[str, str]:
+        """The page's security headers: its Content-Security-Policy, fitted to the page and
+        to where it signs in and fetches documents."""
+        return self._once(
+            "page_headers",
+            lambda: page_headers(
+                (WEB / "index.html").read_text(encoding="utf-8"),
+                connect=[self.sign_in.domain, *self.parts.page_origins()],
+            ),
+        )
+
+    def user(self, request: Request) -> str:
+        """Who is asking (CallerUnknownError, a 401, when the request does not say)."""
+        return self.parts.user_of(request)
+
+
+async def app_state(request: Request) -> AppState:
+    """The state of the app serving `request` (a FastAPI dependency; async, so that it
+    takes no worker thread)."""
+    return cast(AppState, request.app.state.docchat)
+
+
+State = Annotated[AppState, Depends(app_state)]

@@ -1,0 +1,204 @@
+// The documents panel: the list with each document's status (polled while any is busy), files
+// on their way in, deleting, and the panel's open state on a phone.
+
+import { api } from "./api.js";
+import { config } from "./config.js";
+import { $, announce, el, icon } from "./dom.js";
+import { SignInRequired, errorText } from "./errors.js";
+import { docTitle, fileName, shownName } from "./names.js";
+
+const POLL_BUSY_MS = 1000;
+const POLL_IDLE_MS = 30000;
+const FINAL = new Set(["INDEXED", "FAILED"]);
+const TRASH = "M4 7h16M10 11v6M14 11v6M6 7l1 13h10l1-13M9 7V4h6v3";
+const STATUS_TEXT = {
+  UPLOADING: "Uploading…",
+  AWAITING: "Uploaded, waiting for the pipeline…",
+  QUEUED: "Queued",
+  CONVERTING: "Reading the PDF…",
+  CHUNKING: "Splitting into passages…",
+  EMBEDDING: "Embedding…",
+  INDEXING: "Indexing…",
+  INDEXED: "Ready",
+  FAILED: "Failed",
+  DELETING: "Deleting…",
+};
+
+const panel = {
+  docs: [], // as GET /documents lists them
+  uploading: new Map(), // local key -> file name, while the bytes travel
+  awaiting: new Map(), // doc_id -> file name: in S3, waiting for the pipeline to register it
+  deleting: new Set(),
+  pollTimer: 0,
+  listeners: [],
+};
+
+/** Calls `listener` each time the list has been read again. */
+export function onDocsChanged(listener) {
+  panel.listeners.push(listener);
+}
+
+/** The shown titles of the indexed documents, each once. */
+export function indexedTitles() {
+  return [...new Set(panel.docs.filter((d) => d.status === "INDEXED").map(docTitle))];
+}
+
+/** A file on its way to the server, listed until `untrack(key)`. */
+export function trackUpload(name) {
+  const key = `upload-${crypto.randomUUID()}`;
+  panel.uploading.set(key, name);
+  renderDocs();
+  return key;
+}
+
+export function untrackUpload(key) {
+  panel.uploading.delete(key);
+}
+
+/** A file in the documents bucket that the pipeline has not registered yet. */
+export function awaitPipeline(docId, name) {
+  panel.awaiting.set(docId, name);
+}
+
+/** Shows (or, with "", hides) an upload or delete failure above the list. */
+export function showUploadError(text) {
+  const box = $("upload-error");
+  box.textContent = text;
+  box.hidden = !text;
+}
+
+/** Opens or closes the panel (a drawer below 800px). */
+export function setDocsOpen(open) {
+  document.body.classList.toggle("docs-open", open);
+  $("docs-toggle").setAttribute("aria-expanded", String(open));
+  $("scrim").hidden = !open;
+  if (open) $("docs").querySelector("h2").focus?.();
+}
+
+export const docsOpen = () => document.body.classList.contains("docs-open");
+
+function docRow(doc) {
+  const row = el("li", { class: "doc", "data-doc-id": doc.doc_id },
+    el("div", { class: "doc-main" },
+      el("bdi", { class: "doc-title" }),
+      el("span", { class: "doc-sub" }, el("span", { class: "badge" }), el("span", { class: "doc-meta" })),
+      el("p", { class: "doc-error" })));
+  if (doc.deletable) {
+    row.append(el("button", {
+      type: "button", class: "icon-button delete", "aria-label": `Delete ${doc.title}`,
+      title: "Delete", onclick: () => removeDocument(doc.doc_id),
+    }, icon(TRASH)));
+  }
+  return row;
+}
+
+function updateRow(row, doc) {
+  const status = doc.status;
+  row.dataset.status = status;
+  row.querySelector(".doc-title").textContent = doc.title;
+  const meta = [];
+  if (doc.pages) meta.push(`${doc.pages} ${doc.pages === 1 ? "page" : "pages"}`);
+  // The same name uploaded again replaces the document's content: say which upload this is.
+  if (doc.revision > 1) meta.push(`revision ${doc.revision}`);
+  // The file's name is always beside the title (a title alone may be shared or generic), in an
+  // isolate so that its writing direction cannot reorder the words after it.
+  row.querySelector(".doc-meta").replaceChildren(
+    ...(doc.name ? [el("bdi", { class: "doc-name", text: doc.name })] : []),
+    meta.length ? `${doc.name ? " · " : ""}${meta.join(" · ")}` : "");
+  const badge = row.querySelector(".badge");
+  badge.textContent = status;
+  badge.title = STATUS_TEXT[status] || status;
+  badge.className = `badge status-${status.toLowerCase()}${FINAL.has(status) ? "" : " busy"}`;
+  const error = row.querySelector(".doc-error");
+  error.textContent = status === "FAILED" ? doc.error || "indexing failed" : "";
+  error.hidden = status !== "FAILED";
+}
+
+function rowsToShow() {
+  const rows = panel.docs.map((d) => ({
+    doc_id: d.doc_id,
+    title: docTitle(d),
+    name: shownName(d.file_name || fileName(d.source)),
+    pages: d.pages,
+    revision: d.revision,
+    status: panel.deleting.has(d.doc_id) ? "DELETING" : d.status,
+    error: d.error,
+    deletable: config.upload !== "none",
+  }));
+  const known = new Set(panel.docs.map((d) => d.doc_id));
+  for (const [docId, name] of panel.awaiting) {
+    if (!known.has(docId)) rows.push({ doc_id: docId, title: shownName(name), name: shownName(name), status: "AWAITING" });
+  }
+  for (const [key, name] of panel.uploading) {
+    rows.push({ doc_id: key, title: shownName(name), name: shownName(name), status: "UPLOADING" });
+  }
+  return rows;
+}
+
+/** The list as `panel` has it, changing only the rows that changed. */
+export function renderDocs() {
+  const list = $("doc-list");
+  const rows = rowsToShow();
+  const existing = new Map([...list.children].map((li) => [li.dataset.docId, li]));
+  let cursor = list.firstElementChild;
+  for (const doc of rows) {
+    let row = existing.get(doc.doc_id);
+    if (!row || Boolean(row.querySelector(".delete")) !== Boolean(doc.deletable)) {
+      if (row) row.remove();
+      row = docRow(doc);
+    }
+    existing.delete(doc.doc_id);
+    updateRow(row, doc);
+    if (row !== cursor) list.insertBefore(row, cursor);
+    else cursor = cursor.nextElementSibling;
+  }
+  for (const stale of existing.values()) stale.remove();
+  $("docs-empty").hidden = rows.length > 0;
+  const ready = panel.docs.filter((d) => d.status === "INDEXED").length;
+  $("docs-count").textContent = `(${ready})`;
+}
+
+/** Stops reading the list again (the session ended). */
+export function stopPolling() {
+  clearTimeout(panel.pollTimer);
+}
+
+/** Reads the list again, shows it, and polls again: every second while any document is busy. */
+export async function refreshDocs() {
+  clearTimeout(panel.pollTimer);
+  try {
+    const response = await api("documents", { headers: { Accept: "application/json" } });
+    if (!response.ok) throw new Error(await errorText(response));
+    panel.docs = (await response.json()).documents;
+    for (const doc of panel.docs) panel.awaiting.delete(doc.doc_id);
+    const present = new Set(panel.docs.map((d) => d.doc_id));
+    for (const docId of panel.deleting) if (!present.has(docId)) panel.deleting.delete(docId);
+    $("docs-error").hidden = true;
+  } catch (error) {
+    if (error instanceof SignInRequired) return;
+    $("docs-error").textContent = `Could not load the documents: ${error.message}`;
+    $("docs-error").hidden = false;
+  }
+  renderDocs();
+  for (const listener of panel.listeners) listener();
+  const busy = panel.docs.some((d) => !FINAL.has(d.status)) || panel.awaiting.size || panel.deleting.size;
+  panel.pollTimer = setTimeout(refreshDocs, busy ? POLL_BUSY_MS : POLL_IDLE_MS);
+}
+
+async function removeDocument(docId) {
+  const doc = panel.docs.find((d) => d.doc_id === docId);
+  const title = doc ? docTitle(doc) : docId;
+  if (!window.confirm(`Delete “${title}”? It will no longer be searched.`)) return;
+  panel.deleting.add(docId);
+  renderDocs();
+  try {
+    const response = await api(`documents/${encodeURIComponent(docId)}`, { method: "DELETE" });
+    if (!response.ok) throw new Error(await errorText(response));
+    announce(`${title} deleted.`);
+  } catch (error) {
+    panel.deleting.delete(docId);
+    showUploadError(`Could not delete ${title}: ${error.message}`);
+  }
+  await refreshDocs();
+  $("question").focus();
+}

@@ -1,0 +1,214 @@
+// The transcript's messages: a question, and an answer as it streams in, then with its citation
+// markers and source chips, the quoted passage, and Copy and Retry under it.
+
+import { $, announce, el } from "./dom.js";
+import { fileName, shownName } from "./names.js";
+import { openViewer } from "./viewer.js";
+
+/** Scrolls the transcript to its end when it is near it already, or always with `force`. */
+export function scrollToEnd(force = false) {
+  const transcript = $("transcript");
+  const near = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 120;
+  if (force || near) transcript.scrollTop = transcript.scrollHeight;
+}
+
+/** Shows or hides the welcome and its suggested questions. */
+export function showWelcome(visible) {
+  $("welcome").hidden = !visible;
+}
+
+/** The question, as the user wrote it, at the end of the transcript. */
+export function addUserMessage(text) {
+  showWelcome(false);
+  $("transcript").append(el("article", { class: "msg user" },
+    el("h3", { class: "visually-hidden", text: "You said" }),
+    el("p", { class: "text", text })));
+  scrollToEnd(true);
+}
+
+/** One answer in the transcript; `onRetry(view)` asks its question again. */
+export class AnswerView {
+  constructor({ question = "", onRetry = () => {} } = {}) {
+    this.question = question;
+    this.onRetry = onRetry;
+    this.text = "";
+    this.citations = [];
+    this.pendingCitations = [];
+    this.searches = 0;
+    this.steps = el("ol", { class: "step-list" });
+    this.stepsSummary = el("summary", { text: "Working…" });
+    this.stepsBox = el("details", { class: "steps", open: true }, this.stepsSummary, this.steps);
+    this.typing = el("div", { class: "typing", role: "img", "aria-label": "docchat is writing" },
+      el("span"), el("span"), el("span"));
+    this.answer = el("div", { class: "answer" });
+    this.chips = el("div", { class: "chips", role: "group", "aria-label": "Sources", hidden: true });
+    this.quote = el("figure", { class: "quote", id: `quote-${crypto.randomUUID()}`, hidden: true });
+    this.footer = el("div", { class: "msg-footer" });
+    this.root = el("article", { class: "msg assistant", "aria-busy": "true" },
+      el("h3", { class: "visually-hidden", text: "docchat answered" }),
+      this.stepsBox, this.typing, this.answer, this.chips, this.quote, this.footer);
+    $("transcript").append(this.root);
+    scrollToEnd(true);
+  }
+
+  step(text, kind = "") {
+    this.steps.append(el("li", { class: kind, text }));
+    this.stepsSummary.textContent = text;
+    scrollToEnd();
+  }
+
+  setTyping(on) {
+    this.typing.hidden = !on;
+  }
+
+  delta(text) {
+    this.setTyping(false);
+    this.text += text;
+    this.answer.append(document.createTextNode(text));
+    scrollToEnd();
+  }
+
+  finish(citations) {
+    this.citations = citations;
+    this.setTyping(false);
+    this.root.setAttribute("aria-busy", "false");
+    this.stepsBox.open = false;
+    const found = this.searches === 1 ? "1 search" : `${this.searches} searches`;
+    this.stepsSummary.textContent = this.searches
+      ? `${found} · ${citations.length} cited ${citations.length === 1 ? "passage" : "passages"}`
+      : "Answered";
+    this.renderAnswer();
+    this.renderChips();
+    this.footer.replaceChildren(answerTools(this));
+  }
+
+  byNumber(number) {
+    return this.citations.find((c) => c.number === number);
+  }
+
+  renderAnswer() {
+    // Citation markers like [2] or [1, 3] become buttons that open the quoted passage.
+    const parts = this.text.split(/(\[\d+(?:\s*,\s*\d+)*\])/);
+    const nodes = parts.map((part) => {
+      const numbers = /^\[(.+)\]$/.exec(part);
+      if (!numbers) return document.createTextNode(part);
+      const cited = numbers[1].split(",").map((n) => Number(n.trim())).filter((n) => this.byNumber(n));
+      if (!cited.length) return document.createTextNode(part);
+      return el("span", { class: "markers" },
+        ...cited.map((n) => this.citationButton(this.byNumber(n), `${n}`, "marker")));
+    });
+    this.answer.replaceChildren(...nodes);
+  }
+
+  renderChips() {
+    if (!this.citations.length) return;
+    this.chips.replaceChildren(el("span", { class: "chips-label", text: "Sources" }),
+      ...this.citations.map((c) => this.citationButton(c, null, "chip")));
+    this.chips.hidden = false;
+  }
+
+  citationButton(citation, label, kind) {
+    const title = shownName(citation.title);
+    const where = `${title}, page ${citation.page}`;
+    const button = el("button", {
+      type: "button",
+      class: kind,
+      "data-number": citation.number,
+      "aria-expanded": "false",
+      "aria-controls": this.quote.id,
+      // A bare number says nothing to a screen reader; a chip's own text names the source.
+      "aria-label": label ? `Source ${citation.number}: ${where}` : null,
+      title: where,
+      onclick: () => this.openCitation(citation, button),
+    });
+    if (label) button.textContent = label;
+    else button.append(el("span", { class: "chip-number", text: citation.number }),
+      el("bdi", { class: "chip-title", text: title }),
+      el("span", { class: "chip-page", text: `p. ${citation.page}` }));
+    return button;
+  }
+
+  openCitation(citation, button) {
+    // The quote shows under the answer, and the document opens at it.
+    if (this.quote.hidden || this.quote.dataset.number !== String(citation.number)) this.toggleQuote(citation, button);
+    openViewer(citation, button);
+  }
+
+  toggleQuote(citation, button) {
+    const open = !this.quote.hidden && this.quote.dataset.number === String(citation.number);
+    for (const b of this.root.querySelectorAll("[aria-controls]")) b.setAttribute("aria-expanded", "false");
+    if (open) {
+      this.quote.hidden = true;
+      return;
+    }
+    const close = el("button", { type: "button", class: "quote-close", "aria-label": "Close the passage",
+      text: "×", onclick: () => { this.quote.hidden = true; button.setAttribute("aria-expanded", "false"); button.focus(); } });
+    this.quote.dataset.number = String(citation.number);
+    this.quote.replaceChildren(
+      close,
+      el("blockquote", { text: citation.quote }),
+      el("figcaption", {},
+        el("span", { class: "quote-number", text: `[${citation.number}] ` }),
+        el("cite", {}, el("bdi", { text: shownName(citation.title) })),
+        el("span", { class: "quote-page", text: ` · page ${citation.page}` }),
+        citation.source ? el("span", { class: "quote-source" },
+          " · ", el("bdi", { text: shownName(fileName(citation.source)) })) : null));
+    this.quote.hidden = false;
+    for (const b of this.root.querySelectorAll(`[data-number="${citation.number}"]`)) {
+      b.setAttribute("aria-expanded", "true");
+    }
+    this.quote.scrollIntoView({ block: "nearest", behavior: "smooth" });
+  }
+
+  fail(message, retry) {
+    this.setTyping(false);
+    this.root.setAttribute("aria-busy", "false");
+    this.root.classList.add("failed");
+    this.stepsBox.open = false;
+    this.stepsSummary.textContent = "The answer failed";
+    const button = el("button", { type: "button", class: "button retry", text: "Retry", onclick: retry });
+    this.footer.replaceChildren(el("div", { class: "alert", role: "alert" },
+      el("strong", { text: "Something went wrong. " }), el("span", { class: "error-text", text: message }), button));
+    scrollToEnd(true);
+    return button;
+  }
+
+  stopped() {
+    this.setTyping(false);
+    this.root.setAttribute("aria-busy", "false");
+    this.stepsBox.open = false;
+    this.footer.replaceChildren(el("p", { class: "note", text: "Stopped." }), answerTools(this));
+  }
+}
+
+function answerText(view) {
+  // The answer with its citation markers, and what each marker points at.
+  const sources = view.citations.map((c) => `[${c.number}] ${shownName(c.title)}, page ${c.page}: “${c.quote}”`);
+  return sources.length ? `${view.text.trim()}\n\nSources:\n${sources.join("\n")}\n` : `${view.text.trim()}\n`;
+}
+
+async function copyAnswer(view, button) {
+  try {
+    await navigator.clipboard.writeText(answerText(view));
+    button.textContent = "Copied";
+    announce("Answer copied.");
+  } catch (_) {
+    button.textContent = "Copy failed";
+    announce("The answer could not be copied: the browser refused the clipboard.");
+  }
+  setTimeout(() => { button.textContent = "Copy"; }, 2000);
+}
+
+function answerTools(view) {
+  // The buttons under a finished or stopped answer.
+  const tools = el("div", { class: "answer-tools", role: "group", "aria-label": "Answer actions" });
+  if (view.text) {
+    const copy = el("button", { type: "button", class: "button ghost copy", "data-action": "copy",
+      "aria-label": "Copy the answer", text: "Copy" });
+    copy.addEventListener("click", () => copyAnswer(view, copy));
+    tools.append(copy);
+  }
+  tools.append(el("button", { type: "button", class: "button ghost retry", "data-action": "retry",
+    "aria-label": "Ask the same question again", text: "Retry", onclick: () => view.onRetry(view) }));
+  return tools;
+}

@@ -1,0 +1,28 @@
+// Document names and titles as the page shows them.
+//
+// A name or title may hold Unicode's bidirectional controls: "report\u202Egnp.pdf" (U+202E,
+// right-to-left override) reads as "reportfdp.png". Each control is shown as a visible escape,
+// "report<U+202E>gnp.pdf", rather than removed: a stripped name would look harmless and differ
+// silently from the file's real name, while the escape tells the reader what the name holds and
+// keeps two such names apart. The names sent back to the server (uploads, deletes, the file the
+// viewer downloads) are the originals; only what is shown is escaped. The CLI does the same
+// (docchat/cli_display.py).
+
+// Unicode's Bidi_Control characters: ALM, LRM, RLM, the embeddings and overrides, the isolates.
+const BIDI_CONTROLS = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+
+/** `text` with every bidirectional control shown as <U+XXXX>. */
+export function shownName(text) {
+  return String(text).replace(BIDI_CONTROLS,
+    (c) => `<U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}>`);
+}
+
+/** The last part of a path or S3 key, as stored (not escaped). */
+export function fileName(source) {
+  return source.split(/[\\/]/).pop();
+}
+
+/** A document's title for display, or its file name when it has none. */
+export function docTitle(doc) {
+  return shownName(doc.title || fileName(doc.source));
+}

@@ -1,0 +1,73 @@
+"""Shared by the MCP tests: two small PDFs with known pages, and a library of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.answer.backend import ChatBackend
+from docchat.config import Settings
+from docchat.ingest.local import ingest_file
+from docchat.ports import ChatModel, Embedder
+from docchat.search.library import Library
+from tests.chatkit import SEARCH, tuned_config
+from tests.pdfgen import make_pdf
+
+WEB_URL = "http://127.0.0.1:8000/"
+FERRIES = make_pdf(
+    [
+        [("h1", "Ferries"), ("body", "The ferry to the island leaves every hour.")],
+        [("h2", "Fares"), ("body", "A return ticket costs twelve euros.")],
+    ],
+    title="Island ferries",
+)
+# Seven pages: more than read_pages returns in one call (MAX_READ_PAGES = 5).
+BRIDGE_PAGES = [
+    ("Stone", "Monks built the stone bridge in 1320."),
+    ("Iron", "Iron girders replaced the wooden deck in 1871."),
+    ("Chain", "A chain bridge links the two markets."),
+    ("Rope", "Rope bridges once crossed the gorge upstream."),
+    ("Swing", "The swing bridge opens for tall ships at noon."),
+    ("Tower", "Lamps on the towers are lit at dusk."),
+    ("Rail", "Forty trains a day cross the rail bridge."),
+]
+BRIDGES = make_pdf(
+    [[("h1", heading), ("body", body)] for heading, body in BRIDGE_PAGES], title="City bridges"
+)
+
+
+def write_pdfs(folder: Path) -> list[Path]:
+    """ferries.pdf and bridges.pdf in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / "ferries.pdf", folder / "bridges.pdf"]
+    for path, data in zip(paths, (FERRIES, BRIDGES), strict=True):
+        path.write_bytes(data)
+    return paths
+
+
+def ingested(data_dir: Path, embedder: Embedder) -> dict[str, str]:
+    """The two PDFs indexed into `data_dir` with `embedder`; doc ids by file stem."""
+    settings = Settings(data_dir=data_dir)
+    index = SqliteIndex(
+        settings.index_path, embedding_model=embedder.model_id, dimension=embedder.dimension
+    )
+    try:
+        ids = {}
+        for path in write_pdfs(data_dir.parent / "pdfs"):
+            result = ingest_file(path, index=index, embedder=embedder, settings=settings)
+            assert result.outcome == "indexed", result.record.error
+            ids[path.stem] = result.record.doc_id
+        return ids
+    finally:
+        index.close()
+
+
+def backend_of(data_dir: Path, embedder: Embedder, model: ChatModel | None = None) -> ChatBackend:
+    """The chat backend over `data_dir` as `docchat serve` wires it, with `embedder`."""
+    index = SqliteIndex(
+        Settings(data_dir=data_dir).index_path,
+        embedding_model=embedder.model_id,
+        dimension=embedder.dimension,
+    )
+    library = Library(index=index, embedder=embedder, registry=index, page_store=index, **SEARCH)
+    return ChatBackend(library=library, model=model, config=tuned_config())

@@ -1,0 +1,76 @@
+"""Titles that name a filing: a 10-K or 10-Q cover, an earnings release."""
+
+from __future__ import annotations
+
+from docchat.ingest.filings import filing_title
+from docchat.models import Page
+
+
+def _pages(*texts: str) -> list[Page]:
+    return [Page(number=n, markdown=t, chars=len(t)) for n, t in enumerate(texts, 1)]
+
+
+COVER_10K = """UNITED STATES
+SECURITIES AND EXCHANGE COMMISSION
+Washington, D.C. 20549
+# FORM 10-K
+(Mark One)
+☒ ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934
+For the fiscal year ended December 31, 2019
+or
+☐ TRANSITION REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934
+For the transition period from to .
+Commission File No. 000-22513
+AMAZON.COM, INC.
+(Exact name of registrant as specified in its charter)
+Delaware 91-1646860"""
+
+COVER_10Q = """UNITED STATES SECURITIES AND EXCHANGE COMMISSION
+FORM 10-Q
+QUARTERLY REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934
+For the quarterly period ended March 31, 2020
+Amcor plc (Exact name of registrant as specified in its charter)
+Jersey 98-1455367"""
+
+RELEASE = """FOR IMMEDIATE RELEASE
+## Boeing Reports Fourth-Quarter Results
+CHICAGO, Jan. 29, 2020 /PRNewswire/ -- The Boeing Company reported fourth-quarter revenue of
+$17.9 billion."""
+
+
+def test_filings_a_10k_cover_names_company_form_and_year() -> None:
+    title = filing_title(_pages(COVER_10K, "TABLE OF CONTENTS"))
+
+    assert title == "AMAZON.COM, INC. Form 10-K, fiscal year ended December 31, 2019"
+
+
+def test_filings_a_10q_cover_with_the_name_on_the_same_line() -> None:
+    assert filing_title(_pages(COVER_10Q)) == (
+        "Amcor plc Form 10-Q, quarterly period ended March 31, 2020"
+    )
+
+
+def test_filings_an_earnings_release_is_its_headline_and_date() -> None:
+    assert filing_title(_pages(RELEASE)) == "Boeing Reports Fourth-Quarter Results (Jan. 29, 2020)"
+
+
+def test_filings_other_documents_keep_their_own_title() -> None:
+    prose = "# Instructions for Form 1040-NR\nFile Form 1040-NR if you were a nonresident alien."
+    assert filing_title(_pages(prose)) is None
+    assert filing_title(_pages("FORM 10-K\nTABLE OF CONTENTS")) is None  # no registrant named
+
+
+def test_filings_a_converted_cover_page_titles_the_document() -> None:
+    # Given a PDF whose first page is a 10-K cover and whose first heading is the bare form
+    from docchat.config import Settings
+    from docchat.ingest.stages import convert_pdf
+    from tests.pdfgen import make_pdf
+
+    cover = [("h1", "FORM 10-K")] + [("body", line) for line in COVER_10K.splitlines()[5:]]
+    data = make_pdf([cover, [("h1", "TABLE OF CONTENTS"), ("body", "Part I. Item 1. Business")]])
+
+    # When it is converted as ingestion converts it
+    converted = convert_pdf(data, Settings.from_env({}), fallback_title="amzn-20191231")
+
+    # Then its title names the company, the form and the period
+    assert converted.title == "AMAZON.COM, INC. Form 10-K, fiscal year ended December 31, 2019"

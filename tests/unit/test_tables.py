@@ -1,0 +1,219 @@
+"""Tables in conversion: real multi-year tables from ../shared/data/tables (ICDAR 2013's EU and
+US government reports, whose expected cells are the annotators') come out one row per line with
+each row label beside its own numbers; a 10-K style income statement keeps its two-row header
+and the caption and units line above it as paragraphs; prose yields no table."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import unicodedata
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from docchat.ingest.convert.pdf import pages_from_pdf
+
+ROOT = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+TABLES = ROOT / "tables"
+PROSE = ROOT / "pdfs"
+
+
+def _need(path: Path) -> Path:
+    if not path.is_file():
+        pytest.skip(f"real PDF not available: {path} is absent (it lives under ../shared/data)")
+    return path
+
+
+@cache
+def _page(pdf: str, number: int) -> str:
+    return pages_from_pdf(_need(TABLES / pdf).read_bytes()).pages[number - 1].markdown
+
+
+def _norm(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+def _rows(markdown: str) -> list[list[str]]:
+    """The cells of every table row in a page's markdown."""
+    return [
+        [_norm(cell) for cell in line.strip("|").split(" | ")]
+        for line in markdown.split("\n")
+        if line.startswith("| ") and line.endswith(" |") and not line.startswith("| ---")
+    ]
+
+
+def _expected(name: str) -> list[list[str]]:
+    with (_need(TABLES / name)).open(encoding="utf-8", newline="") as f:
+        return [[_norm(c) for c in row] for row in csv.reader(f)]
+
+
+@pytest.mark.parametrize(
+    ("pdf", "page", "expected"),
+    [
+        # Two header rows: the years over "N | % Pos" pairs, as the annotators set them.
+        ("icdar2013/eu-018.pdf", 1, "icdar2013/eu-018.p1.t0.csv"),
+        ("icdar2013/us-002.pdf", 1, "icdar2013/us-002.p1.t0.csv"),
+        ("icdar2013/eu-016.pdf", 3, "icdar2013/eu-016.p3.t0.csv"),
+    ],
+)
+def test_tables_real_multi_year_rows_keep_their_numbers(pdf: str, page: int, expected: str) -> None:
+    # Given a whitespace-aligned table of a real report and its annotated body rows
+    rows = _rows(_page(pdf, page))
+    labelled = [row for row in _expected(expected) if _is_body_row(row)]
+    assert len(labelled) >= 4
+
+    # Then each annotated row label is the first cell of one line that holds its numbers, in
+    # order (labels that repeat, as "Doctorate-granting" under two headings, in turn)
+    found, at = 0, 0
+    for want in labelled:
+        label = _squeezed(want[0])
+        match = next((i for i in range(at, len(rows)) if _squeezed(rows[i][0]) == label), None)
+        if match is None:
+            continue  # a label the annotators split differently (a section name over it)
+        found, at = found + 1, match + 1
+        assert [_squeezed(c) for c in rows[match] if c] == [_squeezed(c) for c in want if c]
+    assert found >= 0.8 * len(labelled)
+
+
+def _squeezed(text: str) -> str:
+    # Annotators and PDFs part words differently ("Total(4MSs)"), and ICDAR's have typos in case.
+    return "".join(text.split()).casefold()
+
+
+def _is_body_row(row: list[str]) -> bool:
+    """A row label and numbers (a header row of years is none)."""
+    numbers = [c for c in row[1:] if re.fullmatch(r"[-$(]*[\d.,]+[)%]*", c)]
+    years = [c for c in numbers if re.fullmatch(r"(19|20)\d\d", c)]
+    return bool(re.search(r"[^\W\d]", row[0])) and len(numbers) >= 2 and len(years) < len(numbers)
+
+
+def test_tables_multi_row_header_over_years() -> None:
+    rows = _rows(_page("icdar2013/eu-018.pdf", 1))
+    markdown = _page("icdar2013/eu-018.pdf", 1)
+
+    header, delimiter = markdown.split("\n| --- ")[0].split("\n")[-2:], "| --- |"
+    assert delimiter in markdown
+    assert [c for c in _rows(header[0])[0] if c] == [
+        "Country",
+        "Sample unit",
+        "Sample size",
+        "2007",
+        "2006",
+        "2005",
+        "2004",
+        "2003",
+    ]
+    assert [c for c in _rows(header[1])[0] if c] == ["N", "% Pos"] * 5
+    assert rows[3][:9] == ["Germany", "Single", "25g", "123", "0.8", "290", "0.7", "391", "0.5"]
+
+
+def test_tables_income_statement_keeps_header_caption_and_units() -> None:
+    reportlab = pytest.importorskip("reportlab", reason="reportlab draws the statement")
+    del reportlab
+    markdown = pages_from_pdf(_income_statement()).pages[0].markdown
+
+    lines = markdown.split("\n")
+    table = [line for line in lines if line.startswith("|")]
+    assert table[:3] == [
+        "|  | Year Ended December 31, |  |  |",
+        "|  | 2017 | 2018 | 2019 |",
+        "| --- | --- | --- | --- |",
+    ]
+    assert "| Net product sales | $ 118,573 | $ 141,915 | $ 160,408 |" in table
+    assert "| Total net sales | 177,866 | 232,887 | 280,522 |" in table
+    assert "| Equity-method investment activity, net of tax | (4) | 9 | — |" in table
+    above = markdown[: markdown.index("\n|")]
+    assert "CONSOLIDATED STATEMENTS OF OPERATIONS" in above
+    assert above.rstrip().endswith("(in millions, except per share data)")
+    assert "See accompanying notes" in markdown[markdown.rindex("|") :]
+
+
+@pytest.mark.parametrize(
+    ("pdf", "page"),
+    [
+        # A two-column paper's first page: justified prose, a wide gutter, no table.
+        ("pdfminer.six-samples/samples/nonfree/naacl06-shinyama.pdf", 1),
+        ("pdfminer.six-samples/samples/nonfree/naacl06-shinyama.pdf", 3),
+        ("py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf", 2),
+        ("py-pdf-sample-files/009-pdflatex-geotopo/GeoTopo-komprimiert.pdf", 115),  # an index
+    ],
+)
+def test_tables_prose_pages_yield_no_table(pdf: str, page: int) -> None:
+    converted = pages_from_pdf(_need(PROSE / pdf).read_bytes())
+
+    markdown = converted.pages[page - 1].markdown
+    assert len(markdown) > 500
+    assert "| --- |" not in markdown
+
+
+ROWS = [
+    ("Net sales:", 0, None, False),
+    ("Net product sales", 10, ("118,573", "141,915", "160,408"), True),
+    ("Net service sales", 10, ("59,293", "90,972", "120,114"), False),
+    ("Total net sales", 20, ("177,866", "232,887", "280,522"), False),
+    ("Operating expenses:", 0, None, False),
+    ("Cost of sales", 10, ("111,934", "139,156", "165,536"), False),
+    ("Fulfillment", 10, ("25,249", "34,027", "40,232"), False),
+    ("Total operating expenses", 20, ("173,760", "220,466", "265,981"), False),
+    ("Operating income", 0, ("4,106", "12,421", "14,541"), False),
+    ("Other income (expense), net", 0, ("346", "(183)", "203"), False),
+    ("Equity-method investment activity,", 0, None, False),  # wraps onto the next line
+    ("net of tax", 10, ("(4)", "9", "—"), False),
+    ("Net income", 0, ("3,033", "10,073", "11,588"), True),
+]
+
+
+def _income_statement() -> bytes:
+    """A page set as a 10-K sets its income statement: title, units line, a spanning header
+    with a rule under it over the years, label rows, dollar signs in their own column."""
+    from reportlab.lib.pagesizes import letter
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    c = canvas.Canvas(buffer, pagesize=letter)
+    c.setFont("Helvetica-Bold", 11)
+    c.drawCentredString(306, 716, "CONSOLIDATED STATEMENTS OF OPERATIONS")
+    c.setFont("Helvetica", 9)
+    c.drawCentredString(306, 703, "(in millions, except per share data)")
+    c.drawCentredString(432, 680, "Year Ended December 31,")
+    c.setLineWidth(0.5)
+    c.line(300, 676, 534, 676)
+    for x, year in zip((372, 452, 532), ("2017", "2018", "2019"), strict=True):
+        c.drawRightString(x, 666, year)
+    c.line(300, 662, 534, 662)
+    y = 650
+    for label, indent, values, dollars in ROWS:
+        c.drawString(72 + indent, y, label)
+        for x, value in zip((372, 452, 532), values or (), strict=False):
+            c.drawRightString(x, y, value)
+            if dollars:
+                c.drawString(x - 60, y, "$")
+        y -= 12
+    c.setFont("Helvetica", 8)
+    c.drawString(72, y - 14, "See accompanying notes to consolidated financial statements.")
+    c.showPage()
+    c.save()
+    return buffer.getvalue()
+
+
+@pytest.mark.slow  # OCR of a 200 DPI page: seconds, the engine's start included
+def test_tables_on_an_ocr_page_keep_rows_and_numbers() -> None:
+    pytest.importorskip("rapidocr", reason="the OCR engine (requirements/ocr.txt) reads the scan")
+    from docchat.ingest.convert.pageocr import LocalOcr
+    from docchat.ingest.ocr import OcrOptions
+    from tests.pdfgen import scanned_copy
+
+    # Given the income statement as an image only (a scan), read by OCR
+    scan = scanned_copy(_income_statement(), dpi=200)
+    [page] = pages_from_pdf(scan, ocr=LocalOcr(OcrOptions(dpi=200, threads=1))).pages
+
+    # Then its rows come out as table rows, each label with its own three numbers
+    assert page.ocr
+    rows = {row[0]: row[1:] for row in _rows(page.markdown)}
+    assert [c for c in rows["Total net sales"] if c] == ["177,866", "232,887", "280,522"]
+    assert [c for c in rows["Operating income"] if c] == ["4,106", "12,421", "14,541"]
+    # and the note under the table stays text, after it (no OCR line is lost to the table)
+    assert page.markdown.endswith("See accompanying notes to consolidated financial statements.")

@@ -182,8 +182,8 @@ class ConversationStore(Protocol):
 
 
 class DocumentIndex(Protocol):
-    """What ingestion needs from an index and registry, which keeps identical content once,
-    with every name it came under (aliases)."""
+    """What ingestion needs from an index and registry; the same bytes under a second name
+    are a copy of the first document's chunks (`copy_document`), embedded once."""
 
     def document(self, doc_id: str) -> DocumentRecord | None: ...
 
@@ -203,9 +203,7 @@ class DocumentIndex(Protocol):
 
     def indexed_version(self, version: str) -> DocumentRecord | None: ...
 
-    def add_alias(self, source: str, doc_id: str, version: str) -> None: ...
-
-    def remove_alias(self, source: str) -> bool: ...
+    def copy_document(self, from_doc_id: str, record: DocumentRecord) -> None: ...
 
 
 class LocalIndex(DocumentIndex, Protocol):
@@ -214,8 +212,6 @@ class LocalIndex(DocumentIndex, Protocol):
     def documents(self) -> list[DocumentRecord]: ...
 
     def delete_document(self, doc_id: str) -> None: ...
-
-    def aliases(self) -> dict[str, list[str]]: ...
 
     def unfinished(self) -> list[DocumentRecord]: ...
 

@@ -59,8 +59,28 @@ def decide(
         if running:
             return Decision("unchanged", reason="unchanged: a run is ingesting this version")
     if twin and (current is None or twin != current.doc_id):
-        return Decision("duplicate", reason="these bytes are indexed already", twin=twin)
+        return Decision(
+            "duplicate",
+            reason="these bytes are indexed already",
+            revision=next_revision(current, version),
+            twin=twin,
+        )
     return Decision("ingest", revision=next_revision(current, version))
+
+
+def copy_record(twin: DocumentRecord, source: str, revision: int) -> DocumentRecord:
+    """The record of `source`, whose bytes the indexed document `twin` holds: a document of
+    its own (listed, opened and deleted by itself) made from the twin's chunks. It keeps the
+    twin's title unless that was only the twin's file name."""
+    own_name = twin.title == Path(twin.source).stem
+    return twin.model_copy(
+        update={
+            "doc_id": doc_id_for(source),
+            "source": source,
+            "title": Path(source).stem if own_name else twin.title,
+            "revision": revision,
+        }
+    )
 
 
 def next_revision(current: DocumentRecord | None, version: str) -> int:

@@ -6,7 +6,7 @@ search applies the writes made since it last looked (by this process or another)
 
 store.py        the connection: writable or read-only, errors that say what to do, transactions
 schema.py       the tables, and the ordered migrations that bring an older file up to date
-catalog.py      document records (local mode's registry) and aliases of identical files
+catalog.py      document records (local mode's registry); a copy of the same bytes is a document
 chunks.py       chunk rows with their vectors and BM25 terms
 pages.py        page text and model-written notes kept beside the chunks
 changes.py      what each write records, so that every open index catches up incrementally

@@ -3,7 +3,7 @@ file) catches up by reading only what changed.
 
 A write transaction takes the next number of `meta.seq`. Chunk rows get ids from
 `meta.last_row` (never reused: a new row's id is above every row an index has seen); a removed
-row goes into `removed` with the write's number; a document whose record, aliases or chunks
+row goes into `removed` with the write's number; a document whose record or chunks
 changed goes into `changes`, and its chunk count per version into `doc_chunks`.
 """
 
@@ -41,7 +41,7 @@ class Write:
         self._touched: set[str] = set()
 
     def touched(self, *doc_ids: str) -> None:
-        """These documents' records, aliases or chunks changed."""
+        """These documents' records or chunks changed."""
         self._touched.update(doc_ids)
 
     def add_chunks(self, chunks: Sequence[Chunk], vectors: Vectors) -> int:

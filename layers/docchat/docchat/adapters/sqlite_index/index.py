@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from docchat.adapters.sqlite_index import pages as texts
-from docchat.adapters.sqlite_index.catalog import Records, hand_over, record_of, write_record
+from docchat.adapters.sqlite_index.catalog import Records, record_of, write_record
 from docchat.adapters.sqlite_index.changes import Write
 from docchat.adapters.sqlite_index.chunks import ChunkRows
 from docchat.adapters.sqlite_index.live import LiveIndex
@@ -109,51 +109,18 @@ class SqliteIndex:
 
     def find_document(self, ref: str, *, path: str | None = None) -> DocumentRecord:
         """The one document `ref` names exactly: its id, its source, `path` (`ref` resolved by
-        the caller), or its file name; an alias names the document it shares content with."""
-        return self._records.find_source(ref, path=path)[0]
-
-    def find_source(self, ref: str, *, path: str | None = None) -> tuple[DocumentRecord, str]:
-        """Like find_document, with the source `ref` named: the document's own, or an alias."""
-        return self._records.find_source(ref, path=path)
+        the caller), or its file name."""
+        return self._records.find_document(ref, path=path)
 
     def indexed_version(self, version: str) -> DocumentRecord | None:
         """An indexed document whose content is exactly this version, if there is one."""
         return self._records.indexed_version(version)
-
-    def aliases(self) -> dict[str, list[str]]:
-        """doc id -> the other sources that hold the same bytes as that document."""
-        return self._records.aliases()
 
     def set_record(self, record: DocumentRecord) -> None:
         """Write a document's registry entry, leaving its chunks as they are."""
         with self._write() as write:
             write_record(write.db, record)
             write.touched(record.doc_id)
-
-    def add_alias(self, source: str, doc_id: str, version: str) -> None:
-        """Record that `source` holds the same bytes as the indexed document `doc_id`; a
-        document of its own that `source` had (other content, before) is replaced."""
-        with self._write() as write:
-            for (other,) in write.db.execute(
-                "SELECT doc_id FROM documents WHERE source = ? AND doc_id != ?", (source, doc_id)
-            ).fetchall():
-                self._hand_over(write, other, keep=None)
-                self._drop_document(write, other)
-            write.db.execute(
-                "INSERT OR REPLACE INTO aliases (source, doc_id, version) VALUES (?, ?, ?)",
-                (source, doc_id, version),
-            )
-            write.touched(doc_id)
-
-    def remove_alias(self, source: str) -> bool:
-        """Forget that `source` was an alias; whether it was one."""
-        found = self._db.rows("SELECT doc_id FROM aliases WHERE source = ?", (source,))
-        if self.read_only or not found:
-            return False
-        with self._write() as write:
-            write.db.execute("DELETE FROM aliases WHERE source = ?", (source,))
-            write.touched(str(found[0][0]))
-        return True
 
     # --- writes of chunks --------------------------------------------------------------------
 
@@ -171,7 +138,6 @@ class SqliteIndex:
         if sentences and len(sentences) != len(chunks):
             raise ValueError(f"{len(chunks)} chunks but {len(sentences)} sets of sentences")
         with self._write() as write:
-            self._hand_over(write, record.doc_id, keep=record.version)
             write.remove_chunks("doc_id = ?", (record.doc_id,))
             first = write.add_chunks(chunks, vectors)
             write.db.executemany(
@@ -200,7 +166,6 @@ class SqliteIndex:
                 "SELECT * FROM chunks WHERE doc_id = ? AND version = ? ORDER BY id",
                 (from_doc_id, original.version),
             ).fetchall()
-            self._hand_over(write, record.doc_id, keep=record.version)
             write.remove_chunks("doc_id = ?", (record.doc_id,))
             copies = [_copied(self._rows.chunk(row), from_doc_id, record) for row in found]
             vectors = np.frombuffer(b"".join(row["vector"] for row in found), dtype=np.float32)
@@ -236,44 +201,16 @@ class SqliteIndex:
         return {"old": old, "duplicates": 0}
 
     def delete_document(self, doc_id: str) -> None:
-        """Forget a document under every name it has (its aliases too)."""
+        """Forget a document (a copy of it under another name stays whole)."""
         with self._write() as write:
             self._drop_document(write, doc_id)
-            write.db.execute("DELETE FROM aliases WHERE doc_id = ?", (doc_id,))
             texts.drop_unused_pages(write.db)
             texts.drop_unused_notes(write.db)
 
-    def remove_source(self, source: str) -> DocumentRecord | None:
-        """Forget one name: an alias goes alone; a document's own source hands the document to
-        its first alias. The document that is left under other names, if any."""
-        with self._write() as write:
-            db = write.db
-            alias = db.execute("SELECT doc_id FROM aliases WHERE source = ?", (source,)).fetchone()
-            if alias is not None:
-                db.execute("DELETE FROM aliases WHERE source = ?", (source,))
-                write.touched(str(alias[0]))
-                return record_of(db, alias[0])
-            heir: DocumentRecord | None = None
-            for (doc_id,) in db.execute(
-                "SELECT doc_id FROM documents WHERE source = ?", (source,)
-            ).fetchall():
-                heir = self._hand_over(write, doc_id, keep=None)
-                self._drop_document(write, doc_id)
-            texts.drop_unused_pages(db)
-            texts.drop_unused_notes(db)
-            return heir
-
     def clear_chunks(self, doc_id: str) -> None:
         with self._write() as write:
-            self._hand_over(write, doc_id, keep=None)
             write.remove_chunks("doc_id = ?", (doc_id,))
             texts.drop_unused_pages(write.db)
-
-    @staticmethod
-    def _hand_over(write: Write, doc_id: str, *, keep: str | None) -> DocumentRecord | None:
-        heir = hand_over(write.db, doc_id, keep=keep)
-        write.touched(doc_id, *([heir.doc_id] if heir else []))
-        return heir
 
     @staticmethod
     def _drop_document(write: Write, doc_id: str) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from docchat.adapters.sqlite_index.catalog import record_from_row
 from docchat.adapters.sqlite_index.changes import changed_documents, meta_int, removed_rows
 from docchat.adapters.sqlite_index.search import Part, View
 from docchat.adapters.sqlite_index.segment import Segment
@@ -77,7 +78,7 @@ class LiveIndex:
         with self._lock:
             if self._records is None:
                 rows = self.db.rows("SELECT * FROM documents")
-                self._records = {row["doc_id"]: DocumentRecord(**dict(row)) for row in rows}
+                self._records = {row["doc_id"]: record_from_row(row) for row in rows}
             return self._records
 
     def pairs(self) -> dict[str, dict[str, int]]:
@@ -176,7 +177,7 @@ class LiveIndex:
             for doc_id in changed:
                 records.pop(doc_id, None)
             for row in db.execute(f"SELECT * FROM documents WHERE doc_id IN ({marks})", changed):
-                records[row["doc_id"]] = DocumentRecord(**dict(row))
+                records[row["doc_id"]] = record_from_row(row)
             self._records = records
         if self._pairs is not None:
             pairs = {d: v for d, v in self._pairs.items() if d not in set(changed)}

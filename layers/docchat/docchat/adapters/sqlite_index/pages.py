@@ -34,11 +34,8 @@ def write_pages(db: sqlite3.Connection, version: str, pages: Sequence[Page]) -> 
 
 
 def drop_unused_pages(db: sqlite3.Connection) -> None:
-    """Forget the pages of content that no document or alias has any more."""
-    db.execute(
-        "DELETE FROM pages WHERE version NOT IN "
-        "(SELECT version FROM documents UNION SELECT version FROM aliases)"
-    )
+    """Forget the pages of content that no document has any more."""
+    db.execute("DELETE FROM pages WHERE version NOT IN (SELECT version FROM documents)")
 
 
 def notes(db: Database, keys: Sequence[str]) -> dict[str, str]:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from docchat.adapters.sqlite_index.bm25 import FIELD_WEIGHTS
+from docchat.adapters.sqlite_index.catalog import aliases_to_copies
 from docchat.adapters.sqlite_index.chunks import ChunkRows
 from docchat.adapters.sqlite_index.store import Database
 from docchat.errors import EmbedderMismatchError, IndexMissingError, IndexSchemaError
@@ -28,7 +29,7 @@ CREATE TABLE IF NOT EXISTS documents (
     status TEXT NOT NULL, pages INTEGER NOT NULL, pages_without_text INTEGER NOT NULL,
     chunks INTEGER NOT NULL, error_code TEXT NOT NULL, error TEXT NOT NULL,
     updated_at REAL NOT NULL, revision INTEGER NOT NULL DEFAULT 1,
-    pages_ocr INTEGER NOT NULL DEFAULT 0
+    pages_ocr INTEGER NOT NULL DEFAULT 0, collections TEXT NOT NULL DEFAULT '["default"]'
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, doc_id TEXT NOT NULL,
@@ -41,9 +42,6 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
 CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT UNIQUE NOT NULL);
-CREATE TABLE IF NOT EXISTS aliases (
-    source TEXT PRIMARY KEY, doc_id TEXT NOT NULL, version TEXT NOT NULL
-);
 CREATE TABLE IF NOT EXISTS chunk_notes (key TEXT PRIMARY KEY, note TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS pages (
     version TEXT NOT NULL, number INTEGER NOT NULL, page TEXT NOT NULL,
@@ -65,7 +63,7 @@ CREATE TABLE IF NOT EXISTS sentences (
     row INTEGER PRIMARY KEY, starts BLOB NOT NULL, vectors BLOB NOT NULL
 );
 """
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # The oldest schema a step below starts from: schema 1 kept no meta worth converting.
 OLDEST = 2
 BM25_FIELDS = json.dumps(FIELD_WEIGHTS)
@@ -112,13 +110,23 @@ def _changes_and_segments(db: sqlite3.Connection, rows: ChunkRows) -> None:
     )
 
 
+def _copies_and_collections(db: sqlite3.Connection, rows: ChunkRows) -> None:
+    if "collections" not in _columns(db, "documents"):
+        db.execute(f"ALTER TABLE documents ADD COLUMN collections {_COLLECTIONS}")
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'aliases'").fetchone():
+        aliases_to_copies(db)
+        db.execute("DROP TABLE aliases")
+
+
+# Which collections (issue #31) a document is in: a JSON list of names (see catalog.py).
+_COLLECTIONS = """TEXT NOT NULL DEFAULT '["default"]'"""
 # The counters of changes.py and maintenance.py, as a new file starts them.
 _COUNTERS = (("seq", "0"), ("last_row", "0"), ("flushed", "0"), ("segments", "0"))
 
 
 MIGRATIONS = (
     Migration(3, "BM25 from terms stored with each chunk, not an FTS5 table", _terms_per_chunk),
-    # The `aliases` table comes from TABLES.
+    # The `aliases` table came from TABLES then (schema 7 turns its names into copies).
     Migration(4, "documents count their revisions; identical files share one", _revisions),
     # The `pages` table comes from TABLES, empty: documents indexed before show their page
     # text once ingested again.
@@ -127,6 +135,12 @@ MIGRATIONS = (
     # TABLES. Every chunk is written after the last flush (0): the first writable open saves
     # them as segments.
     Migration(6, "writes are logged; chunks are searched in segments", _changes_and_segments),
+    Migration(
+        7,
+        "another name of the same bytes is a copied document, not an alias; documents have "
+        "collections",
+        _copies_and_collections,
+    ),
 )
 
 

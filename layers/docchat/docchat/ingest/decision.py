@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from docchat.models import DocStatus, DocumentRecord
+from docchat.models import Chunk, DocStatus, DocumentRecord
 
 
 def doc_id_for(source: str) -> str:
@@ -79,6 +79,18 @@ def copy_record(twin: DocumentRecord, source: str, revision: int) -> DocumentRec
             "source": source,
             "title": Path(source).stem if own_name else twin.title,
             "revision": revision,
+        }
+    )
+
+
+def copy_chunk(chunk: Chunk, from_doc_id: str, record: DocumentRecord) -> Chunk:
+    """`chunk` of document `from_doc_id` as a chunk of its copy `record` (see copy_record)."""
+    return chunk.model_copy(
+        update={
+            "chunk_id": record.doc_id + chunk.chunk_id[len(from_doc_id) :],
+            "doc_id": record.doc_id,
+            "source": record.source,
+            "version": record.version,
         }
     )
 

@@ -24,6 +24,7 @@ from docchat.adapters.sqlite_index.search import Hit
 from docchat.adapters.sqlite_index.store import Database
 from docchat.adapters.sqlite_index.wanted import EVERY_ROW, Wanted, wanted_rows
 from docchat.errors import DocumentNotFoundError, StorageError
+from docchat.ingest.decision import copy_chunk
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page
 from docchat.ports import SentenceVectors, Vectors
 
@@ -167,7 +168,7 @@ class SqliteIndex:
                 (from_doc_id, original.version),
             ).fetchall()
             write.remove_chunks("doc_id = ?", (record.doc_id,))
-            copies = [_copied(self._rows.chunk(row), from_doc_id, record) for row in found]
+            copies = [copy_chunk(self._rows.chunk(row), from_doc_id, record) for row in found]
             vectors = np.frombuffer(b"".join(row["vector"] for row in found), dtype=np.float32)
             first = write.add_chunks(copies, vectors.reshape(len(found), self.dimension))
             write.db.executemany(
@@ -370,15 +371,3 @@ class SqliteIndex:
             "path": str(self.path),
             "bytes": self.path.stat().st_size if self.path.exists() else 0,
         }
-
-
-def _copied(chunk: Chunk, from_doc_id: str, record: DocumentRecord) -> Chunk:
-    """`chunk` of document `from_doc_id` as a chunk of `record`."""
-    return chunk.model_copy(
-        update={
-            "chunk_id": record.doc_id + chunk.chunk_id[len(from_doc_id) :],
-            "doc_id": record.doc_id,
-            "source": record.source,
-            "version": record.version,
-        }
-    )

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from docchat.adapters.embedding import cosines
 from docchat.models import Chunk, Passage
 from docchat.ports import Embedder, Reranker, SentenceStore, SentenceVectors, Vectors
 from docchat.search.hybrid import rescaled
@@ -90,7 +91,9 @@ class SentenceReranker:
         return {
             (chunk.chunk_id, start): float(cosine)
             for chunk, sentences in zip(chunks, self._sentences_of(list(chunks)), strict=True)
-            for start, cosine in zip(sentences.starts, sentences.vectors @ vector, strict=True)
+            for start, cosine in zip(
+                sentences.starts, cosines(sentences.vectors, vector), strict=True
+            )
         }
 
     def _query_vector(self, query: str) -> Vectors:
@@ -110,9 +113,9 @@ class SentenceReranker:
         vector = self._query_vector(query)
         best: list[float] = []
         for passage in passages:
-            cosines = passage.vectors @ vector
+            cosine = cosines(passage.vectors, vector)
             scores = [
-                float(cosines[k])
+                float(cosine[k])
                 + self.sentence_words * sum(weight[t] for t in wanted & found) / total
                 for k, found in enumerate(passage.terms)
             ]

@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from docchat.adapters import bm25
 from docchat.adapters.embedding import unit_length
 from docchat.adapters.local_embedder import LocalEmbedder
+from docchat.adapters.sqlite_index import bm25
 from docchat.config import Settings
 from docchat.evaluate.beir import DEPTH, beir_scores, documents_in_order, load_beir
 from docchat.evaluate.corpus import Chunking, cached_vectors, corpus_chunks

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from docchat.adapters import bm25
 from docchat.adapters.local_embedder import LocalEmbedder
+from docchat.adapters.sqlite_index import bm25
 from docchat.config import Settings
 from docchat.evaluate.beir import DEPTH, beir_scores, documents_in_order, load_beir
 from docchat.evaluate.corpus import (

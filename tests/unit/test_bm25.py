@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from docchat.adapters.bm25 import STOPWORDS, Tokenizer, best_rows
 from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.adapters.sqlite_index.bm25 import STOPWORDS, Tokenizer, best_rows
 from docchat.models import Chunk, DocumentRecord
 from tests.conftest import WordEmbedder
 

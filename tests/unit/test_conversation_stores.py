@@ -276,8 +276,9 @@ def test_remembered_saves_nothing_of_an_answer_stopped_before_any_text() -> None
 
 def test_sqlite_conversations_say_a_busy_file_is_busy_like_the_index(tmp_path: Path) -> None:
     # A real SQLITE_BUSY: another connection holds the write lock and this one does not wait.
-    from docchat.adapters import sqlite_conversations, sqlite_index
+    from docchat.adapters import sqlite_conversations
     from docchat.adapters.sqlite_errors import storage_error
+    from docchat.adapters.sqlite_index import store
 
     path = tmp_path / "conversations.sqlite3"
     SqliteConversations(path).close()
@@ -290,7 +291,7 @@ def test_sqlite_conversations_say_a_busy_file_is_busy_like_the_index(tmp_path: P
     waiter.close()
 
     said = storage_error(busy.value, path, sqlite_conversations._SAYS)
-    index_said = storage_error(busy.value, path, sqlite_index._INDEX_SAYS)
+    index_said = storage_error(busy.value, path, store.INDEX_SAYS)
 
     assert "is busy" in str(said) and "another docchat is writing; retry" in str(said)
     assert type(said) is type(index_said)

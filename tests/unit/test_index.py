@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from docchat.adapters import sqlite_index
-from docchat.adapters.bm25 import FIELD_WEIGHTS
 from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.adapters.sqlite_index import store as sqlite_store
+from docchat.adapters.sqlite_index.bm25 import FIELD_WEIGHTS
 from docchat.errors import DocumentNotFoundError, EmbedderMismatchError, IndexSchemaError
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page
 from tests.conftest import WordEmbedder
@@ -198,7 +198,7 @@ def test_index_refuses_a_file_of_another_schema(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
 
-    with pytest.raises(IndexSchemaError, match=r"schema 1, this one reads 5\): delete that file"):
+    with pytest.raises(IndexSchemaError, match=r"schema 1, this one reads 7\): delete that file"):
         SqliteIndex(path, embedding_model="test-words", dimension=64)
 
 
@@ -249,23 +249,27 @@ def test_index_upgrades_a_schema_2_file_in_place(index: SqliteIndex, tmp_path: P
     assert old.vector_search(query, k=1) == index.vector_search(query, k=1)
     with sqlite3.connect(path) as db:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
-        assert ("schema", "5") in db.execute("SELECT key, value FROM meta").fetchall()
+        assert ("schema", "7") in db.execute("SELECT key, value FROM meta").fetchall()
     db.close()
     assert not any(name.startswith("chunks_fts") for name in tables)
 
 
-def test_index_keeps_its_vector_cache_across_registry_writes(index: SqliteIndex) -> None:
+def test_index_applies_each_write_without_reading_the_chunks_again(index: SqliteIndex) -> None:
+    # Given an index searched once (its chunks read)
     _put(index, "a", "v1", ["apples"])
     query = WordEmbedder().embed_query("apples")
-    index.vector_search(query, k=5)
-    cached = index._matrix
+    assert len(index.vector_search(query, k=5)) == 1
+    loads = index._live.loads
 
+    # When a status is written, a document added and another removed
     index.set_record(DocumentRecord(doc_id="b", source="/docs/b.pdf", status=DocStatus.QUEUED))
-    index.vector_search(query, k=5)
-
-    assert index._matrix is cached  # a status write does not reload every vector
-    _put(index, "c", "v1", ["cherries"])
+    _put(index, "c", "v1", ["apples and cherries"])
     assert len(index.vector_search(query, k=5)) == 2
+    index.delete_document("a")
+
+    # Then each search sees the writes, and the chunks were never read whole again
+    assert [c for c, _ in index.keyword_search("apples", k=5)] == ["c:v1:00000"]
+    assert index._live.loads == loads
 
 
 def test_index_upgrades_a_schema_3_file_in_place(tmp_path: Path) -> None:
@@ -275,17 +279,19 @@ def test_index_upgrades_a_schema_3_file_in_place(tmp_path: Path) -> None:
     index.close()
     with sqlite3.connect(path) as db:  # back to what schema 3 wrote
         db.execute("ALTER TABLE documents DROP COLUMN revision")
-        db.execute("DROP TABLE aliases")
+        db.execute("ALTER TABLE documents DROP COLUMN collections")
         db.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
     db.close()
 
     upgraded = SqliteIndex(path, embedding_model="test-words", dimension=64)
 
     record = upgraded.document("a")
-    assert record is not None and record.revision == 1 and upgraded.aliases() == {}
-    upgraded.add_alias("/docs/copy.pdf", "a", "v1")
-    assert upgraded.aliases() == {"a": ["/docs/copy.pdf"]}
+    assert record is not None and record.revision == 1
     upgraded.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("7",)
+        assert db.execute("SELECT collections FROM documents").fetchall() == [('["default"]',)]
+    db.close()
 
 
 def test_index_adds_the_ocr_page_count_to_a_file_written_before_ocr(tmp_path: Path) -> None:
@@ -319,7 +325,7 @@ def test_a_chunk_is_found_by_its_note_which_is_kept_in_older_files_too(tmp_path:
     # Read-only (a published index; root may write anyway, so the index is told it may not),
     # it reads as before
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sqlite_index.os, "access", lambda *_: False)
+        patch.setattr(sqlite_store.os, "access", lambda *_: False)
         shared = SqliteIndex(path, embedding_model="test-words", dimension=64)
     assert shared.read_only
     assert shared.document_chunks("old")[0].note == ""
@@ -369,11 +375,14 @@ def test_identical_files_are_indexed_once_and_none_is_lost_when_one_changes(
         )
         return result.outcome
 
-    # Given the same bytes at two paths: indexed once, the second path an alias
+    # Given the same bytes at two paths: embedded once, the second path a copy of the first
     assert ingest(old, "/a/ferry.pdf") == "indexed"
     assert ingest(old, "/b/ferry.pdf") == "duplicate"
-    assert [d.source for d in index.documents()] == ["/a/ferry.pdf"]
-    assert index.count() == 1
+    assert [(d.source, d.status) for d in index.documents()] == [
+        ("/a/ferry.pdf", DocStatus.INDEXED),
+        ("/b/ferry.pdf", DocStatus.INDEXED),
+    ]
+    assert index.count() == 2
 
     # When the first file changes, the second keeps the old content as a document of its own
     assert ingest(new, "/a/ferry.pdf") == "indexed"
@@ -385,14 +394,14 @@ def test_identical_files_are_indexed_once_and_none_is_lost_when_one_changes(
         for c in index.chunks([h for h, _ in index.keyword_search("leaves", k=5)]).values()
     }
     assert sorted(texts.values()) == ["The ferry leaves at noon.", "The train leaves at midnight."]
-    assert index.aliases() == {}
 
-    # And removing a name that has an alias hands the content to the alias
+    # And deleting a document leaves its copy under another name whole
     assert ingest(new, "/c/train.pdf") == "duplicate"
-    heir = index.remove_source("/a/ferry.pdf")
-    assert heir is not None and heir.source == "/c/train.pdf"
+    index.delete_document(index.find_document("/a/ferry.pdf").doc_id)
     assert {d.source for d in index.documents()} == {"/b/ferry.pdf", "/c/train.pdf"}
     assert index.count() == 2
+    found = index.chunks([h for h, _ in index.keyword_search("midnight", k=5)]).values()
+    assert [c.source for c in found] == ["/c/train.pdf"]
     index.close()
 
 
@@ -411,7 +420,8 @@ def _put_pages(index: SqliteIndex, doc_id: str, version: str, texts: list[str]) 
 
 def test_index_keeps_page_text_of_each_content_until_nothing_has_it(index: SqliteIndex) -> None:
     _put_pages(index, "a", "v1", ["old apples", "old pears"])
-    index.add_alias("/docs/copy-of-a.pdf", "a", "v1")  # the same bytes under another name
+    copy = DocumentRecord(doc_id="copy-of-a", source="/docs/copy-of-a.pdf", version="v1")
+    index.copy_document("a", copy)  # the same bytes under another name
 
     stored = index.stored_pages("a", "v1")
     assert [(p.number, p.markdown, p.ocr) for p in stored or []] == [
@@ -419,7 +429,7 @@ def test_index_keeps_page_text_of_each_content_until_nothing_has_it(index: Sqlit
         (2, "old pears", True),
     ]
 
-    _put_pages(index, "a", "v2", ["new cherries"])  # a's file changed; the alias keeps v1
+    _put_pages(index, "a", "v2", ["new cherries"])  # a's file changed; the copy keeps v1
     heir = index.find_document("copy-of-a.pdf")
     assert heir.version == "v1" and index.stored_pages(heir.doc_id, "v1") == stored
     assert [p.markdown for p in index.stored_pages("a", "v2") or []] == ["new cherries"]
@@ -486,4 +496,4 @@ def test_index_analyses_a_file_written_before_file_names_were_context_again(
         stored = dict(db.execute("SELECT key, value FROM meta").fetchall())
     db.close()
     assert json.loads(stored["bm25_fields"]) == FIELD_WEIGHTS
-    assert stored["schema"] == "5"  # older docchat versions still read the file
+    assert stored["schema"] == "7"

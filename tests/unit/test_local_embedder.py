@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from docchat.adapters import local_embedder
-from docchat.adapters.embedding import length_sorted_batches
+from docchat.adapters.embedding import token_budget_batches
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.errors import ModelFileError
 
@@ -41,8 +41,11 @@ def test_local_embedder_keeps_input_order_across_batches() -> None:
     assert done == [2, 2]
 
 
-def test_length_sorted_batches_group_similar_lengths() -> None:
-    assert length_sorted_batches(["aaaa", "a", "aaa", "aa"], 2) == [[1, 3], [2, 0]]
+def test_token_budget_batches_group_similar_lengths_within_the_budget() -> None:
+    # Texts of 4, 1, 3, 2 tokens: two per batch, and at most 6 tokens with padding
+    assert token_budget_batches([4, 1, 3, 2], 2, 100) == [[1, 3], [2, 0]]
+    assert token_budget_batches([4, 1, 3, 2], 4, 6) == [[1, 3], [2], [0]]
+    assert token_budget_batches([9, 1], 4, 6) == [[1], [0]]  # one text alone may pass it
 
 
 def test_local_embedder_refuses_a_model_file_with_the_wrong_hash(

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.config import Settings
-from docchat.models import Chunk, Passage
+from docchat.models import Chunk, DocumentRecord, Passage
+from docchat.ports import SentenceVectors
 from docchat.search.rerank import SHORT, SentenceReranker, sentence_similarities
 from docchat.search.sentences import chunk_sentences
 from docchat.wiring import reranker
@@ -140,3 +143,85 @@ def test_similarities_give_each_scored_sentence_its_cosine_by_where_it_starts() 
 def test_without_the_sentence_reranker_there_are_no_similarities() -> None:
     chunk = _passage(ANSWERS, 1.0, 1).chunk
     assert sentence_similarities(None, QUERY, [chunk]) == {}
+
+
+def _indexed(tmp_path: Path, passages: Sequence[Passage]) -> SqliteIndex:
+    index = SqliteIndex(tmp_path / "index.sqlite3", embedding_model="test-words", dimension=64)
+    for passage in passages:
+        chunk = passage.chunk
+        record = DocumentRecord(doc_id=chunk.doc_id, source=chunk.source, version="v")
+        index.replace_document(record, [chunk], WordEmbedder().embed_documents([chunk.text]))
+    return index
+
+
+def test_sentence_vectors_are_kept_so_a_new_reranker_embeds_none(tmp_path: Path) -> None:
+    # Given an index that keeps sentence vectors, and a search that met two passages
+    passages = [_passage(SCATTERED, 0.9, 1), _passage(ANSWERS, 0.7, 2)]
+    index = _indexed(tmp_path, passages)
+    first = CountingEmbedder()
+    expected = SentenceReranker(first, sentence_weight=0.45, sentence_words=0.5, store=index)
+    ranked = expected.rerank(QUERY, passages, top_n=2)
+    assert len(first.embedded) == 5
+
+    # When another process (a new reranker, nothing cached) meets them with a new question
+    later = CountingEmbedder()
+    fresh = SentenceReranker(later, sentence_weight=0.45, sentence_words=0.5, store=index)
+
+    # Then it embeds no sentence, and ranks as the first did
+    assert [p.chunk.chunk_id for p in fresh.rerank(QUERY, passages, top_n=2)] == [
+        p.chunk.chunk_id for p in ranked
+    ]
+    assert fresh.similarities("measles", [p.chunk for p in passages])
+    assert later.embedded == []
+    index.close()
+
+
+def test_sentence_vectors_kept_for_other_sentences_are_embedded_again(tmp_path: Path) -> None:
+    # A kept entry whose sentence starts no longer match the chunk (the splitter changed)
+    passages = [_passage(ANSWERS, 0.7, 2)]
+    index = _indexed(tmp_path, passages)
+    vectors = WordEmbedder().embed_documents(["x"])
+    index.save_sentence_vectors({"d2:v:00000": SentenceVectors((0, 5), np.vstack([vectors] * 2))})
+    embedder = CountingEmbedder()
+
+    SentenceReranker(embedder, sentence_weight=0.45, sentence_words=0.5, store=index).rerank(
+        QUERY, passages, top_n=1
+    )
+
+    assert len(embedder.embedded) == 1
+    kept = index.sentence_vectors(["d2:v:00000"])["d2:v:00000"]
+    assert kept.starts == (19,)  # "The MMR vaccine ..." ("Clinics were busy." is too short)
+    assert kept.vectors == pytest.approx(
+        WordEmbedder().embed_documents(embedder.embedded), abs=1e-3
+    )
+    index.close()
+
+
+def test_ingestion_keeps_every_chunks_sentence_vectors(tmp_path: Path) -> None:
+    from docchat.ingest.local import ingest_bytes
+    from docchat.search.hybrid import hybrid_search
+    from tests.chatkit import SEARCH
+    from tests.pdfgen import make_pdf
+
+    index = SqliteIndex(tmp_path / "index.sqlite3", embedding_model="test-words", dimension=64)
+    pdf = make_pdf([[("body", ANSWERS)], [("body", SCATTERED)]])
+    stages: set[str] = set()
+    ingest_bytes(
+        pdf,
+        source="/docs/vaccines.pdf",
+        index=index,
+        embedder=WordEmbedder(),
+        settings=Settings(data_dir=tmp_path),
+        on_progress=lambda stage, done, total: stages.add(stage),
+    )
+    assert "sentences" in stages
+    embedder = CountingEmbedder()
+    passages = hybrid_search(index, embedder, QUERY, top_k=5, **SEARCH)
+    assert passages
+
+    SentenceReranker(embedder, sentence_weight=0.45, sentence_words=0.5, store=index).rerank(
+        QUERY, passages, top_n=2
+    )
+
+    assert embedder.embedded == []  # a first question: every sentence was embedded at ingestion
+    index.close()

@@ -291,7 +291,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
             twin = shown(r.record.source) if twin == _shown(r.source) else twin
             out.print(
                 f"{_shown(r.source)}: the same content as {twin} "
-                f"({r.record.doc_id}), indexed once under both names",
+                f"({r.record.doc_id}), copied from it without embedding it again",
                 markup=False,
             )
     failed = sum(r.outcome == "failed" for r in results)
@@ -555,7 +555,6 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
 
     index = _existing_index(settings)
     documents = index.documents()
-    aliases = index.aliases()
     stopped = interrupted(settings, documents)
     if args.json:
         payload = {
@@ -564,7 +563,6 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
                 {
                     **d.model_dump(mode="json"),
                     "file_name": file_name(d.source),
-                    "aliases": aliases.get(d.doc_id, []),
                     "interrupted": d.doc_id in stopped,
                 }
                 for d in documents
@@ -576,7 +574,6 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         out,
         documents,
         title=f"documents in {settings.data_dir}",
-        aliases=aliases,
         interrupted=stopped,
     )
     stats = index.stats()
@@ -590,23 +587,12 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _rm(args: argparse.Namespace, settings: Settings) -> int:
-    """Remove exactly what was named: a document id (with every name it has), or one path or
-    file name (the content stays indexed under its other names)."""
+    """Remove exactly the document named, by its id, path or file name (the same content under
+    another name is a document of its own, and stays)."""
     index = _existing_index(settings)
-    record, source = index.find_source(args.doc, path=source_of(Path(args.doc)))
-    if args.doc == record.doc_id:
-        index.delete_document(record.doc_id)
-        out.print(f"removed {record.doc_id} ({_plural(record.chunks, 'chunk')})", markup=False)
-        return 0
-    left = index.remove_source(source)
-    if left is None:
-        out.print(f"removed {record.doc_id} ({_plural(record.chunks, 'chunk')})", markup=False)
-    else:
-        out.print(
-            f"removed the name {shown(source)}; the same content stays indexed as "
-            f"{left.doc_id} ({shown(left.source)})",
-            markup=False,
-        )
+    record = index.find_document(args.doc, path=source_of(Path(args.doc)))
+    index.delete_document(record.doc_id)
+    out.print(f"removed {record.doc_id} ({_plural(record.chunks, 'chunk')})", markup=False)
     return 0
 
 

@@ -3,7 +3,7 @@ the documents' status at any terminal width."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 
 from rich.console import Console, Group, RenderableType
 from rich.measure import Measurement
@@ -45,7 +45,6 @@ def print_status(
     documents: Sequence[DocumentRecord],
     *,
     title: str,
-    aliases: Mapping[str, list[str]],
     interrupted: Collection[str],
 ) -> None:
     """The documents as a table when it fits the terminal (or the output is not one), else as
@@ -56,16 +55,13 @@ def print_status(
         console.print(Text(title))
         for document in documents:
             console.print()
-            console.print(_status_block(document, aliases=aliases, interrupted=interrupted))
+            console.print(_status_block(document, interrupted=interrupted))
         console.print()
         return
     if console.is_terminal:
         console.print(table)
     else:  # piped, the table is as wide as its contents (Rich would fold it into 80 columns)
         Console(file=console.file, highlight=False, width=_width(console, table)).print(table)
-    for doc_id, names in aliases.items():
-        also = ", ".join(map(shown, names))
-        console.print(f"{doc_id} is also at: {also} (the same content)", markup=False)
 
 
 def _width(console: Console, table: Table) -> int:
@@ -114,12 +110,10 @@ def _status_table(
     return table
 
 
-def _status_block(
-    document: DocumentRecord, *, aliases: Mapping[str, list[str]], interrupted: Collection[str]
-) -> RenderableType:
+def _status_block(document: DocumentRecord, *, interrupted: Collection[str]) -> RenderableType:
     """One document: its id on a line of its own, then its facts, each wrapped beside its label."""
     facts = Table.grid(padding=(0, 2, 0, 0))
-    facts.add_column(no_wrap=True, min_width=len("also at"))  # the same in every block
+    facts.add_column(no_wrap=True, min_width=len("status"))  # the same in every block
     facts.add_column(overflow="fold")  # a name with no spaces folds rather than ends in "…"
     pages = f"{document.pages} {'page' if document.pages == 1 else 'pages'}"
     if document.pages_ocr:
@@ -128,8 +122,6 @@ def _status_block(
     facts.add_row("status", f"{document.status.value} · {pages} · {chunks}")
     facts.add_row("title", Text(shown(document.title)))
     facts.add_row("file", Text(shown(file_name(document.source))))
-    for n, name in enumerate(aliases.get(document.doc_id, [])):
-        facts.add_row("also at" if n == 0 else "", Text(shown(name)))
     if reason := _reason(document, interrupted):
         facts.add_row("reason", Text(reason))
     heading = Text(document.doc_id, style="bold", no_wrap=True, overflow="ignore")

@@ -225,6 +225,15 @@ class IndexCorruptError(StorageError):
 
 
 @registered
+class SegmentsDamagedError(IndexCorruptError):
+    """A segment of the index (saved beside its file) cannot be read; opened writable, the
+    index writes them all again from its file."""
+
+    code = "segments_damaged"
+    http_status = 500
+
+
+@registered
 class StorageFullError(StorageError):
     """The disk holding the data directory is full."""
 

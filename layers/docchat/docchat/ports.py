@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -89,12 +89,42 @@ class Reranker(Protocol):
     def rerank(self, query: str, passages: Sequence[Passage], *, top_n: int) -> list[Passage]: ...
 
 
+class SentenceVectors(NamedTuple):
+    """A chunk's scored sentences (where each starts in its text) and their vectors, as the
+    sentence reranker embeds them (docchat.search.rerank)."""
+
+    starts: tuple[int, ...]
+    vectors: Vectors
+
+
+class SentenceStore(Protocol):
+    """Where sentence vectors are kept, so that each chunk's are embedded once: at ingestion,
+    or the first time a search meets the chunk."""
+
+    def sentence_vectors(self, chunk_ids: Sequence[str]) -> dict[str, SentenceVectors]:
+        """Those kept of these chunks."""
+        ...
+
+    def save_sentence_vectors(self, found: Mapping[str, SentenceVectors]) -> None:
+        """Keep these (a store that cannot write keeps nothing, and says nothing)."""
+        ...
+
+
 class DocumentRegistry(Protocol):
     """The documents as the chat side lists them."""
 
     def documents(self) -> list[DocumentRecord]: ...
 
     def document(self, doc_id: str) -> DocumentRecord | None: ...
+
+
+@runtime_checkable
+class RevisedRegistry(DocumentRegistry, Protocol):
+    """A registry that tells when it changed: its catalog is kept until then."""
+
+    def revision(self) -> int:
+        """A number that changes whenever a record changes (in this process or another)."""
+        ...
 
 
 class ChatModel(Protocol):
@@ -152,8 +182,8 @@ class ConversationStore(Protocol):
 
 
 class DocumentIndex(Protocol):
-    """What ingestion needs from an index and registry, which keeps identical content once,
-    with every name it came under (aliases)."""
+    """What ingestion needs from an index and registry; the same bytes under a second name
+    are a copy of the first document's chunks (`copy_document`), embedded once."""
 
     def document(self, doc_id: str) -> DocumentRecord | None: ...
 
@@ -168,13 +198,12 @@ class DocumentIndex(Protocol):
         vectors: Vectors,
         *,
         pages: Sequence[Page] = (),
+        sentences: Sequence[SentenceVectors] = (),
     ) -> None: ...
 
     def indexed_version(self, version: str) -> DocumentRecord | None: ...
 
-    def add_alias(self, source: str, doc_id: str, version: str) -> None: ...
-
-    def remove_alias(self, source: str) -> bool: ...
+    def copy_document(self, from_doc_id: str, record: DocumentRecord) -> None: ...
 
 
 class LocalIndex(DocumentIndex, Protocol):
@@ -183,8 +212,6 @@ class LocalIndex(DocumentIndex, Protocol):
     def documents(self) -> list[DocumentRecord]: ...
 
     def delete_document(self, doc_id: str) -> None: ...
-
-    def aliases(self) -> dict[str, list[str]]: ...
 
     def unfinished(self) -> list[DocumentRecord]: ...
 

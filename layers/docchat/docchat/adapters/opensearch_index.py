@@ -337,6 +337,24 @@ class OpenSearchIndex:
         found = self.chunks(sorted(ids))
         return [found[i] for i in sorted(found)]
 
+    def document_vectors(self, doc_id: str, version: str) -> tuple[list[Chunk], Vectors]:
+        """A document's chunks of `version` in reading order, with the vectors stored with
+        them: a copy under another name is written from these, embedding nothing."""
+        chunks = self.document_chunks(doc_id, version=version)
+        ids = [chunk.chunk_id for chunk in chunks]
+        found: dict[str, list[float]] = {}
+        step = _MAX_RESULT_WINDOW // 4
+        for start in range(0, len(ids), step):
+            body = {
+                "size": 4 * len(ids[start : start + step]),
+                "_source": ["chunk_id", "vector"],
+                "query": {"terms": {"chunk_id": ids[start : start + step]}},
+            }
+            for hit in self._search_patiently(body, action="reading vectors"):
+                found.setdefault(hit["_source"]["chunk_id"], hit["_source"]["vector"])
+        vectors = np.asarray([found[i] for i in ids], dtype=np.float32)
+        return chunks, vectors.reshape(len(ids), self.dimension)
+
     def _search_patiently(self, body: dict[str, Any], *, action: str) -> list[dict[str, Any]]:
         """The hits of a search, waiting out an index that is waking up.
 

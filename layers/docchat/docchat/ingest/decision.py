@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from docchat.models import DocStatus, DocumentRecord
+from docchat.models import Chunk, DocStatus, DocumentRecord
 
 
 def doc_id_for(source: str) -> str:
@@ -59,8 +59,40 @@ def decide(
         if running:
             return Decision("unchanged", reason="unchanged: a run is ingesting this version")
     if twin and (current is None or twin != current.doc_id):
-        return Decision("duplicate", reason="these bytes are indexed already", twin=twin)
+        return Decision(
+            "duplicate",
+            reason="these bytes are indexed already",
+            revision=next_revision(current, version),
+            twin=twin,
+        )
     return Decision("ingest", revision=next_revision(current, version))
+
+
+def copy_record(twin: DocumentRecord, source: str, revision: int) -> DocumentRecord:
+    """The record of `source`, whose bytes the indexed document `twin` holds: a document of
+    its own (listed, opened and deleted by itself) made from the twin's chunks. It keeps the
+    twin's title unless that was only the twin's file name."""
+    own_name = twin.title == Path(twin.source).stem
+    return twin.model_copy(
+        update={
+            "doc_id": doc_id_for(source),
+            "source": source,
+            "title": Path(source).stem if own_name else twin.title,
+            "revision": revision,
+        }
+    )
+
+
+def copy_chunk(chunk: Chunk, from_doc_id: str, record: DocumentRecord) -> Chunk:
+    """`chunk` of document `from_doc_id` as a chunk of its copy `record` (see copy_record)."""
+    return chunk.model_copy(
+        update={
+            "chunk_id": record.doc_id + chunk.chunk_id[len(from_doc_id) :],
+            "doc_id": record.doc_id,
+            "source": record.source,
+            "version": record.version,
+        }
+    )
 
 
 def next_revision(current: DocumentRecord | None, version: str) -> int:

@@ -22,9 +22,9 @@ from docchat.errors import (
     StorageError,
 )
 from docchat.ingest.chunk import chunks_from_pages
-from docchat.ingest.decision import decide, doc_id_for, version_of
+from docchat.ingest.decision import copy_record, decide, doc_id_for, version_of
 from docchat.ingest.notes import ChunkNotes
-from docchat.ingest.stages import Progress, convert_pdf, embed_chunks
+from docchat.ingest.stages import Progress, convert_pdf, embed_chunks, embed_sentences
 from docchat.models import DocStatus, DocumentRecord
 from docchat.ports import DocumentIndex, Embedder
 
@@ -40,7 +40,8 @@ class IngestResult:
     record: DocumentRecord
     outcome: str  # "indexed", "unchanged", "duplicate" (of record) or "failed"
     seconds: float
-    source: str = ""  # the file this result is about (a duplicate's record is the original's)
+    # The file this result is about (a duplicate's record is the document it was copied from).
+    source: str = ""
 
 
 def source_of(path: Path) -> str:
@@ -76,11 +77,12 @@ def ingest_bytes(
     command: str = "upload",
     notes: ChunkNotes | None = None,
 ) -> IngestResult:
-    """Index one document version; a no-op when these bytes are already indexed, and only a
-    new name (an alias) when another document holds exactly these bytes. A failure of this
-    file, of whatever kind, ends it FAILED with a reason worded with `command` (the word for
-    adding the file again); the failures in NOT_THE_FILES propagate, as does a model error
-    of `notes` (docchat.ingest.notes), with the previous version still indexed."""
+    """Index one document version; a no-op when these bytes are already indexed, and a copy
+    of the other document's chunks (nothing embedded) when another holds exactly these
+    bytes. A failure of this file, of whatever kind, ends it FAILED with a reason worded with
+    `command` (the word for adding the file again); the failures in NOT_THE_FILES propagate,
+    as does a model error of `notes` (docchat.ingest.notes), with the previous version still
+    indexed."""
     started = time.monotonic()
     doc_id, version = doc_id_for(source), version_of(data)
     current = index.document(doc_id)
@@ -89,9 +91,8 @@ def ingest_bytes(
     if decision.outcome == "unchanged" and current is not None:
         return IngestResult(current, "unchanged", time.monotonic() - started, source)
     if decision.outcome == "duplicate" and twin is not None:
-        index.add_alias(source, twin.doc_id, version)
+        index.copy_document(twin.doc_id, copy_record(twin, source, decision.revision))
         return IngestResult(twin, "duplicate", time.monotonic() - started, source)
-    index.remove_alias(source)
     record = DocumentRecord(
         doc_id=doc_id,
         source=source,
@@ -160,7 +161,12 @@ def _indexed(
     if notes is not None:
         chunks = notes.noted(chunks, converted.pages, on_progress=reported("notes"))
     vectors = embed_chunks(chunks, embedder=embedder, on_progress=on_progress)
-    index.replace_document(record, chunks, vectors, pages=converted.pages)
+    sentences = (
+        embed_sentences(chunks, embedder=embedder, on_progress=on_progress)
+        if settings.reranker == "sentences"
+        else []
+    )
+    index.replace_document(record, chunks, vectors, pages=converted.pages, sentences=sentences)
     return index.document(record.doc_id) or record
 
 

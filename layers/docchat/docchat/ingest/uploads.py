@@ -139,7 +139,8 @@ class LocalUploads:
     def receive(self, filename: str, data: bytes) -> DocumentRecord:
         """Save the PDF and queue it for indexing; its record says QUEUED until work starts.
         The same name again is the next revision of that document (`revision` says which);
-        bytes already indexed under another name only add that name (an alias)."""
+        bytes already indexed under another name are a document of their own at once, copied
+        from the other (nothing embedded)."""
         check_pdf(filename, data)
         if self.index.read_only:
             raise ReadOnlyStorageError(
@@ -162,11 +163,9 @@ class LocalUploads:
                 raise DocumentNotFoundError(
                     f"no document with id {doc_id!r}: GET /documents lists them"
                 )
-            names = [record.source, *self.index.aliases().get(doc_id, [])]
             self._latest.pop(doc_id, None)
             self.index.delete_document(doc_id)
-            for name in names:
-                self._delete_upload(Path(name))
+            self._delete_upload(Path(record.source))
         logger.info("document deleted", extra={"doc_id": doc_id})
         return Removal(doc_id=doc_id, status="deleted")
 
@@ -186,7 +185,7 @@ class LocalUploads:
             self._owner = None
 
     def _queue(self, path: Path, data: bytes, *, write: bool) -> DocumentRecord:
-        from docchat.ingest.decision import decide, doc_id_for, version_of
+        from docchat.ingest.decision import copy_record, decide, doc_id_for, version_of
 
         source = str(path)
         doc_id = doc_id_for(source)
@@ -200,10 +199,10 @@ class LocalUploads:
             if decision.outcome == "unchanged" and current is not None:
                 return current
             if decision.outcome == "duplicate" and twin is not None:
-                self.index.add_alias(source, twin.doc_id, version)
+                self.index.copy_document(twin.doc_id, copy_record(twin, source, decision.revision))
                 self._latest.pop(doc_id, None)
-                logger.info("upload is a duplicate", extra={"doc_id": twin.doc_id})
-                return twin
+                logger.info("upload copies a twin", extra={"doc_id": doc_id, "twin": twin.doc_id})
+                return self.index.document(doc_id) or twin
             queued = DocumentRecord(
                 doc_id=doc_id,
                 source=source,

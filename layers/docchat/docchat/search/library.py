@@ -5,13 +5,22 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, zip_longest
+from functools import cached_property, lru_cache
+from itertools import chain, pairwise, zip_longest
 from pathlib import PurePosixPath
+from types import MappingProxyType
 
 from docchat.errors import DocchatError
 from docchat.ingest.pagetext import extracted_pages
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
-from docchat.ports import ChunkReader, DocumentRegistry, Embedder, PageStore, Reranker
+from docchat.ports import (
+    ChunkReader,
+    DocumentRegistry,
+    Embedder,
+    PageStore,
+    Reranker,
+    RevisedRegistry,
+)
 from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.rerank import sentence_similarities
 from docchat.search.terms import terms, years
@@ -79,20 +88,32 @@ class Catalog:
         those names. A title or file name must be two words or more ("2007 Instruction
         1040-NR", "dmca.pdf"): one word is too often just a word. One word names a company
         when it is written with a capital and, of the companies the titles name ("Amazon.com,
-        Inc. Form 10-K 2019"), is in one company's name only ("Amazon")."""
+        Inc. Form 10-K 2019"), is in one company's name only ("Amazon").
+
+        Names are tried in the catalog's order, each on what earlier matches left of the
+        query; only those whose first two words the query still holds are tried at all."""
         rest = f" {_folded(query)} "
+        wanted = None if doc_ids is None else set(doc_ids)
         found: list[tuple[int, str]] = []
-        for doc_id, record in self.records.items():
-            if doc_ids is not None and doc_id not in doc_ids:
-                continue
-            for name in (record.title, PurePosixPath(record.source).name):
-                key = f" {_folded(name)} "
-                if len(key.split()) >= 2 and key in rest:
-                    found.append((rest.index(key), doc_id))
-                    rest = rest.replace(key, " ")
+        tried = (-1, -1)
+        while True:
+            words = rest.split()
+            candidates = [
+                name
+                for pair in set(pairwise(words))
+                for name in self._names.get(pair, ())
+                if name[:2] > tried and (wanted is None or name[3] in wanted) and name[2] in rest
+            ]
+            if not candidates:
+                break
+            order, slot, key, doc_id = min(candidates)
+            found.append((rest.index(key), doc_id))
+            rest = rest.replace(key, " ")
+            tried = (order, slot)
         named = {doc_id for _, doc_id in found}
         capitalized = _capitalized(query)
-        for word, company_docs in self._companies(doc_ids).items():
+        companies = self._companies if doc_ids is None else self._companies_of(doc_ids)
+        for word, company_docs in companies.items():
             key = f" {word} "
             if key in rest and word in capitalized:
                 found.extend((rest.index(key), d) for d in company_docs if d not in named)
@@ -115,12 +136,31 @@ class Catalog:
             if (doc_ids is None or doc_id in doc_ids) and asked & years(record.title)
         ]
 
-    def _companies(self, doc_ids: Sequence[str] | None) -> dict[str, list[str]]:
+    @cached_property
+    def _names(self) -> dict[tuple[str, str], list[tuple[int, int, str, str]]]:
+        """Each name of two words or more as (record's place, 0 for the title or 1 for the
+        file name, " the name folded ", doc_id), by its first two words."""
+        names: dict[tuple[str, str], list[tuple[int, int, str, str]]] = {}
+        for order, (doc_id, record) in enumerate(self.records.items()):
+            for slot, name in enumerate((record.title, PurePosixPath(record.source).name)):
+                words = _folded(name).split()
+                if len(words) >= 2:
+                    entry = (order, slot, f" {' '.join(words)} ", doc_id)
+                    names.setdefault((words[0], words[1]), []).append(entry)
+        return names
+
+    @cached_property
+    def _companies(self) -> dict[str, list[str]]:
+        """`_companies_of` every document, worked out once per catalog."""
+        return self._companies_of(None)
+
+    def _companies_of(self, doc_ids: Sequence[str] | None) -> dict[str, list[str]]:
         """Each word that is in one company's name only, of the companies the titles of
         `doc_ids` (all when None) name, with that company's documents."""
         companies: dict[str, list[str]] = {}
+        wanted = None if doc_ids is None else set(doc_ids)
         for doc_id, record in self.records.items():
-            if doc_ids is None or doc_id in doc_ids:
+            if wanted is None or doc_id in wanted:
                 companies.setdefault(company_name(record.title), []).append(doc_id)
         companies.pop("", None)
         by_word: dict[str, set[str]] = {}
@@ -132,11 +172,16 @@ class Catalog:
             word: companies[next(iter(names))] for word, names in by_word.items() if len(names) == 1
         }
 
-    def versions(self, doc_ids: Sequence[str] | None = None) -> dict[str, str]:
-        """doc_id -> the indexed version, of every document or only of `doc_ids`."""
+    def versions(self, doc_ids: Sequence[str] | None = None) -> Mapping[str, str]:
+        """doc_id -> the indexed version, of every document or only of `doc_ids`. Every
+        document's is one mapping per catalog, so that an index can tell it has seen it."""
         if doc_ids is None:
-            return {doc_id: r.version for doc_id, r in self.records.items()}
+            return self._versions
         return {d: self.records[d].version for d in dict.fromkeys(doc_ids) if d in self.records}
+
+    @cached_property
+    def _versions(self) -> Mapping[str, str]:
+        return MappingProxyType({doc_id: r.version for doc_id, r in self.records.items()})
 
 
 @dataclass(frozen=True)
@@ -173,10 +218,20 @@ class Library:
         self.candidates = candidates
         self.fusion: Fusion = fusion
         self.vector_weight = vector_weight
+        # A registry that tells when it changed is read again only then (see `catalog`).
+        self._revision = registry.revision if isinstance(registry, RevisedRegistry) else None
+        self._kept: tuple[int, Catalog] | None = None
 
     def catalog(self) -> Catalog:
-        """The documents a chat may read now (one registry read: reuse it within an answer)."""
-        return Catalog.of(self.registry.documents())
+        """The documents a chat may read now: kept while the registry says it is unchanged,
+        else read again (reuse it within an answer)."""
+        if self._revision is None:
+            return Catalog.of(self.registry.documents())
+        revision = self._revision()
+        kept = self._kept
+        if kept is None or kept[0] != revision:
+            kept = self._kept = (revision, Catalog.of(self.registry.documents()))
+        return kept[1]
 
     def search(
         self,
@@ -302,7 +357,10 @@ def _capitalized(text: str) -> set[str]:
     return {w for found in _CAPITALIZED.findall(text) for w in _folded(found).split()}
 
 
+@lru_cache(maxsize=65_536)
 def _folded(text: str) -> str:
+    """`text` in lower case, its words separated by one space (catalogs fold the same names
+    again after every write: they are remembered)."""
     return _NOT_WORD.sub(" ", text.casefold()).strip()
 
 

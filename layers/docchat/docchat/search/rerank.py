@@ -5,6 +5,9 @@ the query's words anywhere in it. The sentence that answers is a sharper signal:
 candidate's sentences are embedded, each after its chunk's context (once per process while
 the chunk stays cached), and scored by their cosine with the query plus the weighted share of
 the query's words they hold.
+Sentence vectors are computed once per chunk and kept in a `SentenceStore` when there is one
+(the local index: at ingestion, or the first time a search meets the chunk), so a question
+never asked before costs about what a repeated one does.
 A passage's best sentence, rescaled over the candidates to 0..1, is added to its rescaled
 fused score.
 The weights are `Settings.sentence_weight` and `Settings.sentence_words`
@@ -13,16 +16,18 @@ The weights are `Settings.sentence_weight` and `Settings.sentence_words`
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from docchat.adapters.embedding import cosines
 from docchat.models import Chunk, Passage
-from docchat.ports import Embedder, Reranker, Vectors
+from docchat.ports import Embedder, Reranker, SentenceStore, SentenceVectors, Vectors
 from docchat.search.hybrid import rescaled
-from docchat.search.sentences import chunk_sentences
+from docchat.search.sentences import Span, chunk_sentences
 from docchat.search.terms import query_terms, term_weights, terms
 
 # A sentence shorter than this (not a list item nor a table row) says too little to speak for
@@ -51,11 +56,14 @@ class SentenceReranker:
         sentence_weight: float,
         sentence_words: float,
         cached: int = CACHED_CHUNKS,
+        store: SentenceStore | None = None,
     ) -> None:
         self.embedder = embedder
         self.sentence_weight = sentence_weight
         self.sentence_words = sentence_words
+        self.store = store
         self._cached = cached
+        self._lock = threading.Lock()  # the cache is shared by concurrent searches
         # The last query and its vector: the extractive answer asks `similarities` for the
         # query just reranked. One tuple, replaced whole, so threads never see a torn pair.
         self._last_query: tuple[str, Vectors] | None = None
@@ -83,7 +91,9 @@ class SentenceReranker:
         return {
             (chunk.chunk_id, start): float(cosine)
             for chunk, sentences in zip(chunks, self._sentences_of(list(chunks)), strict=True)
-            for start, cosine in zip(sentences.starts, sentences.vectors @ vector, strict=True)
+            for start, cosine in zip(
+                sentences.starts, cosines(sentences.vectors, vector), strict=True
+            )
         }
 
     def _query_vector(self, query: str) -> Vectors:
@@ -103,9 +113,9 @@ class SentenceReranker:
         vector = self._query_vector(query)
         best: list[float] = []
         for passage in passages:
-            cosines = passage.vectors @ vector
+            cosine = cosines(passage.vectors, vector)
             scores = [
-                float(cosines[k])
+                float(cosine[k])
                 + self.sentence_words * sum(weight[t] for t in wanted & found) / total
                 for k, found in enumerate(passage.terms)
             ]
@@ -113,46 +123,78 @@ class SentenceReranker:
         return best
 
     def _sentences_of(self, chunks: list[Chunk]) -> list[_Sentences]:
-        """Each chunk's sentences, embedded in one call for the chunks not seen recently."""
-        missing = list(
-            {c.chunk_id: c for c in chunks if c.chunk_id not in self._sentences}.values()
-        )
-        spans = [
-            [
-                span
-                for span in chunk_sentences(c)
-                if span.list_item or span.table_row or len(span.text) >= SHORT
-            ]
-            for c in missing
-        ]
-        # Each sentence is embedded after its chunk's context (file, title, headings), as the
-        # chunk itself is: "It cut deaths by half." alone does not say what did.
-        flat = [
-            "\n".join(part for part in (chunk.context, span.with_header) if part)
-            for chunk, chunk_spans in zip(missing, spans, strict=True)
-            for span in chunk_spans
-        ]
-        vectors = (
-            self.embedder.embed_documents(flat)
-            if flat
-            else np.zeros((0, self.embedder.dimension), dtype=np.float32)
-        )
-        start = 0
-        for chunk, chunk_spans in zip(missing, spans, strict=True):
-            end = start + len(chunk_spans)
-            self._sentences[chunk.chunk_id] = _Sentences(
-                [span.start for span in chunk_spans],
-                [terms(span.with_header) for span in chunk_spans],
-                vectors[start:end],
+        """Each chunk's sentences: cached, else kept in the store, else embedded (in one call
+        for the chunks that need it, then kept)."""
+        with self._lock:
+            missing = list(
+                {c.chunk_id: c for c in chunks if c.chunk_id not in self._sentences}.values()
             )
-            start = end
-        found = []
-        for chunk in chunks:
-            self._sentences.move_to_end(chunk.chunk_id)
-            found.append(self._sentences[chunk.chunk_id])
-        while len(self._sentences) > self._cached:
-            self._sentences.popitem(last=False)
-        return found
+        spans = {chunk.chunk_id: scored_spans(chunk) for chunk in missing}
+        kept = self.store.sentence_vectors(list(spans)) if self.store and missing else {}
+        stale = [
+            c
+            for c in missing
+            if c.chunk_id not in kept
+            or kept[c.chunk_id].starts != tuple(span.start for span in spans[c.chunk_id])
+        ]
+        made = dict(
+            zip([c.chunk_id for c in stale], sentence_vectors(stale, self.embedder), strict=True)
+        )
+        if made and self.store is not None:
+            self.store.save_sentence_vectors(made)
+        found = {**kept, **made}
+        with self._lock:
+            for chunk in missing:
+                vectors = found[chunk.chunk_id]
+                self._sentences[chunk.chunk_id] = _Sentences(
+                    list(vectors.starts),
+                    [terms(span.with_header) for span in spans[chunk.chunk_id]],
+                    vectors.vectors,
+                )
+            ordered = []
+            for chunk in chunks:
+                self._sentences.move_to_end(chunk.chunk_id)
+                ordered.append(self._sentences[chunk.chunk_id])
+            while len(self._sentences) > self._cached:
+                self._sentences.popitem(last=False)
+        return ordered
+
+
+def scored_spans(chunk: Chunk) -> list[Span]:
+    """The sentences of a chunk that can speak for it (see SHORT)."""
+    return [
+        span
+        for span in chunk_sentences(chunk)
+        if span.list_item or span.table_row or len(span.text) >= SHORT
+    ]
+
+
+def sentence_vectors(
+    chunks: Sequence[Chunk], embedder: Embedder, *, on_batch: Callable[[int], None] | None = None
+) -> list[SentenceVectors]:
+    """Each chunk's scored sentences, embedded in one call, each after its chunk's context
+    (file, title, headings), as the chunk itself is: "It cut deaths by half." alone does not
+    say what did."""
+    spans = [scored_spans(chunk) for chunk in chunks]
+    flat = [
+        "\n".join(part for part in (chunk.context, span.with_header) if part)
+        for chunk, chunk_spans in zip(chunks, spans, strict=True)
+        for span in chunk_spans
+    ]
+    vectors = (
+        embedder.embed_documents(flat, on_batch=on_batch)
+        if flat
+        else np.zeros((0, embedder.dimension), dtype=np.float32)
+    )
+    # Half precision, as they are kept (a cosine moves by less than 1e-3): a sentence scores
+    # the same whether its vector was just embedded or read back.
+    vectors = vectors.astype(np.float16).astype(np.float32)
+    found, start = [], 0
+    for chunk_spans in spans:
+        end = start + len(chunk_spans)
+        found.append(SentenceVectors(tuple(span.start for span in chunk_spans), vectors[start:end]))
+        start = end
+    return found
 
 
 def sentence_similarities(

@@ -19,7 +19,7 @@ from docchat.errors import ConfigError
 if TYPE_CHECKING:
     from docchat.answer.agent import AgentConfig
     from docchat.ingest.notes import ChunkNotes, NoteCache
-    from docchat.ports import ChatModel, Embedder, Reranker
+    from docchat.ports import ChatModel, Embedder, Reranker, SentenceStore
 
 
 def require(settings: Settings, *names: str, entry: str) -> Settings:
@@ -65,9 +65,12 @@ def rerank_off(settings: Settings) -> str:
     return not_offered(settings.rerank_model_id, settings.region)
 
 
-def reranker(settings: Settings, embedder: Embedder) -> Reranker | None:
+def reranker(
+    settings: Settings, embedder: Embedder, *, store: SentenceStore | None = None
+) -> Reranker | None:
     """What reorders the fused passages (DOCCHAT_RERANKER): the best sentence of each, with
-    `embedder` (the default), a Bedrock rerank model, or nothing (also when `rerank_off`)."""
+    `embedder` (the default; its sentence vectors kept in `store` when given), a Bedrock
+    rerank model, or nothing (also when `rerank_off`)."""
     if settings.reranker == "none" or rerank_off(settings):
         return None
     if settings.reranker == "bedrock":
@@ -80,6 +83,7 @@ def reranker(settings: Settings, embedder: Embedder) -> Reranker | None:
         embedder,
         sentence_weight=settings.sentence_weight,
         sentence_words=settings.sentence_words,
+        store=store,
     )
 
 

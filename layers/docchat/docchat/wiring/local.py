@@ -2,6 +2,8 @@
 guarded app `docchat serve` runs (`uvicorn --factory docchat.wiring.local:local_app`).
 
 Local mode requires no setting: every one has a default that serves `.docchat` on loopback.
+With DOCCHAT_OPENSEARCH_ENDPOINT set, `docchat serve` keeps chunks in that cluster instead of
+the SQLite index (docchat.adapters.cluster_index), which keeps records and page text.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
 from docchat.ingest.uploads import LocalUploads
-from docchat.ports import ChunkReader, Embedder
+from docchat.ports import Embedder
 from docchat.search.library import Library
 from docchat.wiring import agent_config, chat_model, chunk_notes, rerank_off, reranker
 
@@ -24,6 +26,7 @@ from docchat.wiring import agent_config, chat_model, chunk_notes, rerank_off, re
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from docchat.adapters.cluster_index import ClusterIndex
     from docchat.serve.app import UploadsFactory
 
 #: Settings `docchat serve` and the CLI cannot start without: none.
@@ -42,14 +45,22 @@ def open_index(settings: Settings, embedder: Embedder) -> SqliteIndex:
 
 
 def local_library(settings: Settings) -> Library:
-    """The embedded index and local embedder of `settings.data_dir`."""
+    """The embedded index and local embedder of `settings.data_dir`; the chunks searched in
+    the OpenSearch cluster of DOCCHAT_OPENSEARCH_ENDPOINT when it is set."""
     embedder = local_embedder(settings)
     index = open_index(settings, embedder)
+    chunks = None
+    if settings.opensearch_endpoint:
+        from docchat.adapters.cluster_index import cluster_chunks
+
+        chunks = cluster_chunks(
+            settings, embedding_model=embedder.model_id, dimension=embedder.dimension
+        )
     return Library(
-        index=index,
+        index=chunks or index,
         embedder=embedder,
         registry=index,
-        reranker=reranker(settings, embedder),
+        reranker=reranker(settings, embedder, store=None if chunks else index),
         rerank_off=rerank_off(settings),
         candidates=settings.candidates,
         fusion=settings.fusion,
@@ -67,10 +78,12 @@ def local_backend(settings: Settings) -> ChatBackend:
     )
 
 
-def local_uploads(settings: Settings, index: SqliteIndex, embedder: Embedder) -> LocalUploads:
-    """Direct uploads into `settings.data_dir`, indexed into `index` (which also keeps the
-    model-written notes, with DOCCHAT_CHUNK_CONTEXT=model)."""
-    notes = chunk_notes(settings, index)
+def local_uploads(
+    settings: Settings, index: SqliteIndex | ClusterIndex, embedder: Embedder
+) -> LocalUploads:
+    """Direct uploads into `settings.data_dir`, indexed into `index` (whose SQLite file also
+    keeps the model-written notes, with DOCCHAT_CHUNK_CONTEXT=model)."""
+    notes = chunk_notes(settings, index if isinstance(index, SqliteIndex) else index.records)
     return LocalUploads(index=index, embedder=embedder, settings=settings, notes=notes)
 
 
@@ -78,16 +91,23 @@ def local_uploads_for(settings: Settings) -> UploadsFactory:
     """Direct uploads into `settings.data_dir`, over the local backend's own index."""
 
     def uploads(live: ChatBackend) -> LocalUploads:
-        return local_uploads(settings, _embedded(live.library.index), live.library.embedder)
+        return local_uploads(settings, _written(live.library), live.library.embedder)
 
     return uploads
 
 
-def _embedded(index: ChunkReader) -> SqliteIndex:
-    """The backend's index, which direct uploads need to be the embedded SQLite one."""
-    if not isinstance(index, SqliteIndex):
-        raise TypeError(f"local uploads need the SQLite index, not {type(index).__name__}")
-    return index
+def _written(library: Library) -> SqliteIndex | ClusterIndex:
+    """What direct uploads write into: the library's SQLite index, or (over a cluster) its
+    OpenSearch chunks with the SQLite registry."""
+    from docchat.adapters.cluster_index import ClusterIndex
+    from docchat.adapters.opensearch_index import OpenSearchIndex
+
+    index, registry = library.index, library.registry
+    if isinstance(index, SqliteIndex):
+        return index
+    if isinstance(index, OpenSearchIndex) and isinstance(registry, SqliteIndex):
+        return ClusterIndex(registry, index)
+    raise TypeError(f"local uploads need the SQLite index, not {type(index).__name__}")
 
 
 def local_conversations(settings: Settings) -> SqliteConversations:

@@ -1,0 +1,106 @@
+"""Local mode over an OpenSearch cluster (DOCCHAT_OPENSEARCH_ENDPOINT set for `docchat serve`):
+chunks and vectors go to the cluster through the cloud's adapter (OpenSearchIndex), which also
+answers every search; the data directory's SQLite index keeps only the records, the page text
+and the notes, so the server's memory no longer grows with the chunks.
+
+Sentence vectors are not kept on this path (they are kept beside SQLite's chunk rows): each
+process embeds those of the chunks it reranks once, and caches them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from docchat.adapters.opensearch_index import OpenSearchIndex, client_for
+from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.config import Settings
+from docchat.errors import DocumentNotFoundError
+from docchat.ingest.decision import copy_chunk
+from docchat.models import Chunk, DocStatus, DocumentRecord, Page
+from docchat.ports import SentenceVectors, Vectors
+
+
+def cluster_chunks(settings: Settings, *, embedding_model: str, dimension: int) -> OpenSearchIndex:
+    """The OpenSearch index of `settings.opensearch_endpoint` for this embedder's vectors."""
+    client = client_for(
+        settings.opensearch_endpoint, region=settings.region, service=settings.opensearch_service
+    )
+    return OpenSearchIndex(
+        client=client,
+        embedding_model=embedding_model,
+        dimension=dimension,
+        serverless=settings.opensearch_service == "aoss",
+        index_prefix=settings.index_prefix,
+        endpoint=settings.opensearch_endpoint,
+    )
+
+
+class ClusterIndex:
+    """What ingestion and local uploads write (ports.LocalIndex) when chunks live in a
+    cluster: `chunks` there, records and page text in `records`."""
+
+    def __init__(self, records: SqliteIndex, chunks: OpenSearchIndex) -> None:
+        self.records = records
+        self.chunks = chunks
+
+    @property
+    def read_only(self) -> bool:
+        return self.records.read_only
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        return self.records.document(doc_id)
+
+    def documents(self) -> list[DocumentRecord]:
+        return self.records.documents()
+
+    def unfinished(self) -> list[DocumentRecord]:
+        return self.records.unfinished()
+
+    def indexed_version(self, version: str) -> DocumentRecord | None:
+        return self.records.indexed_version(version)
+
+    def set_record(self, record: DocumentRecord) -> None:
+        self.records.set_record(record)
+
+    def clear_chunks(self, doc_id: str) -> None:
+        self.chunks.delete_document(doc_id)
+        self.records.clear_chunks(doc_id)
+
+    def delete_document(self, doc_id: str) -> None:
+        """Forget a document: its chunks in the cluster, then its record."""
+        self.chunks.delete_document(doc_id)
+        self.records.delete_document(doc_id)
+
+    def replace_document(
+        self,
+        record: DocumentRecord,
+        chunks: Sequence[Chunk],
+        vectors: Vectors,
+        *,
+        pages: Sequence[Page] = (),
+        sentences: Sequence[SentenceVectors] = (),
+    ) -> None:
+        """Write the new version's chunks to the cluster and remove its other versions' there,
+        then mark the record indexed (with its page text) here."""
+        self.chunks.write_chunks(chunks, vectors)
+        self.chunks.finalize_document(record.doc_id, record.version)
+        empty = np.zeros((0, self.chunks.dimension), dtype=np.float32)
+        self.records.replace_document(record, [], empty, pages=pages)
+        indexed = record.model_copy(update={"status": DocStatus.INDEXED, "chunks": len(chunks)})
+        self.records.set_record(indexed)
+
+    def copy_document(self, from_doc_id: str, record: DocumentRecord) -> None:
+        """Make `record` a document of its own from the cluster's chunks and vectors of
+        `from_doc_id` (the same bytes under another name), embedding nothing."""
+        original = self.records.document(from_doc_id)
+        if original is None or original.status != DocStatus.INDEXED:
+            raise DocumentNotFoundError(
+                f"{from_doc_id!r} is not an indexed document: copy one that `docchat status` "
+                "lists as INDEXED"
+            )
+        chunks, vectors = self.chunks.document_vectors(from_doc_id, original.version)
+        copies = [copy_chunk(chunk, from_doc_id, record) for chunk in chunks]
+        pages = self.records.stored_pages(from_doc_id, original.version) or []
+        self.replace_document(record, copies, vectors, pages=pages)

@@ -1,0 +1,98 @@
+"""What is kept beside the chunks: each page as conversion extracted it (per content version,
+so identical files share it), model-written chunk notes (docchat.ingest.notes.NoteCache), and
+each chunk's sentence vectors (ports.SentenceStore), in half precision: the reranker only
+compares them with a query (a cosine moves by less than 1e-3)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from docchat.adapters.sqlite_index.store import Database
+from docchat.models import Page
+from docchat.ports import SentenceVectors
+
+SENTENCE_DTYPE = np.float16
+
+
+def stored_pages(db: Database, version: str) -> list[Page] | None:
+    """The pages kept for this content; None without any."""
+    rows = db.rows("SELECT page FROM pages WHERE version = ? ORDER BY number", (version,))
+    return [Page.model_validate_json(row[0]) for row in rows] or None
+
+
+def write_pages(db: sqlite3.Connection, version: str, pages: Sequence[Page]) -> None:
+    """Keep `pages` as the text of this content, instead of any kept before."""
+    db.execute("DELETE FROM pages WHERE version = ?", (version,))
+    db.executemany(
+        "INSERT INTO pages (version, number, page) VALUES (?, ?, ?)",
+        [(version, p.number, p.model_dump_json()) for p in pages],
+    )
+
+
+def drop_unused_pages(db: sqlite3.Connection) -> None:
+    """Forget the pages of content that no document has any more."""
+    db.execute("DELETE FROM pages WHERE version NOT IN (SELECT version FROM documents)")
+
+
+def notes(db: Database, keys: Sequence[str]) -> dict[str, str]:
+    """The cached notes of these keys."""
+    if not keys:
+        return {}
+    rows = db.rows(
+        "SELECT key, note FROM chunk_notes WHERE key IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(keys)),),
+    )
+    return {str(key): str(note) for key, note in rows}
+
+
+def save_notes(db: sqlite3.Connection, found: Mapping[str, str]) -> None:
+    db.executemany("INSERT OR REPLACE INTO chunk_notes (key, note) VALUES (?, ?)", found.items())
+
+
+def drop_unused_notes(db: sqlite3.Connection) -> None:
+    """A removed document's notes go with it: those no chunk carries any more (a note
+    written for an ingestion that failed half way is kept until something is removed)."""
+    db.execute(
+        "DELETE FROM chunk_notes WHERE note NOT IN (SELECT note FROM chunks WHERE note != '')"
+    )
+
+
+def sentence_vectors(
+    db: Database, chunk_ids: Sequence[str], *, dimension: int
+) -> dict[str, SentenceVectors]:
+    """The sentence vectors kept for these chunks."""
+    if not chunk_ids:
+        return {}
+    rows = db.rows(
+        "SELECT c.chunk_id, s.starts, s.vectors FROM sentences s JOIN chunks c ON c.id = s.row"
+        " WHERE c.chunk_id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(chunk_ids)),),
+    )
+    return {
+        str(chunk_id): SentenceVectors(
+            tuple(int(n) for n in np.frombuffer(starts, dtype=np.int32)),
+            np.frombuffer(vectors, dtype=SENTENCE_DTYPE).reshape(-1, dimension).astype(np.float32),
+        )
+        for chunk_id, starts, vectors in rows
+    }
+
+
+def sentence_row(found: SentenceVectors) -> tuple[bytes, bytes]:
+    """(starts, vectors) as a `sentences` row stores them."""
+    return (
+        np.asarray(found.starts, dtype=np.int32).tobytes(),
+        np.asarray(found.vectors, dtype=SENTENCE_DTYPE).tobytes(),
+    )
+
+
+def save_sentence_vectors(db: sqlite3.Connection, found: Mapping[str, SentenceVectors]) -> None:
+    """Keep these chunks' sentence vectors (by chunk id)."""
+    db.executemany(
+        "INSERT OR REPLACE INTO sentences (row, starts, vectors)"
+        " SELECT id, ?, ? FROM chunks WHERE chunk_id = ?",
+        [(*sentence_row(vectors), chunk_id) for chunk_id, vectors in found.items()],
+    )

@@ -1,0 +1,7 @@
+"""`python -m docchat.cli`: the `docchat` command."""
+
+import sys
+
+from docchat.cli import main
+
+sys.exit(main())

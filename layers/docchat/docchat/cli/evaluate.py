@@ -255,7 +255,7 @@ def _show(scores: dict[str, dict[str, float]], *, title: str, json_path: Path | 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m docchat.cli.evaluate beir DIR`: the eval commands without the rest of docchat."""
+    """`docchat eval ARGS` without the rest of docchat's commands (`main(["beir", DIR])`)."""
     shared = argparse.ArgumentParser(add_help=False)
     shared.add_argument("--data-dir", type=Path, default=None, help=argparse.SUPPRESS)
     parser = argparse.ArgumentParser(prog="docchat")
@@ -266,7 +266,3 @@ def main(argv: list[str] | None = None) -> int:
     except DocchatError as exc:
         common.err.print(f"[red]error:[/red] {exc}", markup=True)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

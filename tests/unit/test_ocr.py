@@ -150,6 +150,7 @@ def test_ocr_reading_order_is_rows_top_down_each_left_to_right() -> None:
 DMCA = Path(__file__).resolve().parents[2] / "examples" / "pdfs" / "dmca.pdf"
 
 
+@pytest.mark.slow  # a whole letter page through OCR: 5 s on an idle machine, over 60 loaded
 def test_ocr_reads_a_clean_line_its_classifier_turns_upside_down() -> None:
     # Given the first page of the DMCA summary as a scanner makes it (300 DPI, no text layer),
     # where rapidocr's orientation classifier, which sees each line squeezed into 192 x 48

@@ -212,7 +212,8 @@ def test_ask_lists_each_cited_passage_once_with_its_pages(
 
     from rich.console import Console
 
-    from docchat import cli
+    from docchat.cli import common
+    from docchat.cli.ask import print_sources
     from docchat.models import Answer, Citation
 
     answer = Answer(
@@ -224,9 +225,9 @@ def test_ask_lists_each_cited_passage_once_with_its_pages(
         mode="extractive",
     )
     printed = io.StringIO()
-    monkeypatch.setattr(cli, "out", Console(file=printed, width=200))
+    monkeypatch.setattr(common, "out", Console(file=printed, width=200))
 
-    cli._print_sources(answer)
+    print_sources(answer)
 
     assert printed.getvalue().split("Sources\n", 1)[1].splitlines() == listed
 

@@ -13,7 +13,7 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from docchat import cli
+from docchat.cli import common as cli
 from docchat.cli import main
 from tests.pdfgen import make_pdf
 

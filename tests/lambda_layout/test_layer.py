@@ -24,7 +24,7 @@ NEVER_IMPORTED = (
     "xxhash",
 )
 # Local mode only (the terminal UI needs rich, which the layer does not ship).
-LOCAL_ONLY = ("docchat.cli", "docchat.evaluate.cli")
+LOCAL_ONLY = ("docchat.cli",)
 
 PROBE = """
 import importlib, json, pkgutil, sys

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from docchat.answer.extractive import QuoteWeights
+from docchat.cli import evaluate as cli
 from docchat.config import Settings
 from docchat.errors import ConfigError, EvaluationDataError
-from docchat.evaluate import cli
 from docchat.evaluate.beir import (
     beir_scores,
     beir_slice,

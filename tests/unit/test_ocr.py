@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
+import pypdfium2 as pdfium
 import pytest
 from reportlab.pdfgen.canvas import Canvas
 
@@ -143,3 +145,36 @@ def test_ocr_reading_order_is_rows_top_down_each_left_to_right() -> None:
     found = [line("Smith", 200, 97), line("Date:", 10, 130), line("Name:", 10, 100)]
 
     assert [x.text for x in ocr.reading_order(found)] == ["Name:", "Smith", "Date:"]
+
+
+DMCA = Path(__file__).resolve().parents[2] / "examples" / "pdfs" / "dmca.pdf"
+
+
+@pytest.mark.slow  # a whole letter page through OCR: 5 s on an idle machine, over 60 loaded
+def test_ocr_reads_a_clean_line_its_classifier_turns_upside_down() -> None:
+    # Given the first page of the DMCA summary as a scanner makes it (300 DPI, no text layer),
+    # where rapidocr's orientation classifier, which sees each line squeezed into 192 x 48
+    # pixels, takes one upright line of body text for an upside-down one
+    scan = scanned_copy(DMCA.read_bytes(), dpi=300, pages=[0])
+
+    # When it is converted with OCR at the default 150 DPI
+    [page] = pages_from_pdf(scan, ocr=LocalOcr(OPTIONS)).pages
+
+    # Then that line is read as printed, not as "er ou o aer os es e ae e"
+    text = " ".join(page.markdown.split())
+    assert "by activating a computer for purposes of maintenance or repair" in text
+
+
+def test_ocr_reads_a_page_scanned_upside_down() -> None:
+    # Given a scanned page image turned upside down (the classifier turns each line back)
+    scan = scanned_copy(_text_pdf("Invoice number 4711", "Total due: 250 euros"), dpi=150)
+    document = pdfium.PdfDocument(scan)
+    image = np.ascontiguousarray(document[0].render(scale=150 / 72, grayscale=True).to_numpy())
+    document.close()
+
+    # When OCR reads it
+    lines = ocr.engine(threads=1).lines(np.rot90(image, 2).copy())
+
+    # Then each line is read the right way up
+    texts = [line.text for line in lines]
+    assert "Invoice number 4711" in texts and "Total due: 250 euros" in texts

@@ -1,4 +1,5 @@
-"""`docchat eval beir DIR` and `docchat eval qa FILE`: retrieval quality on public benchmarks."""
+"""`docchat eval beir DIR` and `docchat eval qa FILE`: retrieval quality on public benchmarks
+(the measuring is docchat.evaluate's)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -24,6 +24,8 @@ from rich.progress import (
 from rich.table import Table
 
 from docchat.answer.extractive import QuoteWeights
+from docchat.cli import common
+from docchat.cli.common import Commands
 from docchat.config import Settings
 from docchat.errors import DocchatError
 from docchat.evaluate.beir import evaluate_beir, load_beir
@@ -32,52 +34,14 @@ from docchat.evaluate.qa import evaluate_qa, extractive_quoter, load_squad, qa_s
 from docchat.wiring import reranker
 from docchat.wiring.local import local_embedder
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False)
 DEFAULT_CACHE = Path(".docchat-eval")
 
 
-def add_eval_commands(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-    common_parser: argparse.ArgumentParser,
-) -> None:
+def add_commands(subparsers: Commands, common_parser: argparse.ArgumentParser) -> None:
     """Add `eval beir` and `eval qa` to the `docchat` command."""
     evaluate = subparsers.add_parser("eval", help="measure retrieval on BEIR or SQuAD-style data")
     kinds = evaluate.add_subparsers(dest="eval_command", required=True)
-    search = argparse.ArgumentParser(add_help=False)
-    search.add_argument(
-        "--cache",
-        type=Path,
-        default=DEFAULT_CACHE,
-        help=f"where corpus embeddings are kept between runs (default: {DEFAULT_CACHE}/)",
-    )
-    search.add_argument("--json", type=Path, metavar="PATH", help="also write the scores here")
-    search.add_argument(
-        "--context",
-        choices=[*CONTEXTS, "both"],
-        default="contextual",
-        help="index each chunk's text alone (plain), with its title and heading path as "
-        "ingestion does (contextual, the default), or both in one run",
-    )
-    # Unset, each is the chat's own setting: DOCCHAT_<NAME>, else the tuned default.
-    search.add_argument(
-        "--fusion",
-        choices=["rank", "score"],
-        default=None,
-        help=f"hybrid fusion: reciprocal rank or min-max score (default {_tuned('fusion')})",
-    )
-    search.add_argument(
-        "--vector-weight",
-        type=float,
-        default=None,
-        help=f"cosine share in score fusion (default {_tuned('vector_weight')})",
-    )
-    search.add_argument(
-        "--candidates",
-        type=int,
-        default=None,
-        help=f"k-NN and BM25 candidates before fusion (default {_tuned('candidates')})",
-    )
+    search = _search_options()
 
     beir = kinds.add_parser(
         "beir",
@@ -120,6 +84,45 @@ def add_eval_commands(
         "one, report on the other; every document stays indexed)",
     )
     qa.set_defaults(run=run_qa)
+
+
+def _search_options() -> argparse.ArgumentParser:
+    """The options both kinds take: the embedding cache, the JSON file, and how to search."""
+    search = argparse.ArgumentParser(add_help=False)
+    search.add_argument(
+        "--cache",
+        type=Path,
+        default=DEFAULT_CACHE,
+        help=f"where corpus embeddings are kept between runs (default: {DEFAULT_CACHE}/)",
+    )
+    search.add_argument("--json", type=Path, metavar="PATH", help="also write the scores here")
+    search.add_argument(
+        "--context",
+        choices=[*CONTEXTS, "both"],
+        default="contextual",
+        help="index each chunk's text alone (plain), with its title and heading path as "
+        "ingestion does (contextual, the default), or both in one run",
+    )
+    # Unset, each is the chat's own setting: DOCCHAT_<NAME>, else the tuned default.
+    search.add_argument(
+        "--fusion",
+        choices=["rank", "score"],
+        default=None,
+        help=f"hybrid fusion: reciprocal rank or min-max score (default {_tuned('fusion')})",
+    )
+    search.add_argument(
+        "--vector-weight",
+        type=float,
+        default=None,
+        help=f"cosine share in score fusion (default {_tuned('vector_weight')})",
+    )
+    search.add_argument(
+        "--candidates",
+        type=int,
+        default=None,
+        help=f"k-NN and BM25 candidates before fusion (default {_tuned('candidates')})",
+    )
+    return search
 
 
 def run_beir(args: argparse.Namespace, settings: Settings) -> int:
@@ -225,7 +228,7 @@ def _progress() -> Iterator[Callable[[str, int, int], None]]:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=err, transient=False) as progress:
+    with Progress(*columns, console=common.err, transient=False) as progress:
         tasks: dict[str, TaskID] = {}
 
         def report(stage: str, done: int, total: int) -> None:
@@ -244,26 +247,22 @@ def _show(scores: dict[str, dict[str, float]], *, title: str, json_path: Path | 
         table.add_column(metric, justify="right")
     for method, values in scores.items():
         table.add_row(method, *(f"{values[m]:.4f}" if m in values else "" for m in metrics))
-    out.print(table)
+    common.out.print(table)
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
-        err.print(f"scores written to {json_path}")
+        common.err.print(f"scores written to {json_path}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m docchat.evaluate.cli beir DIR`: the eval commands without the rest of docchat."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    """`docchat eval ARGS` without the rest of docchat's commands (`main(["beir", DIR])`)."""
+    shared = argparse.ArgumentParser(add_help=False)
+    shared.add_argument("--data-dir", type=Path, default=None, help=argparse.SUPPRESS)
     parser = argparse.ArgumentParser(prog="docchat")
-    add_eval_commands(parser.add_subparsers(dest="command", required=True), common)
+    add_commands(parser.add_subparsers(dest="command", required=True), shared)
     args = parser.parse_args(["eval", *(sys.argv[1:] if argv is None else argv)])
     try:
         return int(args.run(args, Settings.from_env(os.environ, data_dir=args.data_dir)))
     except DocchatError as exc:
-        err.print(f"[red]error:[/red] {exc}", markup=True)
+        common.err.print(f"[red]error:[/red] {exc}", markup=True)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,8 @@
+"""`python -m docchat.cli`: the `docchat` command."""
+
+import sys
+
+from docchat.cli import main
+
+if __name__ == "__main__":  # importing it (pkgutil.walk_packages does) runs nothing
+    sys.exit(main())

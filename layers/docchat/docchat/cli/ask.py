@@ -1,0 +1,138 @@
+"""`docchat ask` and `docchat search`: questions over the indexed documents."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import cast
+
+from rich.markup import escape
+
+from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.answer.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCallEvent
+from docchat.cli import common
+from docchat.cli.common import Commands, question, require_index, top_k
+from docchat.cli.display import shown
+from docchat.config import Settings
+from docchat.errors import DocchatError
+from docchat.models import Answer, Citation, Passage, source_name
+
+
+def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> None:
+    """Add `docchat ask` and `docchat search`."""
+    ask = commands.add_parser(
+        "ask", parents=[common_parser], help="answer a question with citations"
+    )
+    ask.add_argument("question")
+    ask.add_argument("--top-k", type=top_k, default=None, help="passages to draw on (1-50)")
+    ask.add_argument("--doc", action="append", help="only this document (repeatable)")
+    ask.add_argument("--json", action="store_true", help="print the answer as JSON")
+    ask.set_defaults(run=run_ask)
+
+    search = commands.add_parser("search", parents=[common_parser], help="show the best passages")
+    search.add_argument("query")
+    search.add_argument("--top-k", type=top_k, default=None, help="passages to show (1-50)")
+    search.add_argument("--doc", action="append", help="only this document (repeatable)")
+    search.add_argument("--json", action="store_true", help="print passages as JSON")
+    search.set_defaults(run=run_search)
+
+
+def run_ask(args: argparse.Namespace, settings: Settings) -> int:
+    """Stream the agent's answer: steps to stderr, text to stdout as it is written."""
+    from docchat.wiring.local import local_backend
+
+    text = question(args.question, what="question")
+    require_index(settings)
+    backend = local_backend(settings)
+    if args.top_k:
+        backend.config.top_k = args.top_k
+    index = common.closed_later(cast(SqliteIndex, backend.library.index))
+    doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
+    events = backend.agent().run([{"role": "user", "content": text}], doc_ids=doc_ids)
+    written: list[str] = []
+    citations: list[Citation] = []
+    for event in events:
+        match event:
+            case DeltaEvent():
+                written.append(event.text)
+                if not args.json:
+                    sys.stdout.write(event.text)
+                    sys.stdout.flush()
+            case ToolCallEvent() if not args.json:
+                call = escape(f"{event.name} {json.dumps(event.input, ensure_ascii=False)}")
+                common.err.print(f"[dim]{call}[/dim]", soft_wrap=True)
+            case CitationsEvent():
+                citations = event.citations
+            case ErrorEvent():
+                raise DocchatError(event.message)
+    answer = Answer(text="".join(written), citations=citations, mode=backend.mode)
+    if not args.json and not answer.text.endswith("\n"):
+        sys.stdout.write("\n")  # the shell's prompt starts on a line of its own
+    if args.json:
+        common.out.print_json(answer.model_dump_json())
+    else:
+        print_sources(answer)
+    return 0
+
+
+def print_sources(answer: Answer) -> None:
+    """Each cited passage once, by number, with the pages its quotes are on (a passage may
+    run over a page break, and two quotes may come from one passage and page)."""
+    pages: dict[int, set[int]] = {}
+    first: dict[int, Citation] = {}
+    for c in answer.citations:
+        pages.setdefault(c.number, set()).add(c.page)
+        first.setdefault(c.number, c)
+    if first:
+        common.out.print("\nSources")
+    for number, c in sorted(first.items()):
+        found = sorted(pages[number])
+        where = f"page {found[0]}" if len(found) == 1 else f"pages {', '.join(map(str, found))}"
+        name = shown(Path(c.source).name)
+        common.out.print(f"  [{number}] {shown(c.title)}, {where} ({name})", markup=False)
+
+
+def run_search(args: argparse.Namespace, settings: Settings) -> int:
+    """The best passages for a query, as a list or as JSON."""
+    passages = _retrieve(args, settings, question(args.query, what="search query"))
+    if args.json:
+        rows = [
+            {
+                "chunk_id": p.chunk.chunk_id,
+                "doc_id": p.chunk.doc_id,
+                "title": p.chunk.title,
+                "source": source_name(p.chunk.source),
+                "page_start": p.chunk.page_start,
+                "page_end": p.chunk.page_end,
+                "headings": p.chunk.headings,
+                "score": p.score,
+                "vector_rank": p.vector_rank,
+                "keyword_rank": p.keyword_rank,
+                "text": p.chunk.text,
+                "note": p.chunk.note,  # model-written context (DOCCHAT_CHUNK_CONTEXT=model)
+            }
+            for p in passages
+        ]
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        return 0
+    for rank, p in enumerate(passages, start=1):
+        pages = f"p. {p.chunk.page_start}" + (
+            f"-{p.chunk.page_end}" if p.chunk.page_end != p.chunk.page_start else ""
+        )
+        common.out.print(
+            f"{rank}. {shown(p.chunk.title)}, {pages}  score {p.score:.4f}", markup=False
+        )
+        common.out.print("   " + " ".join(p.chunk.text.split())[:300], markup=False)
+    return 0
+
+
+def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[Passage]:
+    from docchat.wiring.local import local_library
+
+    require_index(settings)
+    library = local_library(settings)
+    index = common.closed_later(cast(SqliteIndex, library.index))
+    doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
+    return library.search(query, top_k=args.top_k or settings.top_k, doc_ids=doc_ids).passages

@@ -1,0 +1,266 @@
+"""`docchat ingest`, `status`, `text` and `rm`: the documents of a data directory."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from docchat.cli import common
+from docchat.cli.common import Commands, existing_index, name_of, plural, shown_name
+from docchat.cli.display import print_status, shown
+from docchat.config import Settings
+from docchat.errors import DocchatError, StorageError, StorageFullError
+from docchat.ingest.local import IngestResult, ingest_file, pdf_paths, source_of
+from docchat.ingest.pagetext import extracted_pages
+from docchat.models import DocStatus, DocumentRecord, file_name
+from docchat.wiring import chunk_notes
+from docchat.wiring.local import local_embedder, open_index
+
+
+def add_ingest(commands: Commands, common_parser: argparse.ArgumentParser) -> None:
+    """Add `docchat ingest`."""
+    ingest = commands.add_parser(
+        "ingest", parents=[common_parser], help="index PDF files or folders"
+    )
+    ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    ingest.set_defaults(run=run_ingest)
+
+
+def add_listing(commands: Commands, common_parser: argparse.ArgumentParser) -> None:
+    """Add `docchat status`, `rm` and `text`."""
+    status = commands.add_parser(
+        "status", parents=[common_parser], help="list documents and totals"
+    )
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(run=run_status)
+
+    rm = commands.add_parser("rm", parents=[common_parser], help="remove a document from the index")
+    rm.add_argument("doc", metavar="DOC", help="document id, path or file name")
+    rm.set_defaults(run=run_rm)
+
+    text = commands.add_parser(
+        "text", parents=[common_parser], help="show the text extracted from a document's pages"
+    )
+    text.add_argument("doc", metavar="DOC", help="document id, path or file name")
+    text.add_argument(
+        "--pages", type=page_range, default=(None, None), metavar="A-B", help="e.g. 3, 3-5, 3-"
+    )
+    text.add_argument("--json", action="store_true", help="a JSON list of {page, text, ocr}")
+    text.set_defaults(run=run_text)
+
+
+def page_range(value: str) -> tuple[int | None, int | None]:
+    """--pages: "3", "3-5", "3-" or "-5" (first page, last page; None for open ends)."""
+    match = re.fullmatch(r"\s*(\d*)\s*(-?)\s*(\d*)\s*", value)
+    if match is None or not (match.group(1) or match.group(3)):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a page range: give a page (3) or a range (3-5, 3-, -5)"
+        )
+    first = int(match.group(1)) if match.group(1) else None
+    last = int(match.group(3)) if match.group(3) else None
+    if not match.group(2):
+        last = first
+    return first, last
+
+
+def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    """Index the PDFs named, one after another with a progress bar each, then a summary."""
+    missing = [p for p in args.paths if not p.exists()]
+    if missing:
+        raise DocchatError(f"no such file or folder: {', '.join(map(str, missing))}")
+    files = list(pdf_paths(args.paths))
+    if not files:
+        raise DocchatError("no PDF files found in " + ", ".join(map(str, args.paths)))
+    results, stopped = _ingest_files(files, settings)
+    out = common.out
+    out.print(_summary(results))
+    for r in results:
+        if r.outcome == "failed":
+            out.print(f"{shown_name(r.source)}: {shown(r.record.error or '')}", markup=False)
+        elif r.outcome == "duplicate":
+            # Under the same name (another folder, another clone) only the path tells them apart.
+            twin = shown_name(r.record.source)
+            twin = shown(r.record.source) if twin == shown_name(r.source) else twin
+            out.print(
+                f"{shown_name(r.source)}: the same content as {twin} "
+                f"({r.record.doc_id}), copied from it without embedding it again",
+                markup=False,
+            )
+    failed = sum(r.outcome == "failed" for r in results)
+    out.print(
+        f"{len(results) - failed} of {plural(len(files), 'document')} indexed or unchanged"
+        + (f"; {failed} failed (reasons above)" if failed else "")
+    )
+    if stopped:
+        untried = files[len(results) :]
+        skipped = (
+            f", so {plural(len(untried), 'file')} {'was' if len(untried) == 1 else 'were'} "
+            f"not tried ({', '.join(shown_name(p) for p in untried)})"
+            if untried
+            else ""
+        )
+        out.print(
+            f"stopped: the disk is full{skipped}: free some space and run the same command again",
+            markup=False,
+        )
+    return 1 if failed or stopped else 0
+
+
+def _ingest_files(
+    files: list[Path], settings: Settings
+) -> tuple[list[IngestResult], StorageFullError | None]:
+    """Each file's result, and the full disk that stopped the run before the rest, if one did."""
+    embedder = local_embedder(settings)
+    index = common.closed_later(open_index(settings, embedder))
+    notes = chunk_notes(settings, index)
+    results: list[IngestResult] = []
+    stopped: StorageFullError | None = None
+    columns = (
+        TextColumn("{task.description}", markup=False),  # a file name's "[draft]" is text
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[stage]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=common.err, transient=False) as progress:
+        for path in files:
+            task = progress.add_task(shown(name_of(path)[:40]), total=None, stage="")
+
+            def update(stage: str, done: int, total: int, task: TaskID = task) -> None:
+                label = {"convert": "pages", "embed": "chunks"}.get(stage, stage)
+                progress.update(task, completed=done, total=total, stage=label)
+
+            try:
+                result = ingest_file(
+                    path,
+                    index=index,
+                    embedder=embedder,
+                    settings=settings,
+                    on_progress=update,
+                    notes=notes,
+                )
+            except StorageError as exc:  # this file fails; a full disk stops the rest
+                result = _storage_failure(path, exc)
+                stopped = exc if isinstance(exc, StorageFullError) else None
+            progress.update(task, stage=result.outcome)
+            results.append(result)
+            if stopped:
+                break
+    return results, stopped
+
+
+def _storage_failure(path: Path, exc: StorageError) -> IngestResult:
+    """A file the index could not take, with the reason (the index keeps what it had)."""
+    from docchat.ingest.decision import doc_id_for
+
+    source = source_of(path)
+    record = DocumentRecord(
+        doc_id=doc_id_for(source),
+        source=source,
+        title=Path(source).stem,
+        status=DocStatus.FAILED,
+        error_code=exc.code,
+        error=str(exc),
+    )
+    return IngestResult(record, "failed", 0.0, source)
+
+
+def _summary(results: list[IngestResult]) -> Table:
+    table = Table(title="ingest summary")
+    for name in ("document", "pages", "chunks", "seconds", "status"):
+        table.add_column(
+            name, justify="right" if name in ("pages", "chunks", "seconds") else "left"
+        )
+    for r in results:
+        status = r.outcome if r.outcome != "failed" else f"FAILED ({r.record.error_code})"
+        if r.outcome == "indexed" and r.record.revision > 1:
+            status = f"indexed (revision {r.record.revision})"  # new content replaced the old
+        table.add_row(
+            Text(shown_name(r.source or r.record.source)),  # "[draft]" in a name is not markup
+            str(r.record.pages),
+            str(r.record.chunks),
+            f"{r.seconds:.2f}",
+            status,
+        )
+    return table
+
+
+def run_status(args: argparse.Namespace, settings: Settings) -> int:
+    """The documents, each with its status, and the index's totals."""
+    from docchat.ingest.uploads import interrupted
+
+    index = existing_index(settings)
+    documents = index.documents()
+    stopped = interrupted(settings, documents)
+    if args.json:
+        payload = {
+            "stats": index.stats(),
+            "documents": [
+                {
+                    **d.model_dump(mode="json"),
+                    "file_name": file_name(d.source),
+                    "interrupted": d.doc_id in stopped,
+                }
+                for d in documents
+            ],
+        }
+        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    out = common.out
+    print_status(
+        out,
+        documents,
+        title=f"documents in {settings.data_dir}",
+        interrupted=stopped,
+    )
+    stats = index.stats()
+    out.print(
+        f"{plural(stats['documents'], 'document')}, {plural(stats['chunks'], 'chunk')}, "
+        f"{plural(stats['indexed_pages'], 'page')} indexed; {stats['embedding_model']} "
+        f"({stats['dimension']} dims)",
+        soft_wrap=not out.is_terminal,  # wrapped between words in a terminal, one line piped
+    )
+    return 0
+
+
+def run_text(args: argparse.Namespace, settings: Settings) -> int:
+    """The text conversion extracted from a document's pages, as markdown or JSON."""
+    index = existing_index(settings)
+    record = index.find_document(args.doc, path=source_of(Path(args.doc)))
+    first, last = args.pages
+    pages = extracted_pages(record, index, doc_ref=args.doc, first=first, last=last)
+    if args.json:
+        rows = [{"page": p.number, "text": p.markdown, "ocr": p.ocr} for p in pages]
+        sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    name = shown(file_name(record.source))
+    for page in pages:
+        read = ", read by OCR" if page.ocr else ""
+        heading = f"--- {shown(record.title)} ({name}), page {page.number}{read} ---"
+        common.out.print(heading, markup=False)
+        common.out.print(page.markdown, markup=False)
+    return 0
+
+
+def run_rm(args: argparse.Namespace, settings: Settings) -> int:
+    """Remove exactly the document named, by its id, path or file name (the same content under
+    another name is a document of its own, and stays)."""
+    index = existing_index(settings)
+    record = index.find_document(args.doc, path=source_of(Path(args.doc)))
+    index.delete_document(record.doc_id)
+    common.out.print(f"removed {record.doc_id} ({plural(record.chunks, 'chunk')})", markup=False)
+    return 0

@@ -6,7 +6,7 @@
 // silently from the file's real name, while the escape tells the reader what the name holds and
 // keeps two such names apart. The names sent back to the server (uploads, deletes, the file the
 // viewer downloads) are the originals; only what is shown is escaped. The CLI does the same
-// (docchat/cli_display.py).
+// (docchat/cli/display.py).
 
 // Unicode's Bidi_Control characters: ALM, LRM, RLM, the embeddings and overrides, the isolates.
 const BIDI_CONTROLS = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;

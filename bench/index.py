@@ -403,7 +403,7 @@ def chat_data() -> Path:
     """bench/.data/chat: examples/pdfs ingested by `docchat ingest` (the local embedder)."""
     folder = DATA / "chat"
     pdfs = sorted((ROOT / "examples" / "pdfs").glob("*.pdf"))
-    stamp = {"format": "1", "pdfs": [(p.name, p.stat().st_size) for p in pdfs]}
+    stamp = {"format": "1", "pdfs": [[p.name, p.stat().st_size] for p in pdfs]}  # as JSON reads it
     stamp_file = folder / "stamp.json"
     if stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
         return folder

@@ -28,11 +28,13 @@ from rich.text import Text
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.answer.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCallEvent
+from docchat.answer.tools import where
 from docchat.cli_display import print_status, shown
 from docchat.config import Settings
 from docchat.errors import DocchatError, IndexMissingError, StorageError, StorageFullError
 from docchat.evaluate.cli import add_eval_commands
-from docchat.ingest.local import IngestResult, ingest_file, pdf_paths, source_of
+from docchat.ingest.formats import READABLE
+from docchat.ingest.local import IngestResult, document_paths, ingest_file, source_of
 from docchat.ingest.pagetext import extracted_pages
 from docchat.models import (
     Answer,
@@ -85,10 +87,14 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="where the index lives (default: $DOCCHAT_DATA_DIR or .docchat/)",
     )
-    parser = argparse.ArgumentParser(prog="docchat", description="Chat with your PDFs.")
+    parser = argparse.ArgumentParser(prog="docchat", description="Chat with your documents.")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    ingest = commands.add_parser("ingest", parents=[common], help="index PDF files or folders")
+    ingest = commands.add_parser(
+        "ingest",
+        parents=[common],
+        help="index documents (PDF, Word, PowerPoint, Excel, HTML, Markdown, text) or folders",
+    )
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     ingest.set_defaults(run=_ingest)
 
@@ -220,13 +226,17 @@ def _text(args: argparse.Namespace, settings: Settings) -> int:
     first, last = args.pages
     pages = extracted_pages(record, index, doc_ref=args.doc, first=first, last=last)
     if args.json:
-        rows = [{"page": p.number, "text": p.markdown, "ocr": p.ocr} for p in pages]
+        rows = [
+            {"page": p.number, "text": p.markdown, "ocr": p.ocr}
+            | ({"kind": p.kind, "label": p.label} if p.label else {})
+            for p in pages
+        ]
         sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
         return 0
     name = shown(file_name(record.source))
     for page in pages:
         read = ", read by OCR" if page.ocr else ""
-        heading = f"--- {shown(record.title)} ({name}), page {page.number}{read} ---"
+        heading = f"--- {shown(record.title)} ({name}), {shown(page.where)}{read} ---"
         out.print(heading, markup=False)
         out.print(page.markdown, markup=False)
     return 0
@@ -242,9 +252,9 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     missing = [p for p in args.paths if not p.exists()]
     if missing:
         raise DocchatError(f"no such file or folder: {', '.join(map(str, missing))}")
-    files = list(pdf_paths(args.paths))
+    files = list(document_paths(args.paths))
     if not files:
-        raise DocchatError("no PDF files found in " + ", ".join(map(str, args.paths)))
+        raise DocchatError(f"no documents ({READABLE}) found in " + ", ".join(map(str, args.paths)))
     embedder = local_embedder(settings)
     index = _closed_later(open_index(settings, embedder))
     notes = chunk_notes(settings, index)
@@ -407,16 +417,21 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
 def _print_sources(answer: Answer) -> None:
     """Each cited passage once, by number, with the pages its quotes are on (a passage may
     run over a page break, and two quotes may come from one passage and page)."""
-    pages: dict[int, set[int]] = {}
+    pages: dict[int, dict[int, str]] = {}
     first: dict[int, Citation] = {}
     for c in answer.citations:
-        pages.setdefault(c.number, set()).add(c.page)
+        pages.setdefault(c.number, {})[c.page] = c.label
         first.setdefault(c.number, c)
     if first:
         out.print("\nSources")
     for number, c in sorted(first.items()):
-        found = sorted(pages[number])
-        where = f"page {found[0]}" if len(found) == 1 else f"pages {', '.join(map(str, found))}"
+        found = sorted(pages[number].items())
+        if any(label for _, label in found):
+            where = "; ".join(shown(label) for _, label in found)
+        elif len(found) == 1:
+            where = f"page {found[0][0]}"
+        else:
+            where = f"pages {', '.join(str(page) for page, _ in found)}"
         name = shown(Path(c.source).name)
         out.print(f"  [{number}] {shown(c.title)}, {where} ({name})", markup=False)
 
@@ -545,6 +560,7 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
         pages = f"p. {p.chunk.page_start}" + (
             f"-{p.chunk.page_end}" if p.chunk.page_end != p.chunk.page_start else ""
         )
+        pages = shown(where(p.chunk)) if p.chunk.page_labels else pages
         out.print(f"{rank}. {shown(p.chunk.title)}, {pages}  score {p.score:.4f}", markup=False)
         out.print("   " + " ".join(p.chunk.text.split())[:300], markup=False)
     return 0

@@ -56,6 +56,7 @@ CHUNK_FIELDS = (
     "page_start",
     "page_end",
     "page_breaks",
+    "page_labels",
     "text",
     "embedding_model",
 )
@@ -68,6 +69,7 @@ CONTEXTUAL_FIELD = "contextual_text"
 #: again.
 KEYWORD_FIELDS = [CONTEXTUAL_FIELD, "text", "title^2", "headings^3"]
 _ENGLISH = {"type": "text", "analyzer": "english"}
+_LABELS = {"type": "keyword", "index": False, "doc_values": False}
 _PREFIX = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _MAX_INDEX_NAME = 255
 _MAX_RESULT_WINDOW = 10_000
@@ -112,6 +114,8 @@ def index_body(dimension: int) -> dict[str, Any]:
                 "page_end": {"type": "integer"},
                 # Kept in _source to map quotes to pages; never searched or sorted on.
                 "page_breaks": {"type": "integer", "index": False, "doc_values": False},
+                # A non-PDF document's page labels ("Slide 3: Results"), for citations.
+                "page_labels": _LABELS,
             },
         },
     }
@@ -190,7 +194,8 @@ class OpenSearchIndex:
             # Mapping a field again the same way changes nothing, so this is safe to repeat.
             # https://docs.opensearch.org/2.13/api-reference/index-apis/put-mapping
             self._client.indices.put_mapping(
-                index=self.index_name, body={"properties": {CONTEXTUAL_FIELD: _ENGLISH}}
+                index=self.index_name,
+                body={"properties": {CONTEXTUAL_FIELD: _ENGLISH, "page_labels": _LABELS}},
             )
         self._index_ready = True
 
@@ -384,6 +389,8 @@ class OpenSearchIndex:
                 f"{self.index_name} holds {self.embedding_model}: embed it again"
             )
         document = chunk.model_dump(include=set(CHUNK_FIELDS))
+        if not chunk.page_labels:  # a PDF's chunk stays as it was
+            document.pop("page_labels")
         document["embedding_model"] = self.embedding_model
         document[CONTEXTUAL_FIELD] = chunk.embed_text
         document["vector"] = vector.tolist()

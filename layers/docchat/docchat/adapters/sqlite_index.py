@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     text TEXT NOT NULL,
     vector BLOB NOT NULL,
     length INTEGER NOT NULL, term_ids BLOB NOT NULL, term_freqs BLOB NOT NULL,
-    note TEXT NOT NULL DEFAULT ''
+    note TEXT NOT NULL DEFAULT '',
+    page_labels TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
 CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT UNIQUE NOT NULL);
@@ -234,6 +235,10 @@ class SqliteIndex:
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}
             if "note" not in columns:
                 self._db.execute("ALTER TABLE chunks ADD COLUMN note TEXT NOT NULL DEFAULT ''")
+            if "page_labels" not in columns:
+                self._db.execute(
+                    "ALTER TABLE chunks ADD COLUMN page_labels TEXT NOT NULL DEFAULT '[]'"
+                )
 
     def _check_embedder(self, meta: dict[str, str]) -> None:
         if (meta["embedding_model"], int(meta["dimension"])) != (
@@ -520,6 +525,7 @@ class SqliteIndex:
                 np.asarray(vector, dtype=np.float32).tobytes(),
                 *terms,
                 chunk.note,
+                json.dumps(chunk.page_labels),
             )
             for chunk, vector, terms in zip(
                 chunks, vectors, self._terms([_fields(chunk) for chunk in chunks]), strict=True
@@ -527,8 +533,8 @@ class SqliteIndex:
         ]
         self._db.executemany(
             "INSERT INTO chunks (chunk_id, doc_id, version, source, title, headings, page_start,"
-            " page_end, page_breaks, text, vector, length, term_ids, term_freqs, note)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " page_end, page_breaks, text, vector, length, term_ids, term_freqs, note,"
+            " page_labels) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
 
@@ -728,6 +734,7 @@ class SqliteIndex:
             embedding_model=self.embedding_model,
             # A read-only file from before notes has no such column.
             note=row["note"] if "note" in row.keys() else "",  # noqa: SIM118 (Row: values)
+            page_labels=json.loads(row["page_labels"]) if "page_labels" in row.keys() else [],  # noqa: SIM118
         )
 
     def _load(self) -> None:

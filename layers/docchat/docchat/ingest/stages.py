@@ -32,7 +32,7 @@ def convert_document(
     """A file's bytes -> markdown pages, by the type its `name` says (formats.FORMATS): a PDF
     as `convert_pdf` reads it, any other format by its converter in a child process within
     the same limits; a type docchat does not read is an UnsupportedFormatError."""
-    if format_of(name).converter is None:
+    if format_of(name).name == "pdf":
         return convert_pdf(data, settings, fallback_title=fallback_title, on_page=on_page, ocr=ocr)
     converted = document_isolated(
         name, data, timeout_s=settings.convert_timeout_s, memory_mib=settings.convert_memory_mib

@@ -9,38 +9,39 @@ and a label that a citation shows where a PDF citation shows the page number.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from docchat.errors import UnsupportedFormatError
-from docchat.ingest.formats import documents
-from docchat.ingest.formats.safety import DEFAULT_LIMITS, Limits
-from docchat.models import ConvertedDocument
 
-Converter = Callable[[str, bytes, Limits], ConvertedDocument]
+if TYPE_CHECKING:
+    from docchat.ingest.formats.safety import Limits
+    from docchat.models import ConvertedDocument
 
 
 @dataclass(frozen=True)
 class Format:
-    """A file type docchat reads: its short name, the media type a browser PUTs it with, and
-    its converter (None for PDF, whose conversion has its own stage with OCR)."""
+    """A file type docchat reads: its short name (also its converter's in documents.py,
+    which is imported only to convert: uploads and the chat app never load the libraries),
+    and the media type a browser PUTs it with. PDF has its own stage (with OCR)."""
 
     name: str
     media_type: str
-    converter: Converter | None
 
 
 _OOXML = "application/vnd.openxmlformats-officedocument."
-_DOCX = Format("docx", _OOXML + "wordprocessingml.document", documents.docx)
-_PPTX = Format("pptx", _OOXML + "presentationml.presentation", documents.pptx)
-_XLSX = Format("xlsx", _OOXML + "spreadsheetml.sheet", documents.xlsx)
-_HTML = Format("html", "text/html", documents.html)
+_DOCX = Format("docx", _OOXML + "wordprocessingml.document")
+_PPTX = Format("pptx", _OOXML + "presentationml.presentation")
+_XLSX = Format("xlsx", _OOXML + "spreadsheetml.sheet")
+_HTML = Format("html", "text/html")
+_MD = Format("md", "text/markdown")
+_TXT = Format("txt", "text/plain")
 
 #: suffix -> format. Macro-enabled suffixes are read so that they fail with their own reason
 #: (has_macros) rather than as an unknown type.
 FORMATS: dict[str, Format] = {
-    ".pdf": Format("pdf", "application/pdf", None),
+    ".pdf": Format("pdf", "application/pdf"),
     ".docx": _DOCX,
     ".docm": _DOCX,
     ".dotx": _DOCX,
@@ -57,10 +58,10 @@ FORMATS: dict[str, Format] = {
     ".html": _HTML,
     ".htm": _HTML,
     ".xhtml": _HTML,
-    ".md": Format("md", "text/markdown", documents.markdown),
-    ".markdown": Format("md", "text/markdown", documents.markdown),
-    ".txt": Format("txt", "text/plain", documents.text),
-    ".text": Format("txt", "text/plain", documents.text),
+    ".md": _MD,
+    ".markdown": _MD,
+    ".txt": _TXT,
+    ".text": _TXT,
 }
 SUFFIXES = tuple(FORMATS)
 #: What a user is told docchat reads.
@@ -77,8 +78,9 @@ _LEGACY = {
 
 
 def suffix_of(name: str) -> str:
-    """A file name's extension, lower case ("" without one)."""
-    return PurePosixPath(name.replace("\\", "/").lower()).suffix
+    """A file name's extension, lower case ("" without one); ".pdf" of a file named ".pdf"."""
+    base = PurePosixPath(name.replace("\\", "/").lower()).name
+    return "." + base.rpartition(".")[2] if "." in base else ""
 
 
 def is_readable(name: str) -> bool:
@@ -101,9 +103,14 @@ def format_of(name: str) -> Format:
     raise UnsupportedFormatError(f"{name!r} is not a file type docchat reads: upload {READABLE}")
 
 
-def convert(name: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> ConvertedDocument:
+def convert(name: str, data: bytes, limits: Limits | None = None) -> ConvertedDocument:
     """A non-PDF document converted by its name's extension, or a typed refusal."""
-    converter = format_of(name).converter
-    if converter is None:
+    from docchat.ingest.formats import documents
+    from docchat.ingest.formats.safety import DEFAULT_LIMITS
+
+    fmt = format_of(name)
+    if fmt.name == "pdf":
         raise UnsupportedFormatError(f"{name!r} is a PDF: docchat.ingest.convert reads it")
-    return converter(name, data, limits)
+    converter = getattr(documents, fmt.name)
+    document: ConvertedDocument = converter(name, data, limits or DEFAULT_LIMITS)
+    return document

@@ -82,14 +82,14 @@ def html(name: str, data: bytes, limits: Limits) -> ConvertedDocument:
     return _sectioned(name, "html", title or _stem(name), blocks)
 
 
-def markdown(name: str, data: bytes, limits: Limits) -> ConvertedDocument:
+def md(name: str, data: bytes, limits: Limits) -> ConvertedDocument:
     """A Markdown file: its headings, lists, tables and code kept, re-written as page text."""
     blocks = blocks_from_markdown(decoded(name, data, limits))
     first_h1 = next((b.text for b in blocks if isinstance(b, Heading) and b.level == 1), "")
     return _sectioned(name, "md", first_h1 or _stem(name), blocks)
 
 
-def text(name: str, data: bytes, limits: Limits) -> ConvertedDocument:
+def txt(name: str, data: bytes, limits: Limits) -> ConvertedDocument:
     """Plain text, its lines as they are, cut at form feeds or by size."""
     body = decoded(name, data, limits)
     if "\x00" in body:

@@ -227,6 +227,47 @@ def test_html_keeps_headings_lists_tables_and_drops_scripts_styles_and_chrome() 
     )
 
 
+def test_html_comments_neither_show_nor_split_a_paragraph() -> None:
+    page = (
+        b"<html><body><main><h1>Notes</h1><p>Hello <!-- draft --> world, <b>bold</b><!--x-->ly."
+        b"</p><ul><li>one<!-- y --> item</li></ul><table><tr><th>A<!-- z -->B</th></tr>"
+        b"<tr><td>1</td></tr></table></main></body></html>"
+    )
+
+    text = text_of("c.html", page)
+
+    assert text == "# Notes\nHello world, boldly.\n- one item\n| AB |\n| --- |\n| 1 |"
+
+
+def test_html_chrome_is_a_whole_class_or_id_word_or_a_part_of_one() -> None:
+    page = (
+        b"<html><body><main><h1>Page</h1>"
+        b'<div class="vector-dropdown">Menu text</div><div id="site_sidebar">Side text</div>'
+        b'<span class="sr-only">Skip text</span><p class="canvas tocnumber">Kept one.</p>'
+        b'<p class="foo-sr-only">Kept two.</p><p class="Navbox">Nav text</p></main></body></html>'
+    )
+
+    text = text_of("c.html", page)
+
+    assert text == "# Page\nKept one.\nKept two."
+
+
+def test_html_a_table_holding_a_table_is_layout_and_its_cells_are_read_as_blocks() -> None:
+    page = (
+        b"<html><body><main><h1>Layout</h1><table><tr><td><p>Left column text.</p></td><td>"
+        b"<table><tr><th>Key</th><th>Value</th></tr><tr><td>a</td><td>1</td></tr></table>"
+        b"</td></tr></table><table><tr><th>Plain</th></tr><tr><td>row</td></tr></table>"
+        b"</main></body></html>"
+    )
+
+    text = text_of("l.html", page)
+
+    assert text == (
+        "# Layout\nLeft column text.\n| Key | Value |\n| --- | --- |\n| a | 1 |\n"
+        "| Plain |\n| --- |\n| row |"
+    )
+
+
 @needs_data
 def test_html_wikipedia_page_loses_its_chrome() -> None:
     text = text_of("w.html", real("markitdown/test_wikipedia.html"))

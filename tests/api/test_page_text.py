@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 import pytest
 
+from tests import officegen
 from tests.api.guarded import GuardedServer
 from tests.pdfgen import make_pdf
 
@@ -27,12 +28,14 @@ def server(tmp_path: Path) -> Iterator[GuardedServer]:
         yield running
 
 
-def _upload(server: GuardedServer, filename: str) -> str:
+def _upload(
+    server: GuardedServer, filename: str, data: bytes = PDF, kind: str = "application/pdf"
+) -> str:
     posted = httpx.post(
         f"{server.url}/documents",
         params={"filename": filename},
-        content=PDF,
-        headers={"content-type": "application/pdf"},
+        content=data,
+        headers={"content-type": kind},
     )
     assert posted.status_code == 202, posted.text
     doc_id = str(posted.json()["doc_id"])
@@ -51,12 +54,41 @@ def test_page_route_returns_page_text_and_ocr_flag(server: GuardedServer) -> Non
         "page": 1,
         "text": "# Ferries\n\nThe ferry to the island leaves every hour.",
         "ocr": False,
+        "kind": "page",
+        "label": "",
     }
     assert second.json() == {
         "page": 2,
         "text": "## Fares\n\nA return ticket costs twelve euros.",
         "ocr": False,
+        "kind": "page",
+        "label": "",
     }
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "number", "kind", "label", "line"),
+    [
+        ("deck.pptx", officegen.pptx_file, 2, "slide", "Slide 2: Quarterly results 2", "Notes:"),
+        ("book.xlsx", officegen.xlsx_file, 1, "sheet", "Sheet 'Revenue' A1:E4", "| Region 3 |"),
+        ("report.docx", officegen.docx_file, 2, "section", "Section: Chapter 1 > Scope 1", "|"),
+    ],
+)
+def test_page_route_serves_a_slide_sheet_or_section_with_its_label(
+    server: GuardedServer,
+    name: str,
+    make: Callable[[], bytes],
+    number: int,
+    kind: str,
+    label: str,
+    line: str,
+) -> None:
+    doc_id = _upload(server, name, make(), "application/octet-stream")
+
+    page = httpx.get(f"{server.url}/documents/{doc_id}/pages/{number}").json()
+
+    assert (page["page"], page["kind"], page["label"]) == (number, kind, label)
+    assert line in page["text"]
 
 
 @pytest.mark.parametrize("number", ["3", "0", "-1", "999999"])

@@ -244,14 +244,16 @@ def test_opensearch_index_creates_the_index_with_knn_and_bm25_mapping() -> None:
                 "page_start": {"type": "integer"},
                 "page_end": {"type": "integer"},
                 "page_breaks": {"type": "integer", "index": False, "doc_values": False},
+                "page_labels": {"type": "keyword", "index": False, "doc_values": False},
             },
         },
     }
 
 
 def test_opensearch_index_ensure_index_maps_the_contextual_field_of_an_existing_index() -> None:
-    # An index made before chunks carried their contextual text: its strict mapping would
-    # refuse them, so the field is added (adding a field leaves the rest alone).
+    # An index made before chunks carried their contextual text (or an Office document's page
+    # labels): its strict mapping would refuse them, so the fields are added (adding a field
+    # leaves the rest alone).
     server = FakeOpenSearch().reply(200).reply(200, ACK)
 
     _index(server, serverless=False).ensure_index()
@@ -260,7 +262,10 @@ def test_opensearch_index_ensure_index_maps_the_contextual_field_of_an_existing_
     assert (head.method, head.path) == ("HEAD", f"/{INDEX}")
     assert (mapping.method, mapping.path) == ("PUT", f"/{INDEX}/_mapping")
     assert mapping.json() == {
-        "properties": {"contextual_text": {"type": "text", "analyzer": "english"}}
+        "properties": {
+            "contextual_text": {"type": "text", "analyzer": "english"},
+            "page_labels": {"type": "keyword", "index": False, "doc_values": False},
+        }
     }
 
 
@@ -623,6 +628,7 @@ def test_opensearch_index_chunks_fetches_by_chunk_id_and_drops_duplicates() -> N
             "page_start",
             "page_end",
             "page_breaks",
+            "page_labels",
             "text",
             "embedding_model",
         ],

@@ -61,7 +61,13 @@ class LocalServer:
         self.index = SqliteIndex(
             settings.index_path, embedding_model=embedder.model_id, dimension=embedder.dimension
         )
-        library = Library(index=self.index, embedder=embedder, registry=self.index, **SEARCH)
+        library = Library(
+            index=self.index,
+            embedder=embedder,
+            registry=self.index,
+            page_store=self.index,
+            **SEARCH,
+        )
         self.backend = PacedBackend(library=library, model=None, config=tuned_config())
         self.uploads = LocalUploads(index=self.index, embedder=embedder, settings=settings)
         self.conversations = SqliteConversations(settings.conversations_path)

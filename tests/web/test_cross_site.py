@@ -168,7 +168,7 @@ def test_a_mistyped_token_is_asked_for_again_and_the_page_works(
 
         # The page's settings load with the right token: uploads are offered, no reload needed
         expect(page.locator("#docs-empty")).to_be_visible()
-        expect(page.get_by_role("button", name="Upload PDF")).to_be_visible()
+        expect(page.get_by_role("button", name="Upload documents")).to_be_visible()
         expect(page.locator("#docs-error")).to_be_hidden()
         context.close()
 

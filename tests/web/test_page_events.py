@@ -76,7 +76,13 @@ async (events) => {
 def _samples() -> list[ev.ChatEvent]:
     """One event of each kind, every optional field filled, as the agent makes them."""
     citation = Citation(
-        number=1, doc_id="bridges", title="Bridges", source="bridges.pdf", page=2, quote="2004"
+        number=1,
+        doc_id="bridges",
+        title="Bridges",
+        source="bridges.pptx",
+        page=2,
+        quote="2004",
+        label="Slide 2: New bridges",
     )
     ranked = ev.RankedPassage(**PASSAGE.model_dump(), score=0.9, vector_rank=1, keyword_rank=2)
     return [
@@ -129,7 +135,8 @@ def test_page_reads_only_fields_the_events_have(page: Any) -> None:
 
     assert seen["unhandled"] == []
     assert seen["missing"] == []
-    assert "2004" in seen["quote"] and "bridges.pdf" in seen["quote"]  # the quote was read
+    assert "2004" in seen["quote"] and "bridges.pptx" in seen["quote"]
+    assert "Slide 2: New bridges" in seen["quote"]  # the quote and its location were read
 
 
 def test_page_notices_a_field_it_reads_that_an_event_lacks(page: Any) -> None:

@@ -16,11 +16,16 @@ from moto import mock_aws
 from docchat.adapters.s3_uploads import S3Uploads
 from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
-from docchat.errors import DocumentNotFoundError, NotPdfError, UploadTooLargeError
+from docchat.errors import (
+    DocumentNotFoundError,
+    NotPdfError,
+    UnsupportedUploadError,
+    UploadTooLargeError,
+)
 from docchat.ingest.decision import doc_id_for
 from docchat.ingest.uploads import (
     LocalUploads,
-    check_pdf,
+    check_upload,
     display_name,
     upload_path,
 )
@@ -91,13 +96,17 @@ def test_display_name_is_the_users_own_file_name(filename: str, expected: str) -
     assert display_name(filename) == expected
 
 
-def test_check_pdf_names_what_is_wrong() -> None:
-    with pytest.raises(NotPdfError, match=r"'notes.txt' is not a PDF"):
-        check_pdf("notes.txt", PDF)
+def test_check_upload_names_what_is_wrong() -> None:
+    with pytest.raises(UnsupportedUploadError, match=r"'photo.png' is not a file type docchat"):
+        check_upload("photo.png", PDF)
+    with pytest.raises(UnsupportedUploadError, match=r"upload a PDF, \.docx, \.pptx, \.xlsx"):
+        check_upload("old.xls", b"\xd0\xcf\x11\xe0")
     with pytest.raises(NotPdfError, match="no %PDF- header"):
-        check_pdf("notes.pdf", b"hello")
-    with pytest.raises(NotPdfError, match="empty"):
-        check_pdf("notes.pdf", b"")
+        check_upload("notes.pdf", b"hello")
+    with pytest.raises(UnsupportedUploadError, match="empty"):
+        check_upload("notes.pdf", b"")
+    check_upload("notes.txt", b"hello")  # every type docchat reads is accepted
+    check_upload("Report.DOCX", b"PK\x03\x04")
 
 
 def test_upload_queues_the_pdf_then_indexes_it(local: Local) -> None:
@@ -141,18 +150,23 @@ def test_upload_of_the_same_bytes_again_is_unchanged(local: Local) -> None:
     assert again["updated_at"] == indexed.updated_at
 
 
-def test_upload_refuses_what_is_not_a_pdf(local: Local) -> None:
+def test_upload_refuses_what_docchat_does_not_read(local: Local) -> None:
     answers = [
-        _post(local, "notes.txt", PDF),
+        _post(local, "notes.exe", PDF),
         _post(local, "notes.pdf", PDF, kind="text/plain"),
         _post(local, "notes.pdf", b"hello"),
+        # text/plain is what another site's page may send without asking: never accepted.
+        _post(local, "notes.txt", b"hello", kind="text/plain"),
     ]
 
-    assert [status for status, _ in answers] == [415] * 3
+    assert [status for status, _ in answers] == [415] * 4
     messages = [body["error"]["message"] for _, body in answers]
-    assert "only .pdf files can be uploaded" in messages[0]
-    assert "the body is text/plain, not a PDF" in messages[1]
+    assert "'notes.exe' is not a file type docchat reads: upload a PDF, .docx" in messages[0]
+    assert (
+        "the body is text/plain: send the file with Content-Type: application/pdf" in (messages[1])
+    )
     assert "no %PDF- header" in messages[2]
+    assert "send the file with Content-Type: application/octet-stream" in messages[3]
     assert local.index.documents() == []
 
 
@@ -378,11 +392,17 @@ def test_upload_url_refuses_what_cannot_be_indexed(s3: object) -> None:
     too_big = client.post(
         "/documents/upload-url", json={"filename": "a.pdf", "size": 100 * 1024 * 1024 + 1}
     )
-    not_pdf = client.post("/documents/upload-url", json={"filename": "a.docx", "size": 10})
+    not_read = client.post("/documents/upload-url", json={"filename": "a.exe", "size": 10})
+    docx = client.post("/documents/upload-url", json={"filename": "a.docx", "size": 10})
     direct = client.post("/documents", params={"filename": "a.pdf"}, content=PDF)
 
     assert too_big.status_code == 413 and "split the document" in too_big.json()["error"]["message"]
-    assert not_pdf.status_code == 415
+    assert not_read.status_code == 415
+    assert "'a.exe' is not a file type docchat reads" in not_read.json()["error"]["message"]
+    assert docx.status_code == 200
+    assert docx.json()["headers"] == {
+        "Content-Type": "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    }
     assert direct.status_code == 409
     assert "/documents/upload-url" in direct.json()["error"]["message"]
 

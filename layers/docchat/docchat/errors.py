@@ -47,7 +47,8 @@ def code_for_name(name: str) -> str | None:
 
 @registered
 class ConversionError(DocchatError):
-    """A PDF could not be turned into text."""
+    """A document (a PDF, an Office, HTML, Markdown or text file) could not be turned into
+    text."""
 
     code = "conversion_failed"
 
@@ -95,6 +96,65 @@ class ConversionTimeoutError(ConversionError):
 @registered
 class ConversionCrashedError(ConversionError):
     code = "engine_crash"
+
+
+# Office, HTML, Markdown and text files (docchat.ingest.formats): why one was refused.
+
+
+@registered
+class UnsupportedFormatError(ConversionError):
+    """Not a format docchat reads (legacy binary Office, images, unknown types)."""
+
+    code = "unsupported_format"
+
+
+@registered
+class CorruptFileError(ConversionError):
+    """The bytes are not a readable file of the type its name or content claims."""
+
+    code = "corrupt_file"
+
+
+@registered
+class EncryptedFileError(ConversionError):
+    """A password-protected Office file (an OLE2 container holding an EncryptedPackage)."""
+
+    code = "encrypted_file"
+
+
+@registered
+class MacroFileError(ConversionError):
+    """A macro-enabled file (.docm/.pptm/.xlsm, or any package with a VBA project)."""
+
+    code = "has_macros"
+
+
+@registered
+class FileTooLargeError(ConversionError):
+    """More bytes, parts, slides or cells than a conversion is allowed to read."""
+
+    code = "file_too_large"
+
+
+@registered
+class ZipBombError(FileTooLargeError):
+    """A package whose parts expand far beyond what any real Office file does."""
+
+    code = "zip_bomb"
+
+
+@registered
+class UnsafeXmlError(ConversionError):
+    """An XML part with a DTD (entity declarations): Office never writes one; attacks do."""
+
+    code = "unsafe_xml"
+
+
+@registered
+class EmptyDocumentError(ConversionError):
+    """The file opened but holds no text to index."""
+
+    code = "empty_document"
 
 
 @registered
@@ -283,7 +343,16 @@ class UploadError(DocchatError):
 
 
 @registered
-class NotPdfError(UploadError):
+class UnsupportedUploadError(UploadError):
+    """A file of a type docchat does not read, refused before it is stored."""
+
+    code = "unsupported_type"
+
+
+@registered
+class NotPdfError(UnsupportedUploadError):
+    """A .pdf name whose bytes are not a PDF."""
+
     code = "not_pdf"
 
 

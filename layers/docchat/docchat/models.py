@@ -16,15 +16,29 @@ from pydantic import (
     model_serializer,
 )
 
+#: What a document's "page" is: a PDF page, or a location of another format (a section of a
+#: Word document, web page or Markdown file; a slide; a sheet or range of a sheet's rows).
+PageKind = Literal["page", "section", "slide", "sheet"]
+
 
 class Page(BaseModel):
-    """One PDF page as markdown; `number` is 1-based."""
+    """One page of a document as markdown: a PDF page, or a location of another format (a
+    section, a slide, a sheet range); `number` is its 1-based ordinal."""
 
     number: int = Field(ge=1)
     markdown: str
     chars: int = Field(ge=0, description="non-whitespace characters of text on the page")
     image_only: bool = False
     ocr: bool = Field(default=False, description="the page's text came from OCR of its image")
+    kind: PageKind = "page"
+    # What a citation names: "" for a PDF page ("p. 12"), else "Slide 3: Results",
+    # "Sheet 'Revenue' A1:F40", "Section: Introduction > Scope".
+    label: str = ""
+
+    @property
+    def where(self) -> str:
+        """The page as a reader names it: its label, or "page N"."""
+        return self.label or f"page {self.number}"
 
 
 class OcrText(BaseModel):
@@ -53,6 +67,8 @@ class ConvertedDocument(BaseModel):
     used_outline: bool
     # Pages that need OCR whose results were not given (the cloud's OCR step reads them).
     ocr_pending: list[int] = Field(default_factory=list)
+    # The file's format ("pdf", "docx", "pptx", "xlsx", "html", "md", "txt").
+    format: str = "pdf"
 
     @property
     def pages_ocr(self) -> int:
@@ -98,6 +114,9 @@ class Chunk(BaseModel):
     page_end: int = Field(ge=1)
     # Offsets in `text` where pages page_start+1 .. page_end begin.
     page_breaks: list[int] = Field(default_factory=list)
+    # The labels of pages page_start .. page_end when they are not PDF pages ("Slide 3: Results",
+    # "Sheet 'Revenue' A1:F40"); empty for a PDF. A citation names its page with them.
+    page_labels: list[str] = Field(default_factory=list)
     text: str
     embedding_model: str = ""
     # One sentence the chat model wrote on what the chunk is about within its document, when
@@ -126,6 +145,11 @@ class Chunk(BaseModel):
     def page_at(self, offset: int) -> int:
         """The page the character at `offset` of `text` is on."""
         return self.page_start + bisect_right(self.page_breaks, offset)
+
+    def label_of(self, page: int) -> str:
+        """The label of `page` (one of this chunk's), or "" for a PDF page."""
+        at = page - self.page_start
+        return self.page_labels[at] if 0 <= at < len(self.page_labels) else ""
 
 
 class DocStatus(StrEnum):
@@ -180,6 +204,9 @@ class Citation(BaseModel):
     source: str
     page: int
     quote: str
+    # Where the quote is when the document is not a PDF ("Slide 3: Results", "Sheet 'Revenue'
+    # A1:F40", "Section: Scope"); "" for a PDF page, which `page` names.
+    label: str = ""
     # A quoted table row's table header rows, as the page has them (`quote` is the row's line);
     # a quoted sentence has none, and its JSON leaves the field out.
     table_header: list[str] = Field(default_factory=list)
@@ -189,6 +216,8 @@ class Citation(BaseModel):
         dumped: dict[str, Any] = handler(self)
         if not self.table_header:
             dumped.pop("table_header", None)
+        if not self.label:
+            dumped.pop("label", None)
         return dumped
 
 

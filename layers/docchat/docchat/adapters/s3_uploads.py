@@ -12,7 +12,7 @@ from docchat.errors import DocumentFileError, DocumentNotFoundError, UploadError
 from docchat.ingest.uploads import (
     S3_UPLOAD_ROUTE,
     UPLOAD_PREFIX,
-    check_pdf_name,
+    check_name,
     check_size,
     upload_path,
 )
@@ -47,10 +47,11 @@ class S3Uploads:
         raise UploadRouteError(S3_UPLOAD_ROUTE)
 
     def upload_url(self, filename: str, *, size: int) -> UploadTicket:
-        """A URL that accepts exactly this many bytes of PDF at `uploads/<key>/<name>`."""
+        """A URL that accepts exactly this many bytes of a readable type (a PDF, an Office,
+        HTML, Markdown or text file) at `uploads/<key>/<name>`."""
         from docchat.ingest.decision import doc_id_for
 
-        check_pdf_name(filename)
+        media_type = check_name(filename).media_type
         check_size(size)
         key = UPLOAD_PREFIX + upload_path(filename).as_posix()
         url = self.client.generate_presigned_url(
@@ -58,7 +59,7 @@ class S3Uploads:
             Params={
                 "Bucket": self.bucket,
                 "Key": key,
-                "ContentType": "application/pdf",
+                "ContentType": media_type,
                 "ContentLength": size,
             },
             ExpiresIn=self.expires_s,
@@ -66,7 +67,7 @@ class S3Uploads:
         )
         return UploadTicket(
             url=url,
-            headers={"Content-Type": "application/pdf"},
+            headers={"Content-Type": media_type},
             key=key,
             doc_id=doc_id_for(f"{self.bucket}/{key}"),
             expires_in=self.expires_s,
@@ -115,15 +116,20 @@ class S3Files:
                 f"bucket {self.bucket}: open it where it is stored"
             )
         # https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html: the response-*
-        # overrides need a signed request, which a presigned URL is.
+        # overrides need a signed request, which a presigned URL is. Anything but a PDF is
+        # served as a download, so an uploaded HTML file never runs as a page of the bucket.
+        params = {
+            "Bucket": bucket,
+            "Key": key,
+            "ResponseContentType": "application/pdf",
+            "ResponseCacheControl": "private, max-age=300",
+        }
+        if not key.lower().endswith(".pdf"):
+            params["ResponseContentType"] = "application/octet-stream"
+            params["ResponseContentDisposition"] = "attachment"
         url = self.client.generate_presigned_url(
             "get_object",
-            Params={
-                "Bucket": bucket,
-                "Key": key,
-                "ResponseContentType": "application/pdf",
-                "ResponseCacheControl": "private, max-age=300",
-            },
+            Params=params,
             ExpiresIn=self.expires_s,
             HttpMethod="GET",
         )

@@ -49,6 +49,7 @@ def citation(
         title=chunk.title,
         source=source_name(chunk.source),
         page=page,
+        label=chunk.label_of(page),
         quote=quote,
         table_header=list(table_header),
     )

@@ -312,11 +312,7 @@ def _allowed(asked: Sequence[str] | None, allowed: Sequence[str] | None) -> list
 
 
 def _passage_text(number: int, chunk: Chunk) -> str:
-    pages = (
-        f"p. {chunk.page_start}"
-        if chunk.page_start == chunk.page_end
-        else f"pp. {chunk.page_start}-{chunk.page_end}"
-    )
+    pages = where(chunk)
     path = " > ".join(chunk.headings)
     header = f"[{number}] {chunk.title}, {pages} (doc_id {chunk.doc_id})"
     return f"{header}{f' - {path}' if path else ''}\n{chunk.text}"
@@ -324,3 +320,13 @@ def _passage_text(number: int, chunk: Chunk) -> str:
 
 def _result(use: ToolUse, content: str, *, error: bool = False) -> ToolResultBlock:
     return {"type": "tool_result", "tool_use_id": use.id, "content": content, "is_error": error}
+
+
+def where(chunk: Chunk) -> str:
+    """The chunk's place as a citation names it: "p. 3", "pp. 3-4", or a non-PDF document's
+    location labels ("Slide 3: Results", "Sheet 'Revenue' A1:F40")."""
+    if chunk.page_labels:
+        return "; ".join(dict.fromkeys(chunk.page_labels))
+    if chunk.page_start == chunk.page_end:
+        return f"p. {chunk.page_start}"
+    return f"pp. {chunk.page_start}-{chunk.page_end}"

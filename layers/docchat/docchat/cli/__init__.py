@@ -42,7 +42,7 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="where the index lives (default: $DOCCHAT_DATA_DIR or .docchat/)",
     )
-    command = argparse.ArgumentParser(prog="docchat", description="Chat with your PDFs.")
+    command = argparse.ArgumentParser(prog="docchat", description="Chat with your documents.")
     commands = command.add_subparsers(dest="command", required=True)
     documents.add_ingest(commands, common)
     ask.add_commands(commands, common)

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.answer.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCallEvent
+from docchat.answer.tools import where
 from docchat.cli import common
 from docchat.cli.common import Commands, question, require_index, top_k
 from docchat.cli.display import shown
@@ -80,16 +81,21 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
 def print_sources(answer: Answer) -> None:
     """Each cited passage once, by number, with the pages its quotes are on (a passage may
     run over a page break, and two quotes may come from one passage and page)."""
-    pages: dict[int, set[int]] = {}
+    pages: dict[int, dict[int, str]] = {}
     first: dict[int, Citation] = {}
     for c in answer.citations:
-        pages.setdefault(c.number, set()).add(c.page)
+        pages.setdefault(c.number, {})[c.page] = c.label
         first.setdefault(c.number, c)
     if first:
         common.out.print("\nSources")
     for number, c in sorted(first.items()):
-        found = sorted(pages[number])
-        where = f"page {found[0]}" if len(found) == 1 else f"pages {', '.join(map(str, found))}"
+        found = sorted(pages[number].items())
+        if any(label for _, label in found):
+            where = "; ".join(shown(label) for _, label in found)
+        elif len(found) == 1:
+            where = f"page {found[0][0]}"
+        else:
+            where = f"pages {', '.join(str(page) for page, _ in found)}"
         name = shown(Path(c.source).name)
         common.out.print(f"  [{number}] {shown(c.title)}, {where} ({name})", markup=False)
 
@@ -121,6 +127,7 @@ def run_search(args: argparse.Namespace, settings: Settings) -> int:
         pages = f"p. {p.chunk.page_start}" + (
             f"-{p.chunk.page_end}" if p.chunk.page_end != p.chunk.page_start else ""
         )
+        pages = shown(where(p.chunk)) if p.chunk.page_labels else pages
         common.out.print(
             f"{rank}. {shown(p.chunk.title)}, {pages}  score {p.score:.4f}", markup=False
         )

@@ -24,7 +24,8 @@ from docchat.cli.common import Commands, existing_index, name_of, plural, shown_
 from docchat.cli.display import print_status, shown
 from docchat.config import Settings
 from docchat.errors import DocchatError, StorageError, StorageFullError
-from docchat.ingest.local import IngestResult, ingest_file, pdf_paths, source_of
+from docchat.ingest.formats import READABLE
+from docchat.ingest.local import IngestResult, document_paths, ingest_file, source_of
 from docchat.ingest.pagetext import extracted_pages
 from docchat.models import DocStatus, DocumentRecord, file_name
 from docchat.wiring import chunk_notes
@@ -34,7 +35,9 @@ from docchat.wiring.local import local_embedder, open_index
 def add_ingest(commands: Commands, common_parser: argparse.ArgumentParser) -> None:
     """Add `docchat ingest`."""
     ingest = commands.add_parser(
-        "ingest", parents=[common_parser], help="index PDF files or folders"
+        "ingest",
+        parents=[common_parser],
+        help="index documents (PDF, Word, PowerPoint, Excel, HTML, Markdown, text) or folders",
     )
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     ingest.set_defaults(run=run_ingest)
@@ -78,13 +81,13 @@ def page_range(value: str) -> tuple[int | None, int | None]:
 
 
 def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
-    """Index the PDFs named, one after another with a progress bar each, then a summary."""
+    """Index the documents named, one after another with a progress bar each, then a summary."""
     missing = [p for p in args.paths if not p.exists()]
     if missing:
         raise DocchatError(f"no such file or folder: {', '.join(map(str, missing))}")
-    files = list(pdf_paths(args.paths))
+    files = list(document_paths(args.paths))
     if not files:
-        raise DocchatError("no PDF files found in " + ", ".join(map(str, args.paths)))
+        raise DocchatError(f"no documents ({READABLE}) found in " + ", ".join(map(str, args.paths)))
     results, stopped = _ingest_files(files, settings)
     out = common.out
     out.print(_summary(results))
@@ -244,13 +247,17 @@ def run_text(args: argparse.Namespace, settings: Settings) -> int:
     first, last = args.pages
     pages = extracted_pages(record, index, doc_ref=args.doc, first=first, last=last)
     if args.json:
-        rows = [{"page": p.number, "text": p.markdown, "ocr": p.ocr} for p in pages]
+        rows = [
+            {"page": p.number, "text": p.markdown, "ocr": p.ocr}
+            | ({"kind": p.kind, "label": p.label} if p.label else {})
+            for p in pages
+        ]
         sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
         return 0
     name = shown(file_name(record.source))
     for page in pages:
         read = ", read by OCR" if page.ocr else ""
-        heading = f"--- {shown(record.title)} ({name}), page {page.number}{read} ---"
+        heading = f"--- {shown(record.title)} ({name}), {shown(page.where)}{read} ---"
         common.out.print(heading, markup=False)
         common.out.print(page.markdown, markup=False)
     return 0

@@ -88,6 +88,8 @@ def chunks_from_pages(
             continue
         at = next((i for i, b in enumerate(built) if b[2][0] > number), len(built))
         built.insert(at, ([], heading, [number]))
+    # A non-PDF document's locations carry labels its chunks keep for citations.
+    labels = {p.number: p.where for p in pages} if any(p.label for p in pages) else {}
     chunks = [
         Chunk(
             chunk_id=f"{doc_id}:{version[:12]}:{n:05d}",
@@ -99,6 +101,7 @@ def chunks_from_pages(
             page_start=spans[0],
             page_end=spans[0] + len(spans[1:]),
             page_breaks=spans[1:],
+            page_labels=[labels[page] for page in spans] if labels else [],
             text=text,
         )
         for n, (headings, text, spans) in enumerate(built)

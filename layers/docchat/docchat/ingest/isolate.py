@@ -27,6 +27,7 @@ from typing import Any, Literal
 from docchat.errors import (
     ConversionCrashedError,
     ConversionTimeoutError,
+    CorruptFileError,
     DocchatError,
     MalformedPdfError,
     PdfTooLargeError,
@@ -44,7 +45,12 @@ START_METHOD: Literal["forkserver", "spawn", "fork"] = "forkserver"
 # Imported once in the forkserver, so a conversion's child starts with the PDF engine loaded, and
 # re-running the caller's main script (as every child does first; Python 3.11's forkserver never
 # preloads `__main__` itself) finds the `docchat` command's imports done: half a second a file.
-PRELOAD = ["docchat.ingest.convert.pdf", "docchat.ingest.convert.pageocr", "docchat.cli"]
+PRELOAD = [
+    "docchat.ingest.convert.pdf",
+    "docchat.ingest.convert.pageocr",
+    "docchat.ingest.formats",
+    "docchat.cli",
+]
 
 
 def pages_from_pdf_isolated(
@@ -65,6 +71,33 @@ def pages_from_pdf_isolated(
     )
     assert isinstance(outcome, ConvertedDocument)
     return outcome
+
+
+def document_isolated(
+    name: str, data: bytes, *, timeout_s: float, memory_mib: int
+) -> ConvertedDocument:
+    """An Office, HTML, Markdown or text file converted (docchat.ingest.formats) in a child
+    process with a memory cap and a hard deadline: a zip bomb that slipped past the checks, or
+    a library stuck on a hostile file, costs the child."""
+    work = partial(_document, name, data)
+    outcome = _run_isolated(work, timeout_s=timeout_s, memory_mib=memory_mib, on_page=None)
+    assert isinstance(outcome, ConvertedDocument)
+    return outcome
+
+
+def _document(name: str, data: bytes) -> ConvertedDocument:
+    """`formats.convert`, with anything untyped it raises worded as a damaged file."""
+    from docchat.ingest import formats
+
+    try:
+        return formats.convert(name, data)
+    except (DocchatError, MemoryError):
+        raise
+    except Exception as exc:
+        raise CorruptFileError(
+            f"{name!r} could not be read ({type(exc).__name__}: {exc}): open it in its "
+            "application, save it again and upload that"
+        ) from exc
 
 
 def ocr_pages_isolated(

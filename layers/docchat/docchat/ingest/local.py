@@ -23,9 +23,10 @@ from docchat.errors import (
 )
 from docchat.ingest.chunk import chunks_from_pages
 from docchat.ingest.decision import copy_record, decide, doc_id_for, version_of
+from docchat.ingest.formats import is_readable
 from docchat.ingest.notes import ChunkNotes
-from docchat.ingest.stages import Progress, convert_pdf, embed_chunks, embed_sentences
-from docchat.models import DocStatus, DocumentRecord
+from docchat.ingest.stages import Progress, convert_document, embed_chunks, embed_sentences
+from docchat.models import DocStatus, DocumentRecord, file_name
 from docchat.ports import DocumentIndex, Embedder
 
 logger = logging.getLogger(__name__)
@@ -55,13 +56,12 @@ def source_of(path: Path) -> str:
     return text
 
 
-def pdf_paths(paths: Iterable[Path]) -> Iterator[Path]:
-    """The files named, and every PDF under the folders named, in a stable order."""
+def document_paths(paths: Iterable[Path]) -> Iterator[Path]:
+    """The files named, and every file of a type docchat reads (formats.FORMATS) under the
+    folders named, in a stable order."""
     for path in paths:
         if path.is_dir():
-            yield from sorted(
-                p for p in path.rglob("*") if p.suffix.lower() == ".pdf" and p.is_file()
-            )
+            yield from sorted(p for p in path.rglob("*") if is_readable(p.name) and p.is_file())
         else:
             yield path
 
@@ -139,7 +139,9 @@ def _indexed(
         return lambda done, total: on_progress(stage, done, total)
 
     title = Path(record.source).stem
-    converted = convert_pdf(data, settings, fallback_title=title, on_page=reported("convert"))
+    converted = convert_document(
+        data, file_name(record.source), settings, fallback_title=title, on_page=reported("convert")
+    )
     record = record.model_copy(
         update={
             "title": converted.title,
@@ -197,7 +199,7 @@ def ingest_file(
     on_progress: Progress | None = None,
     notes: ChunkNotes | None = None,
 ) -> IngestResult:
-    """Index the PDF at `path` (its resolved path is the document's source)."""
+    """Index the document at `path` (its resolved path is the document's source)."""
     source = source_of(path)
     try:
         data = path.read_bytes()

@@ -10,13 +10,36 @@ from docchat.config import Settings
 from docchat.ingest.convert.pageocr import LocalOcr
 from docchat.ingest.convert.pdf import ConvertLimits, PageOcr, ProgressFn
 from docchat.ingest.filings import filing_title
-from docchat.ingest.isolate import pages_from_pdf_isolated
+from docchat.ingest.formats import format_of
+from docchat.ingest.isolate import document_isolated, pages_from_pdf_isolated
 from docchat.ingest.ocr import OcrOptions
 from docchat.models import Chunk, ConvertedDocument
 from docchat.ports import Embedder, SentenceVectors, Vectors
 
 #: (stage, done, total): "convert" pages, "notes" and "embed" chunks.
 Progress = Callable[[str, int, int], None]
+
+
+def convert_document(
+    data: bytes,
+    name: str,
+    settings: Settings,
+    *,
+    fallback_title: str,
+    on_page: ProgressFn | None = None,
+    ocr: PageOcr | None = None,
+) -> ConvertedDocument:
+    """A file's bytes -> markdown pages, by the type its `name` says (formats.FORMATS): a PDF
+    as `convert_pdf` reads it, any other format by its converter in a child process within
+    the same limits; a type docchat does not read is an UnsupportedFormatError."""
+    if format_of(name).name == "pdf":
+        return convert_pdf(data, settings, fallback_title=fallback_title, on_page=on_page, ocr=ocr)
+    converted = document_isolated(
+        name, data, timeout_s=settings.convert_timeout_s, memory_mib=settings.convert_memory_mib
+    )
+    if on_page:
+        on_page(len(converted.pages), len(converted.pages))
+    return converted
 
 
 def convert_pdf(

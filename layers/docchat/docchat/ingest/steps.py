@@ -29,7 +29,7 @@ from docchat.ingest.isolate import ocr_pages_isolated
 from docchat.ingest.notes import CLOUD_CONCURRENCY, ChunkNotes, StoredNotes
 from docchat.ingest.ocr import OcrOptions
 from docchat.ingest.pagetext import drop_pages, pages_document
-from docchat.ingest.stages import convert_pdf, embed_chunks
+from docchat.ingest.stages import convert_document, embed_chunks
 from docchat.models import (
     BatchResult,
     BatchTask,
@@ -183,7 +183,13 @@ def _convert(
     data = objects.read(doc.bucket, doc.key)
     if version_of(data) != doc.version:
         raise SupersededError(f"{doc.key} changed after it was registered; the newer upload wins")
-    converted = convert_pdf(data, settings, fallback_title=PurePosixPath(doc.key).stem, ocr=ocr)
+    # The key's type picks the converter (formats.FORMATS): a PDF as ever, an Office, HTML,
+    # Markdown or text file by its own, within the same limits; another type fails here with
+    # its reason (unsupported_format), as a damaged file does.
+    name = PurePosixPath(doc.key).name
+    converted = convert_document(
+        data, name, settings, fallback_title=PurePosixPath(doc.key).stem, ocr=ocr
+    )
     if converted.ocr_pending:
         ranges = ocr_ranges(doc, converted.ocr_pending, settings=settings)
         return ConvertResult(

@@ -27,9 +27,11 @@ from docchat.errors import (
     ReadOnlyStorageError,
     StorageError,
     StorageFullError,
+    UnsupportedUploadError,
     UploadRouteError,
     UploadTooLargeError,
 )
+from docchat.ingest.formats import READABLE, Format, format_of, is_readable
 from docchat.ingest.notes import ChunkNotes
 from docchat.models import DocStatus, DocumentRecord, Removal, UploadTicket
 from docchat.ports import Embedder, LocalIndex
@@ -85,20 +87,27 @@ def check_size(size: int) -> None:
             "an upload may have: split the document"
         )
     if size <= 0:
-        raise NotPdfError("the file is empty: choose a PDF file")
+        raise UnsupportedUploadError(f"the file is empty: choose {READABLE}")
 
 
-def check_pdf_name(filename: str) -> None:
-    if not filename.lower().endswith(".pdf"):
-        raise NotPdfError(f"{filename!r} is not a PDF: only .pdf files can be uploaded")
+def check_name(filename: str) -> Format:
+    """The format of a file named `filename` (formats.FORMATS), or a refusal saying which
+    types docchat reads: an unknown type never reaches the pipeline."""
+    if not is_readable(filename):
+        raise UnsupportedUploadError(
+            f"{filename!r} is not a file type docchat reads: upload {READABLE}"
+        )
+    return format_of(filename)
 
 
-def check_pdf(filename: str, data: bytes) -> None:
-    """Refuse anything but a PDF of an acceptable size, with a message saying why."""
-    check_pdf_name(filename)
+def check_upload(filename: str, data: bytes) -> None:
+    """Refuse a file docchat does not read, or of an unacceptable size, or whose bytes are
+    plainly not what its name says, with a message saying why. Deeper checks (encryption,
+    macros, zip bombs) are the conversion's, which fails the document with its reason."""
+    kind = check_name(filename).name
     check_size(len(data))
     # The PDF header may follow a little junk; readers look in the first 1024 bytes.
-    if PDF_MAGIC not in data[:1024]:
+    if kind == "pdf" and PDF_MAGIC not in data[:1024]:
         raise NotPdfError(
             f"{filename!r} does not start like a PDF (no %PDF- header): "
             "upload the PDF itself, not another format renamed"
@@ -141,7 +150,7 @@ class LocalUploads:
         The same name again is the next revision of that document (`revision` says which);
         bytes already indexed under another name are a document of their own at once, copied
         from the other (nothing embedded)."""
-        check_pdf(filename, data)
+        check_upload(filename, data)
         if self.index.read_only:
             raise ReadOnlyStorageError(
                 f"the data directory {self.settings.data_dir} is read-only: this server only "

@@ -15,7 +15,7 @@ const STATUS_TEXT = {
   UPLOADING: "Uploading…",
   AWAITING: "Uploaded, waiting for the pipeline…",
   QUEUED: "Queued",
-  CONVERTING: "Reading the PDF…",
+  CONVERTING: "Reading the document…",
   CHUNKING: "Splitting into passages…",
   EMBEDDING: "Embedding…",
   INDEXING: "Indexing…",
@@ -97,7 +97,7 @@ function updateRow(row, doc) {
   row.dataset.status = status;
   row.querySelector(".doc-title").textContent = doc.title;
   const meta = [];
-  if (doc.pages) meta.push(`${doc.pages} ${doc.pages === 1 ? "page" : "pages"}`);
+  if (doc.pages) meta.push(`${doc.pages} ${doc.pages === 1 ? unitOf(doc) : `${unitOf(doc)}s`}`);
   // The same name uploaded again replaces the document's content: say which upload this is.
   if (doc.revision > 1) meta.push(`revision ${doc.revision}`);
   // The file's name is always beside the title (a title alone may be shared or generic), in an
@@ -161,6 +161,12 @@ export function renderDocs() {
 /** Stops reading the list again (the session ended). */
 export function stopPolling() {
   clearTimeout(panel.pollTimer);
+}
+
+function unitOf(doc) {
+  // What a document's "pages" are: PDF pages, or the locations another format is cut into.
+  const suffix = (/\.[^.\\/]+$/.exec(doc.name || "") || [""])[0].toLowerCase();
+  return { ".pptx": "slide", ".xlsx": "sheet range", ".pdf": "page" }[suffix] || (suffix ? "section" : "page");
 }
 
 /** Reads the list again, shows it, and polls again: every second while any document is busy. */

@@ -110,7 +110,7 @@ export class AnswerView {
 
   citationButton(citation, label, kind) {
     const title = shownName(citation.title);
-    const where = `${title}, page ${citation.page}`;
+    const where = `${title}, ${placeOf(citation)}`;
     const button = el("button", {
       type: "button",
       class: kind,
@@ -125,7 +125,7 @@ export class AnswerView {
     if (label) button.textContent = label;
     else button.append(el("span", { class: "chip-number", text: citation.number }),
       el("bdi", { class: "chip-title", text: title }),
-      el("span", { class: "chip-page", text: `p. ${citation.page}` }));
+      el("span", { class: "chip-page", text: citation.label || `p. ${citation.page}` }));
     return button;
   }
 
@@ -153,7 +153,7 @@ export class AnswerView {
       el("figcaption", {},
         el("span", { class: "quote-number", text: `[${citation.number}] ` }),
         el("cite", {}, el("bdi", { text: shownName(citation.title) })),
-        el("span", { class: "quote-page", text: ` · page ${citation.page}` }),
+        el("span", { class: "quote-page", text: ` · ${placeOf(citation)}` }),
         citation.source ? el("span", { class: "quote-source" },
           " · ", el("bdi", { text: shownName(fileName(citation.source)) })) : null));
     this.quote.hidden = false;
@@ -184,9 +184,14 @@ export class AnswerView {
   }
 }
 
+function placeOf(citation) {
+  // A PDF's page, or the section, slide or sheet range another format's citation names.
+  return citation.label || `page ${citation.page}`;
+}
+
 function answerText(view) {
   // The answer with its citation markers, and what each marker points at.
-  const sources = view.citations.map((c) => `[${c.number}] ${shownName(c.title)}, page ${c.page}: “${c.quote}”`);
+  const sources = view.citations.map((c) => `[${c.number}] ${shownName(c.title)}, ${placeOf(c)}: “${c.quote}”`);
   return sources.length ? `${view.text.trim()}\n\nSources:\n${sources.join("\n")}\n` : `${view.text.trim()}\n`;
 }
 

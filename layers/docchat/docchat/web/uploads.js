@@ -33,7 +33,8 @@ async function uploadDirect(file) {
   // The file's real name goes to the server; only what the page shows is escaped.
   const response = await api(`documents?filename=${encodeURIComponent(file.name)}`, {
     method: "POST",
-    headers: { "Content-Type": "application/pdf" },
+    // A PDF as one; any other type as bytes (the server reads the type from the name).
+    headers: { "Content-Type": /\.pdf$/i.test(file.name) ? "application/pdf" : "application/octet-stream" },
     body: file,
   });
   if (!response.ok) throw new Error(await errorText(response));

@@ -1,5 +1,7 @@
 // The document viewer: a citation opens its PDF inside the page, at the cited page, with the
-// quoted sentence highlighted in pdf.js's text layer. pdf.js comes from static/vendor/pdfjs/
+// quoted sentence highlighted in pdf.js's text layer. Any other document (Word, PowerPoint,
+// Excel, HTML, Markdown, text) is never handed to pdf.js: the viewer shows the cited location's
+// extracted text (GET /documents/{id}/pages/{n}), named by its label, the quote marked in it. pdf.js comes from static/vendor/pdfjs/
 // (pdfjs-dist, bundled at build time: `make vendor` in layers/docchat); it is imported on the
 // first citation opened, so the page starts without it. Nothing is fetched from anywhere else:
 // no CDN, no fonts, no wasm decoders.
@@ -8,8 +10,9 @@ import { api } from "./api.js";
 import { $, announce, el } from "./dom.js";
 import { DocumentGone, errorText, unreachable } from "./errors.js";
 import { highlightQuote } from "./highlight.js";
-import { shownName } from "./names.js";
+import { fileName, shownName } from "./names.js";
 import { rowCells, rowTable } from "./rows.js";
+import { highlightLocation, renderLocation } from "./textview.js";
 
 const VENDOR = new URL("vendor/pdfjs/", import.meta.url);
 const VIEWER_MAX_SCALE = 2;
@@ -20,6 +23,7 @@ const viewer = {
   documents: new Map(), // doc_id -> Promise of a PDFDocumentProxy
   opening: 0, // bumped on every open and close: a late page must not replace a newer one
   citation: null,
+  located: false, // the citation's document is not a PDF: its locations are shown as text
   page: 1,
   pages: 0,
   opener: null,
@@ -58,7 +62,9 @@ function viewerNodes() {
   const canvas = el("canvas", { class: "viewer-canvas", "aria-hidden": "true" });
   const text = el("div", { class: "textLayer" });
   const sheet = el("div", { class: "viewer-page" }, canvas, text);
-  const scroll = el("div", { class: "viewer-scroll", tabindex: "0", role: "document", "aria-labelledby": "viewer-where" }, sheet);
+  const article = el("article", { class: "viewer-text", hidden: true });
+  const scroll = el("div", { class: "viewer-scroll", tabindex: "0", role: "document", "aria-labelledby": "viewer-where" },
+    sheet, article);
   const root = el("div", { id: "viewer", class: "viewer", role: "dialog", "aria-modal": "true",
     "aria-labelledby": "viewer-title", "aria-describedby": "viewer-status", hidden: true },
   el("header", { class: "viewer-bar" },
@@ -80,7 +86,7 @@ function viewerNodes() {
     // Escape closes the viewer wherever focus went (a click on the page can take it to the body).
     if (event.key === "Escape" && !root.hidden) closeViewer();
   });
-  viewer.nodes = { root, scrim, title, where, prev, next, status, quote, scroll, sheet, canvas, text };
+  viewer.nodes = { root, scrim, title, where, prev, next, status, quote, scroll, sheet, canvas, text, article };
   return viewer.nodes;
 }
 
@@ -119,9 +125,18 @@ export async function openViewer(citation, opener) {
   viewer.citation = citation;
   viewer.opener = opener;
   viewer.page = citation.page;
+  viewer.located = isLocated(citation);
+  viewer.pages = 0;
   const title = shownName(citation.title);
+  const at = viewer.located ? citation.label || `location ${citation.page}` : `page ${citation.page}`;
   nodes.title.textContent = title;
-  nodes.where.textContent = `Page ${citation.page}`;
+  nodes.where.textContent = viewer.located ? citation.label : `Page ${citation.page}`;
+  nodes.root.dataset.view = viewer.located ? "text" : "pdf";
+  nodes.sheet.hidden = viewer.located;
+  nodes.article.hidden = !viewer.located;
+  nodes.article.replaceChildren();
+  delete nodes.root.dataset.kind;
+  nameButtons(viewer.located ? "location" : "page");
   const table = rowTable(citation.table_header, citation.quote);
   nodes.quote.classList.toggle("viewer-row", Boolean(table));
   nodes.quote.replaceChildren(table || citation.quote);
@@ -130,22 +145,42 @@ export async function openViewer(citation, opener) {
   nodes.prev.disabled = true;
   nodes.next.disabled = true;
   clearPage();
-  setViewerStatus(`Opening ${title} at page ${citation.page}…`, "loading");
+  setViewerStatus(`Opening ${title} at ${at}…`, "loading");
   nodes.root.hidden = false;
   nodes.scrim.hidden = false;
   document.body.classList.add("viewer-open");
   setBackgroundInert(true);
   nodes.title.focus();
   try {
-    const pdf = await documentFor(citation.doc_id);
-    if (opening !== viewer.opening) return;
-    viewer.pages = pdf.numPages;
-    await showPage(citation.page, opening);
+    if (viewer.located) {
+      const pages = await locationCount(citation.doc_id);
+      if (opening !== viewer.opening) return;
+      viewer.pages = pages;
+      await showLocation(citation.page, opening);
+    } else {
+      const pdf = await documentFor(citation.doc_id);
+      if (opening !== viewer.opening) return;
+      viewer.pages = pdf.numPages;
+      await showPage(citation.page, opening);
+    }
   } catch (error) {
     if (opening !== viewer.opening) return;
     const message = openFailure(error);
     setViewerStatus(message, "failed");
     announce(message);
+  }
+}
+
+function isLocated(citation) {
+  // A PDF's citations name a page and have no label; every other format's name a location.
+  return Boolean(citation.label) || (Boolean(citation.source) && !/\.pdf$/i.test(fileName(citation.source)));
+}
+
+function nameButtons(unit) {
+  const { prev, next } = viewerNodes();
+  for (const [button, word] of [[prev, "Previous"], [next, "Next"]]) {
+    button.setAttribute("aria-label", `${word} ${unit}`);
+    button.title = `${word} ${unit}`;
   }
 }
 
@@ -207,9 +242,68 @@ async function deleted(docId) {
 
 function turnTo(number) {
   const opening = viewer.opening;
-  showPage(number, opening).catch((error) => {
-    if (opening === viewer.opening) setViewerStatus(`Could not show page ${number}: ${error.message}`, "failed");
+  const show = viewer.located ? showLocation : showPage;
+  show(number, opening).catch((error) => {
+    if (opening !== viewer.opening) return;
+    const what = viewer.located ? "that location" : `page ${number}`;
+    setViewerStatus(`Could not show ${what}: ${openFailure(error).replace(/^Could not open the document: /, "")}`, "failed");
   });
+}
+
+// --- a location of any other format: its extracted text, the quote marked ----------------------
+
+async function locationCount(docId) {
+  const response = await api(`documents/${encodeURIComponent(docId)}`);
+  if (response.status === 404) throw new DocumentGone();
+  if (!response.ok) throw new Error(await errorText(response));
+  return (await response.json()).pages;
+}
+
+async function locationText(docId, number) {
+  const response = await api(`documents/${encodeURIComponent(docId)}/pages/${number}`);
+  if (response.status === 404 && await deleted(docId)) throw new DocumentGone();
+  if (!response.ok) throw new Error(await errorText(response));
+  return response.json();
+}
+
+async function showLocation(number, opening = viewer.opening) {
+  const nodes = viewerNodes();
+  const citation = viewer.citation;
+  if (!citation || number < 1 || (viewer.pages && number > viewer.pages)) return;
+  nodes.prev.disabled = true;
+  nodes.next.disabled = true;
+  const page = await locationText(citation.doc_id, number);
+  if (opening !== viewer.opening) return;
+  viewer.page = number;
+  delete nodes.root.dataset.highlight;
+  nodes.root.dataset.page = String(number);
+  nodes.root.dataset.kind = page.kind;
+  const label = page.label || `Location ${number}`;
+  nodes.where.textContent = label;
+  nodes.prev.disabled = number <= 1;
+  nodes.next.disabled = number >= viewer.pages;
+  const rendered = renderLocation(nodes.article, page.text);
+  nodes.scroll.scrollTop = 0;
+  const counted = `${label} (${number} of ${viewer.pages})`;
+  if (!citation.quote) {
+    setViewerStatus(`${counted}.`, "ready");
+    return;
+  }
+  if (number !== citation.page) {
+    setViewerStatus(`${counted}. The quote is in ${citation.label || `location ${citation.page}`}.`, "ready");
+    return;
+  }
+  const found = highlightLocation(nodes.article, rendered, citation.quote);
+  nodes.root.dataset.highlight = found;
+  const said = {
+    row: "the quoted row is highlighted",
+    full: "the quote is highlighted",
+    partial: "the start of the quote is highlighted",
+    none: "the quote was not found in its text",
+  }[found];
+  setViewerStatus(`${counted}: ${said}.`, "ready");
+  const first = nodes.article.querySelector("mark");
+  if (first) first.scrollIntoView({ block: "center", inline: "nearest" });
 }
 
 // --- one page: canvas, text layer, highlight --------------------------------------------------
@@ -300,7 +394,7 @@ function linkedPage() {
   const docId = params.get("doc");
   const page = Number(params.get("page"));
   if (!docId || !Number.isInteger(page) || page < 1) return null;
-  return { doc_id: docId, page, quote: params.get("quote") || "", title: docId };
+  return { doc_id: docId, page, quote: params.get("quote") || "", title: docId, source: "" };
 }
 
 /** Opens the page a link names; app.js calls it once the page may call the API, and the link's
@@ -310,7 +404,11 @@ export async function openLinkedPage() {
   if (!citation) return;
   try {
     const response = await api(`documents/${encodeURIComponent(citation.doc_id)}`);
-    if (response.ok) citation.title = (await response.json()).title || citation.doc_id;
+    if (response.ok) {
+      const record = await response.json();
+      citation.title = record.title || citation.doc_id;
+      citation.source = record.source; // its type says how the viewer shows it
+    }
   } catch (_) { /* opening the document says what is wrong */ }
   openViewer(citation, null);
 }

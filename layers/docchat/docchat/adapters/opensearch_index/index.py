@@ -22,6 +22,7 @@ from docchat.adapters.opensearch_index.mapping import (
     CHUNK_FIELDS,
     CONTEXTUAL_FIELD,
     ENGLISH,
+    LABELS,
     VALID_PREFIX,
     index_body,
     index_name_for,
@@ -120,7 +121,8 @@ class OpenSearchIndex:
             # Mapping a field again the same way changes nothing, so this is safe to repeat.
             # https://docs.opensearch.org/2.13/api-reference/index-apis/put-mapping
             self._client.indices.put_mapping(
-                index=self.index_name, body={"properties": {CONTEXTUAL_FIELD: ENGLISH}}
+                index=self.index_name,
+                body={"properties": {CONTEXTUAL_FIELD: ENGLISH, "page_labels": LABELS}},
             )
         self._index_ready = True
 
@@ -317,6 +319,8 @@ class OpenSearchIndex:
                 f"{self.index_name} holds {self.embedding_model}: embed it again"
             )
         document = chunk.model_dump(include=set(CHUNK_FIELDS))
+        if not chunk.page_labels:  # a PDF's chunk stays as it was
+            document.pop("page_labels")
         document["embedding_model"] = self.embedding_model
         document[CONTEXTUAL_FIELD] = chunk.embed_text
         document["vector"] = vector.tolist()

@@ -19,6 +19,7 @@ CHUNK_FIELDS = (
     "page_start",
     "page_end",
     "page_breaks",
+    "page_labels",
     "text",
     "embedding_model",
 )
@@ -31,6 +32,7 @@ CONTEXTUAL_FIELD = "contextual_text"
 #: again.
 KEYWORD_FIELDS = [CONTEXTUAL_FIELD, "text", "title^2", "headings^3"]
 ENGLISH = {"type": "text", "analyzer": "english"}
+LABELS = {"type": "keyword", "index": False, "doc_values": False}
 VALID_PREFIX = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _MAX_INDEX_NAME = 255
 
@@ -63,6 +65,8 @@ def index_body(dimension: int) -> dict[str, Any]:
                 "page_end": {"type": "integer"},
                 # Kept in _source to map quotes to pages; never searched or sorted on.
                 "page_breaks": {"type": "integer", "index": False, "doc_values": False},
+                # A non-PDF document's page labels ("Slide 3: Results"), for citations.
+                "page_labels": LABELS,
             },
         },
     }

@@ -16,7 +16,7 @@ from docchat.ports import Vectors
 
 _COLUMNS = (
     "id, chunk_id, doc_id, version, source, title, headings, page_start, page_end, page_breaks, "
-    "text, vector, length, term_ids, term_freqs, note"
+    "text, vector, length, term_ids, term_freqs, note, page_labels"
 )
 # Rows analysed again per statement when every chunk's terms are computed anew.
 _BATCH = 500
@@ -61,6 +61,7 @@ class ChunkRows:
                 np.asarray(vector, dtype=np.float32).tobytes(),
                 *chunk_terms,
                 chunk.note,
+                json.dumps(chunk.page_labels),
             )
             for n, (chunk, vector, chunk_terms) in enumerate(
                 zip(chunks, vectors, terms, strict=True)
@@ -124,6 +125,7 @@ class ChunkRows:
             embedding_model=self.embedding_model,
             # A read-only file from before notes has no such column.
             note=row["note"] if "note" in row.keys() else "",  # noqa: SIM118 (Row: values)
+            page_labels=json.loads(row["page_labels"]) if "page_labels" in row.keys() else [],  # noqa: SIM118
         )
 
 

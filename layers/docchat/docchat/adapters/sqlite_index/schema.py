@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     text TEXT NOT NULL,
     vector BLOB NOT NULL,
     length INTEGER NOT NULL, term_ids BLOB NOT NULL, term_freqs BLOB NOT NULL,
-    note TEXT NOT NULL DEFAULT ''
+    note TEXT NOT NULL DEFAULT '',
+    page_labels TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
 CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT UNIQUE NOT NULL);
@@ -71,6 +72,7 @@ BM25_FIELDS = json.dumps(FIELD_WEIGHTS)
 ADDED_COLUMNS = (
     ("documents", "pages_ocr", "INTEGER NOT NULL DEFAULT 0"),  # pages read by OCR
     ("chunks", "note", "TEXT NOT NULL DEFAULT ''"),  # a model-written note
+    ("chunks", "page_labels", "TEXT NOT NULL DEFAULT '[]'"),  # a non-PDF's location labels
 )
 
 

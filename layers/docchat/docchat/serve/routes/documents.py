@@ -23,9 +23,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.convertors import StringConvertor, register_url_convertor
 
 from docchat.answer.backend import ChatBackend
-from docchat.errors import DocumentNotFoundError, NotPdfError, UploadRouteError
-from docchat.ingest.uploads import S3_UPLOAD_ROUTE
-from docchat.models import DocumentRecord, FileLink, Removal, UploadTicket, file_name, source_name
+from docchat.errors import DocumentNotFoundError, UnsupportedUploadError, UploadRouteError
+from docchat.ingest.formats import SUFFIXES, suffix_of
+from docchat.ingest.uploads import S3_UPLOAD_ROUTE, check_name
+from docchat.models import (
+    DocumentRecord,
+    FileLink,
+    PageKind,
+    Removal,
+    UploadTicket,
+    file_name,
+    source_name,
+)
 from docchat.serve.errors import documented
 from docchat.serve.schema import WHOLE
 from docchat.serve.state import State
@@ -34,7 +43,8 @@ from docchat.serve.state import State
 # unlike the types a page may send to another site without asking first (text/plain, forms,
 # none at all), it cannot come from another site's page.
 PDF_TYPES = ("application/pdf", "application/x-pdf", "application/octet-stream")
-PDF_NAME = r"\.[pP][dD][fF]$"
+#: A name of a type docchat reads (formats.FORMATS), as the schema documents it.
+DOCUMENT_NAME = r"(?i)\.(" + "|".join(s.lstrip(".") for s in SUFFIXES) + ")$"
 router = APIRouter(prefix="/documents", tags=["documents"])
 
 
@@ -62,13 +72,19 @@ class PageText(BaseModel):
     page: int
     text: str
     ocr: bool
+    # What the page is: a PDF page, or a section, slide or sheet range of another format,
+    # with the label a citation shows ("" for a PDF page).
+    kind: PageKind = "page"
+    label: str = ""
 
 
 class UploadUrlRequest(BaseModel):
     model_config = ConfigDict(strict=True)
 
-    # The pattern is documented, not enforced here: a name that is no PDF's is a 415.
-    filename: str = Field(min_length=1, max_length=255, json_schema_extra={"pattern": PDF_NAME})
+    # The pattern is documented, not enforced here: a type docchat does not read is a 415.
+    filename: str = Field(
+        min_length=1, max_length=255, json_schema_extra={"pattern": DOCUMENT_NAME}
+    )
     size: Annotated[int, Field(gt=0), WHOLE] = Field(
         description="the file's exact size in bytes; S3 holds the PUT to it"
     )
@@ -114,9 +130,11 @@ def document(doc_id: str, state: State) -> ShownDocument:
 
 _PDF_OR_LINK: dict[int | str, dict[str, Any]] = {
     200: {
-        "description": "the PDF itself (local), or a short-lived presigned URL to it (cloud)",
+        "description": "the file itself (local: a PDF inline, any other type as a download), "
+        "or a short-lived presigned URL to it (cloud)",
         "content": {
             "application/pdf": {"schema": {"type": "string", "format": "binary"}},
+            "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
             "application/json": {"schema": FileLink.model_json_schema()},
         },
     }
@@ -129,15 +147,17 @@ _PDF_OR_LINK: dict[int | str, dict[str, Any]] = {
     responses={**_PDF_OR_LINK, **documented(404, 409, 501, 502, 503, 507)},
 )
 def document_file(doc_id: str, state: State) -> FileResponse | JSONResponse:
-    """A registered document's PDF: its bytes, or (cloud) a short-lived URL to them."""
+    """A registered document's file: its bytes, or (cloud) a short-lived URL to them."""
     record = known(state.backend, doc_id)
     found = state.files.pdf(record)
     if isinstance(found, FileLink):
         return JSONResponse(found.model_dump(), headers={"Cache-Control": "no-store"})
+    pdf = suffix_of(source_name(record.source)) == ".pdf"
+    # Anything but a PDF is a download: an uploaded HTML file never runs as one of our pages.
     return FileResponse(
         found,
-        media_type="application/pdf",
-        content_disposition_type="inline",
+        media_type="application/pdf" if pdf else "application/octet-stream",
+        content_disposition_type="inline" if pdf else "attachment",
         filename=source_name(record.source),
         headers={"Cache-Control": "private, no-cache", "X-Content-Type-Options": "nosniff"},
     )
@@ -147,7 +167,9 @@ def document_file(doc_id: str, state: State) -> FileResponse | JSONResponse:
 def page_text(doc_id: str, number: int, state: State) -> PageText:
     """What conversion extracted from one page: its text and whether OCR read it."""
     [page] = state.backend.library.extracted_pages(doc_id, first=number, last=number)
-    return PageText(page=page.number, text=page.markdown, ocr=page.ocr)
+    return PageText(
+        page=page.number, text=page.markdown, ocr=page.ocr, kind=page.kind, label=page.label
+    )
 
 
 _PDF_BODY = {
@@ -167,17 +189,24 @@ _PDF_BODY = {
 async def upload(
     request: Request,
     state: State,
-    filename: str = Query(min_length=1, max_length=255, json_schema_extra={"pattern": PDF_NAME}),
+    filename: str = Query(
+        min_length=1, max_length=255, json_schema_extra={"pattern": DOCUMENT_NAME}
+    ),
 ) -> ShownDocument:
-    """Index the PDF sent as the body under `filename` (in the background: QUEUED first)."""
+    """Index the document (a PDF, an Office, HTML, Markdown or text file) sent as the body
+    under `filename` (in the background: QUEUED first)."""
     store = await run_in_threadpool(lambda: state.uploads)
     if store.kind != "direct":
         raise UploadRouteError(S3_UPLOAD_ROUTE)
-    kind = request.headers.get("content-type", "").split(";")[0].strip()
-    if kind.lower() not in PDF_TYPES:
-        raise NotPdfError(
-            f"the body is {kind or 'of no declared type'}, not a PDF: send the file "
-            "with Content-Type: application/pdf"
+    fmt = check_name(filename)
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    # The type is read from the name; the body's declared type must be one no other site's
+    # page can send without asking first, so text/plain (and forms, and none) never are.
+    if kind not in (*PDF_TYPES, fmt.media_type) or kind == "text/plain":
+        wanted = fmt.media_type if fmt.name == "pdf" else "application/octet-stream"
+        raise UnsupportedUploadError(
+            f"the body is {kind or 'of no declared type'}: send the file with Content-Type: "
+            f"{wanted}"
         )
     data = await request.body()  # BodyLimit stops it at the upload limit
     return shown(await run_in_threadpool(store.receive, filename, data))

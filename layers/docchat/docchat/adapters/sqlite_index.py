@@ -35,7 +35,8 @@ CREATE TABLE IF NOT EXISTS documents (
     status TEXT NOT NULL, pages INTEGER NOT NULL, pages_without_text INTEGER NOT NULL,
     chunks INTEGER NOT NULL, error_code TEXT NOT NULL, error TEXT NOT NULL,
     updated_at REAL NOT NULL, revision INTEGER NOT NULL DEFAULT 1,
-    pages_ocr INTEGER NOT NULL DEFAULT 0
+    pages_ocr INTEGER NOT NULL DEFAULT 0,
+    collections TEXT NOT NULL DEFAULT '["default"]'
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, doc_id TEXT NOT NULL,
@@ -230,6 +231,11 @@ class SqliteIndex:
             if "pages_ocr" not in columns:
                 self._db.execute(
                     "ALTER TABLE documents ADD COLUMN pages_ocr INTEGER NOT NULL DEFAULT 0"
+                )
+            if "collections" not in columns:  # before collections: all in the default one
+                self._db.execute(
+                    "ALTER TABLE documents ADD COLUMN collections TEXT NOT NULL "
+                    """DEFAULT '["default"]'"""
                 )
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}
             if "note" not in columns:
@@ -607,6 +613,7 @@ class SqliteIndex:
     def _write_record(self, record: DocumentRecord) -> None:
         values = record.model_dump(mode="json")
         values["updated_at"] = time.time()
+        values["collections"] = json.dumps(record.collections)
         columns = ", ".join(values)
         marks = ", ".join("?" for _ in values)
         self._db.execute(

@@ -20,6 +20,7 @@ from starlette.middleware import Middleware
 from docchat.answer.backend import ChatBackend
 from docchat.ingest.uploads import MAX_UPLOAD_BYTES
 from docchat.ports import ConversationStore
+from docchat.serve.access import AccessOf, local_admin
 from docchat.serve.errors import Unexpected, install_error_handlers
 from docchat.serve.identity import UserOf, local_user
 from docchat.serve.middleware import BodyLimit, HeadAsGet
@@ -50,6 +51,7 @@ def create_app(
     conversations: Callable[[], ConversationStore] | None = None,
     user_of: UserOf = local_user,
     page_origins: Callable[[], Sequence[str]] = no_origins,
+    access_of: AccessOf = local_admin,
     middleware: Sequence[Middleware] = (),
 ) -> FastAPI:
     """The app over these parts (docchat.serve.state.Parts says what each is), each built on
@@ -63,6 +65,7 @@ def create_app(
         conversations=conversations,
         user_of=user_of,
         page_origins=page_origins,
+        access_of=access_of,
     )
     upload_limit = (
         MAX_UPLOAD_BYTES,

@@ -1,4 +1,5 @@
-"""The `docchat` command: ingest, ask, search, status, rm, text, serve, mcp, eval."""
+"""The `docchat` command: ingest, ask, search, status, rm, text, serve, mcp, eval,
+collections, move."""
 
 from __future__ import annotations
 
@@ -28,6 +29,13 @@ from rich.text import Text
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.answer.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCallEvent
+from docchat.cli_collections import (
+    add_collection_commands,
+    add_collection_option,
+    check_in,
+    visible,
+    within,
+)
 from docchat.cli_display import print_status, shown
 from docchat.config import Settings
 from docchat.errors import DocchatError, IndexMissingError, StorageError, StorageFullError
@@ -90,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
 
     ingest = commands.add_parser("ingest", parents=[common], help="index PDF files or folders")
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    add_collection_option(ingest, "put the documents in this collection", many=False)
     ingest.set_defaults(run=_ingest)
 
     ask = commands.add_parser("ask", parents=[common], help="answer a question with citations")
@@ -97,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--top-k", type=_top_k, default=None, help="passages to draw on (1-50)")
     ask.add_argument("--doc", action="append", help="only this document (repeatable)")
     ask.add_argument("--json", action="store_true", help="print the answer as JSON")
+    add_collection_option(ask, "answer from this collection only (repeatable)", many=True)
     ask.set_defaults(run=_ask)
 
     search = commands.add_parser("search", parents=[common], help="show the best passages")
@@ -104,6 +114,7 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--top-k", type=_top_k, default=None, help="passages to show (1-50)")
     search.add_argument("--doc", action="append", help="only this document (repeatable)")
     search.add_argument("--json", action="store_true", help="print passages as JSON")
+    add_collection_option(search, "search this collection only (repeatable)", many=True)
     search.set_defaults(run=_search)
 
     serve = commands.add_parser("serve", parents=[common], help="run the chat API locally")
@@ -126,6 +137,14 @@ def _parser() -> argparse.ArgumentParser:
         help="a Host name to answer besides localhost (repeatable; * for any; "
         "also $DOCCHAT_ALLOWED_HOSTS)",
     )
+    serve.add_argument(
+        "--users",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a JSON users file: each user's token (SHA-256) and the collections they may "
+        "read and write; every call then needs one of its tokens",
+    )
     serve.set_defaults(run=_serve)
 
     mcp = commands.add_parser(
@@ -140,10 +159,12 @@ def _parser() -> argparse.ArgumentParser:
 
     status = commands.add_parser("status", parents=[common], help="list documents and totals")
     status.add_argument("--json", action="store_true")
+    add_collection_option(status, "only this collection's documents", many=False)
     status.set_defaults(run=_status)
 
     rm = commands.add_parser("rm", parents=[common], help="remove a document from the index")
     rm.add_argument("doc", metavar="DOC", help="document id, path or file name")
+    add_collection_option(rm, "only a document of this collection", many=False)
     rm.set_defaults(run=_rm)
 
     text = commands.add_parser(
@@ -154,9 +175,11 @@ def _parser() -> argparse.ArgumentParser:
         "--pages", type=_page_range, default=(None, None), metavar="A-B", help="e.g. 3, 3-5, 3-"
     )
     text.add_argument("--json", action="store_true", help="a JSON list of {page, text, ocr}")
+    add_collection_option(text, "only a document of this collection", many=False)
     text.set_defaults(run=_text)
 
     add_eval_commands(commands, common)
+    add_collection_commands(commands, common)
     return parser
 
 
@@ -217,6 +240,7 @@ def _text(args: argparse.Namespace, settings: Settings) -> int:
     """The text conversion extracted from a document's pages, as markdown or JSON."""
     index = _existing_index(settings)
     record = index.find_document(args.doc, path=source_of(Path(args.doc)))
+    check_in(record, args, args.doc)
     first, last = args.pages
     pages = extracted_pages(record, index, doc_ref=args.doc, first=first, last=last)
     if args.json:
@@ -273,6 +297,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
                     settings=settings,
                     on_progress=update,
                     notes=notes,
+                    collections=[args.collection] if args.collection else (),
                 )
             except StorageError as exc:  # this file fails; a full disk stops the rest
                 result = _storage_failure(path, exc)
@@ -362,6 +387,8 @@ def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[
     _require_index(settings)
     library = local_library(settings)
     index = _closed_later(cast(SqliteIndex, library.index))
+    scope = visible(args)
+    library = library if scope is None else library.within(scope)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
     return library.search(query, top_k=args.top_k or settings.top_k, doc_ids=doc_ids).passages
 
@@ -376,6 +403,8 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
     if args.top_k:
         backend.config.top_k = args.top_k
     index = _closed_later(cast(SqliteIndex, backend.library.index))
+    scope = visible(args)
+    backend = backend if scope is None else backend.within(scope)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
     events = backend.agent().run([{"role": "user", "content": question}], doc_ids=doc_ids)
     text: list[str] = []
@@ -425,13 +454,15 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     """Run the chat API (the same app the Lambda runs) on this machine."""
     import uvicorn
 
+    from docchat.serve.access import UsersFile
     from docchat.serve.guards import is_loopback
     from docchat.serve.protocol import DeadlineH11Protocol
     from docchat.wiring.local import guarded_local_app, local_backend, local_uploads_for
 
     token = settings.api_token if args.token is None else args.token
     local = is_loopback(args.host)
-    if not local and not token:
+    users = UsersFile.load(args.users) if args.users else None
+    if not local and not token and users is None:
         raise DocchatError(
             f"--host {args.host} lets other machines reach docchat and its documents: give "
             "it an API token with --token or DOCCHAT_API_TOKEN (clients send "
@@ -453,11 +484,14 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             allowed_hosts=hosts,
             token=token,
             uploads=lambda _: uploads,
+            users=users,
         )
         where = f"[{args.host}]" if ":" in args.host else args.host
         err.print(
             f"docchat serving {settings.data_dir} on http://{where}:{args.port} "
-            f"({backend.mode})" + ("" if local else "; API calls need the token"),
+            f"({backend.mode})"
+            + ("; API calls need a user's token" if users else "")
+            + ("" if local or users else "; API calls need the token"),
             soft_wrap=True,
         )
         if wildcard and not hosts and not settings.allowed_host_names:
@@ -554,7 +588,7 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
     from docchat.ingest.uploads import interrupted
 
     index = _existing_index(settings)
-    documents = index.documents()
+    documents = within(index.documents(), args)
     aliases = index.aliases()
     stopped = interrupted(settings, documents)
     if args.json:
@@ -594,6 +628,7 @@ def _rm(args: argparse.Namespace, settings: Settings) -> int:
     file name (the content stays indexed under its other names)."""
     index = _existing_index(settings)
     record, source = index.find_source(args.doc, path=source_of(Path(args.doc)))
+    check_in(record, args, args.doc)
     if args.doc == record.doc_id:
         index.delete_document(record.doc_id)
         out.print(f"removed {record.doc_id} ({_plural(record.chunks, 'chunk')})", markup=False)

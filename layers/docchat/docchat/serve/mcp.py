@@ -37,6 +37,8 @@ from docchat.answer.backend import ChatBackend
 from docchat.answer.events import ChatEvent
 from docchat.answer.tools import input_schema, invalid_input_message
 from docchat.errors import DocchatError, DocumentNotFoundError
+from docchat.search.library import Visible
+from docchat.serve.access import AccessOf
 from docchat.serve.mcp_tools import (
     BY_NAME,
     DOCUMENTS_URI,
@@ -103,7 +105,10 @@ class _Handlers:
         with self._lock:
             if not self._built:
                 self._built.append(self._backend())
-        return LibraryView(self._built[0], caller, self.web_url)
+        backend = self._built[0]
+        if caller.collections is not None:  # outside them, no document exists for this caller
+            backend = backend.within(Visible(collections=caller.collections))
+        return LibraryView(backend, caller, self.web_url)
 
     async def list_tools(
         self, ctx: Context, params: types.PaginatedRequestParams | None
@@ -253,6 +258,17 @@ def mcp_http_app(
     )
     app.add_middleware(_Identified, caller_of=caller_of)
     return app
+
+
+def caller_of_access(access_of: AccessOf) -> CallerOf:
+    """Each request's caller as the API's access names it (a users file, Cognito groups): the
+    MCP tools and resources see the same collections as the routes."""
+
+    def caller_of(request: Request) -> Caller:
+        access = access_of(request)
+        return Caller(user=access.user, collections=access.readable)
+
+    return caller_of
 
 
 class _Identified:

@@ -9,6 +9,7 @@ GET  /documents/{id}/pages/{n}   a page's text as conversion extracted it: {page
 POST /documents            a PDF as the raw body (?filename=...), indexed in the background
 POST /documents/upload-url a presigned S3 PUT URL, where uploads go through the bucket
 DELETE /documents/{id}     forget a document (in the cloud: delete its object)
+PUT  /documents/{id}/collections  move a document between collections (registry only)
 
 Documents are shown by name (`source_name`): server paths stay on the server. Every route sees
 the documents through the caller's access (`AppState.reader`): a document in none of the
@@ -28,6 +29,7 @@ from starlette.convertors import StringConvertor, register_url_convertor
 from docchat.answer.backend import ChatBackend
 from docchat.errors import DocumentNotFoundError, NotPdfError, UploadRouteError
 from docchat.ingest.uploads import S3_UPLOAD_ROUTE
+from docchat.limits import MAX_SCOPE_COLLECTIONS
 from docchat.models import (
     COLLECTION_PATTERN,
     DEFAULT_COLLECTION,
@@ -36,6 +38,7 @@ from docchat.models import (
     Removal,
     Scope,
     UploadTicket,
+    collections_of,
     file_name,
     source_name,
 )
@@ -278,3 +281,30 @@ def delete(doc_id: str, http: Request, state: State) -> JSONResponse:
         access.check_write(name)
     removal = state.uploads.remove(doc_id)
     return JSONResponse(removal.model_dump(), 200 if removal.status == "deleted" else 202)
+
+
+class MoveRequest(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    collections: list[str] = Field(
+        min_length=1,
+        max_length=MAX_SCOPE_COLLECTIONS,
+        json_schema_extra={"items": {"pattern": COLLECTION_PATTERN}},
+        description="the collections the document is to be in, exactly",
+    )
+
+
+@router.put(
+    "/{doc_id:doc_id}/collections",
+    responses=documented(400, 403, 404, 409, 501, 502, 503, 507, body=True),
+)
+def move(doc_id: str, body: MoveRequest, http: Request, state: State) -> ShownDocument:
+    """Put a document in exactly these collections: its registry entry changes, nothing is
+    embedded or indexed again. The caller must be allowed to write every collection it
+    leaves and every one it enters."""
+    record = known(state.reader(http), doc_id)
+    wanted = collections_of(body.collections)
+    access = state.access(http)
+    for name in set(record.collections) ^ set(wanted):
+        access.check_write(name)
+    return shown(state.uploads.move(doc_id, wanted))

@@ -154,6 +154,8 @@ def question_saved(
     store.append(user, conversation_id, [asked], after=at)
 
     def save(exchange: list[StoredMessage]) -> None:
+        # The exchange starts with the question: keep it as saved, with its scope.
+        exchange = [asked, *exchange[1:]] if exchange and exchange[0].role == "user" else exchange
         if store.append(user, conversation_id, exchange, after=at) is None:
             logger.info("conversation %s was deleted during the answer", conversation_id)
 

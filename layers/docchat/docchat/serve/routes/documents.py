@@ -286,10 +286,9 @@ def delete(doc_id: str, http: Request, state: State) -> JSONResponse:
 class MoveRequest(BaseModel):
     model_config = ConfigDict(strict=True)
 
-    collections: list[str] = Field(
+    collections: list[Annotated[str, Field(pattern=COLLECTION_PATTERN)]] = Field(
         min_length=1,
         max_length=MAX_SCOPE_COLLECTIONS,
-        json_schema_extra={"items": {"pattern": COLLECTION_PATTERN}},
         description="the collections the document is to be in, exactly",
     )
 

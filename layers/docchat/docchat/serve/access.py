@@ -250,8 +250,7 @@ def cognito_access_for(
 
 
 def claimed_groups(request: Request) -> list[str]:
-    """The `cognito:groups` claim as API Gateway passes it: a list, or (REST APIs pass claims
-    as strings) "[a, b]" or "a,b"."""
+    """The `cognito:groups` claim as API Gateway passes it in the request context."""
     raw = request.headers.get("x-amzn-request-context", "")
     try:
         context = json.loads(raw) if raw else {}
@@ -260,11 +259,34 @@ def claimed_groups(request: Request) -> list[str]:
     authorizer = context.get("authorizer") if isinstance(context, dict) else None
     claims = authorizer.get("claims") if isinstance(authorizer, Mapping) else None
     value: Any = claims.get(GROUPS_CLAIM) if isinstance(claims, Mapping) else None
+    return groups_of(value)
+
+
+def groups_of(value: Any) -> list[str]:
+    """Group names from a `cognito:groups` claim value, in each shape API Gateway gives it.
+
+    Read 2026-11-27: AWS documents the shape only for a REST API's JWT authorizer
+    (https://docs.aws.amazon.com/apigateway/latest/developerguide/rest-api-jwt-authorizer-claims.html):
+    a Lambda proxy integration gets each claim with its JSON type (a list), mapping templates
+    and logs get it as JSON text ('["user","editor"]'). For the COGNITO_USER_POOLS authorizer
+    this stack uses, the API Gateway guide ("Control access to REST APIs using Amazon Cognito
+    user pools as an authorizer") says nothing of the shape; every claim arrives as a string:
+    one group as its name ("team_manager", re:Post QUFJRBaEJRSmmqarNrvCWoQA), several as
+    "a,b" (aws/chalice#783 splits on commas); HTTP APIs' JWT authorizers give "[a b]". Cognito
+    group names hold no white space, so commas and spaces both separate names."""
     if isinstance(value, list):
-        return [str(g) for g in value]
-    if isinstance(value, str):
-        return [g.strip() for g in value.strip("[]").replace(",", " ").split() if g.strip()]
-    return []
+        return [str(g) for g in value if str(g)]
+    if not isinstance(value, str):
+        return []
+    text = value.strip()
+    if text.startswith("["):
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list):
+            return groups_of(parsed)
+    return text.strip("[]").replace(",", " ").split()
 
 
 def _problems(exc: ValidationError) -> str:

@@ -33,6 +33,7 @@ from docchat.cli_collections import (
     add_collection_commands,
     add_collection_option,
     check_in,
+    totals_within,
     visible,
     within,
 )
@@ -591,9 +592,11 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
     documents = within(index.documents(), args)
     aliases = index.aliases()
     stopped = interrupted(settings, documents)
+    # With --collection, the totals are those of the documents shown.
+    stats = totals_within(index.stats(), documents) if args.collection else index.stats()
     if args.json:
         payload = {
-            "stats": index.stats(),
+            "stats": stats,
             "documents": [
                 {
                     **d.model_dump(mode="json"),
@@ -613,7 +616,6 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         aliases=aliases,
         interrupted=stopped,
     )
-    stats = index.stats()
     out.print(
         f"{_plural(stats['documents'], 'document')}, {_plural(stats['chunks'], 'chunk')}, "
         f"{_plural(stats['indexed_pages'], 'page')} indexed; {stats['embedding_model']} "

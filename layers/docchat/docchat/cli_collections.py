@@ -17,7 +17,13 @@ from rich.table import Table
 from docchat.cli_display import shown
 from docchat.config import Settings
 from docchat.errors import DocchatError, DocumentNotFoundError
-from docchat.models import DEFAULT_COLLECTION, DocumentRecord, collection_name, collections_of
+from docchat.models import (
+    DEFAULT_COLLECTION,
+    DocStatus,
+    DocumentRecord,
+    collection_name,
+    collections_of,
+)
 from docchat.search.library import Visible
 
 out = Console(highlight=False, soft_wrap=True)
@@ -55,6 +61,22 @@ def within(records: Sequence[DocumentRecord], args: argparse.Namespace) -> list[
     """The records --collection lets a command see."""
     seen = visible(args)
     return [r for r in records if seen is None or seen.admits(r)]
+
+
+def totals_within(stats: dict[str, Any], documents: Sequence[DocumentRecord]) -> dict[str, Any]:
+    """The index's `stats` with the totals counted over `documents` only (what --collection
+    shows); the index's own facts (model, path, size) as they are."""
+    by_status: dict[str, int] = {}
+    for d in documents:
+        by_status[d.status.value] = by_status.get(d.status.value, 0) + 1
+    indexed = [d for d in documents if d.status == DocStatus.INDEXED]
+    return {
+        **stats,
+        "documents": len(documents),
+        "by_status": by_status,
+        "indexed_pages": sum(d.pages for d in indexed),
+        "chunks": sum(d.chunks for d in indexed),
+    }
 
 
 def check_in(record: DocumentRecord, args: argparse.Namespace, ref: str) -> DocumentRecord:

@@ -275,11 +275,12 @@ def upload_url(body: UploadUrlRequest, http: Request, state: State) -> UploadTic
 def delete(doc_id: str, http: Request, state: State) -> JSONResponse:
     """Forget a document: 200 when it is gone, 202 while its object's deletion is on its way.
     The caller must be allowed to write every collection it is in (it leaves them all)."""
+    uploads = state.uploads  # a server that takes no uploads deletes nothing: 501 for any id
     record = known(state.reader(http), doc_id)
     access = state.access(http)
     for name in record.collections:
         access.check_write(name)
-    removal = state.uploads.remove(doc_id)
+    removal = uploads.remove(doc_id)
     return JSONResponse(removal.model_dump(), 200 if removal.status == "deleted" else 202)
 
 

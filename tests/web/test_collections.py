@@ -21,6 +21,7 @@ import pytest
 
 from docchat.config import Settings
 from docchat.ingest.local import ingest_file
+from docchat.serve.access import UsersFile, token_sha256
 from tests.api.collectionkit import OTHER_TEXT
 from tests.conftest import REPO, WordEmbedder
 from tests.mcpkit import write_pdfs
@@ -35,19 +36,39 @@ ANSWER_TIMEOUT_MS = 20_000
 QUESTION = "Who built the stone bridge, and when does the ferry to the island leave?"
 
 
+# Reads both collections, writes `ferries` only (as `docchat serve --users` serves her).
+ANA = UsersFile.model_validate(
+    {
+        "users": [
+            {
+                "name": "ana",
+                "token_sha256": token_sha256("ana-token"),
+                "read": ["bridges"],
+                "write": ["ferries"],
+            }
+        ]
+    }
+)
+
+
+def _in_collections(running: LocalServer, data_dir: Path) -> None:
+    """ferries.pdf into `ferries`, bridges.pdf into `bridges`."""
+    for path in write_pdfs(data_dir.parent / f"{data_dir.name}-pdfs"):
+        result = ingest_file(
+            path,
+            index=running.index,
+            embedder=WordEmbedder(),
+            settings=Settings(data_dir=data_dir),
+            collections=[path.stem],
+        )
+        assert result.outcome == "indexed", result.record.error
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
     data_dir = tmp_path_factory.mktemp("web-collections")
     with LocalServer(data_dir) as running:
-        for path in write_pdfs(data_dir.parent / f"{data_dir.name}-pdfs"):
-            result = ingest_file(
-                path,
-                index=running.index,
-                embedder=WordEmbedder(),
-                settings=Settings(data_dir=data_dir),
-                collections=[path.stem],
-            )
-            assert result.outcome == "indexed", result.record.error
+        _in_collections(running, data_dir)
         yield running
 
 
@@ -195,3 +216,31 @@ def test_a_question_about_selected_documents(page: Any, server: LocalServer) -> 
     expect(page.locator(".msg.user").last.locator(".msg-scope")).to_have_text(
         "Asked about 1 selected document"
     )
+
+
+def test_a_user_uploads_and_deletes_only_where_they_may_write(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # Given Ana of a users file, who reads `bridges` and writes `ferries` (and no more)
+    data_dir = tmp_path_factory.mktemp("web-collections-users")
+    with LocalServer(data_dir, access_of=ANA.access_of) as running:
+        _in_collections(running, data_dir)
+        context = browser.new_context(viewport=DESKTOP)
+        context.add_init_script("localStorage.setItem('docchat-api-token', 'ana-token')")
+        page = context.new_page()
+        page.goto(running.url)
+
+        # Then the picker lists her two collections (not `default`), and in `bridges` she may
+        # neither upload nor delete
+        expect(page.locator("#collection option")).to_have_text(["bridges (1)", "ferries (1)"])
+        expect(page.locator("#collection")).to_have_value("bridges")
+        expect(page.locator("#doc-list li.doc")).to_contain_text("bridges.pdf")
+        expect(page.locator("#upload")).to_be_hidden()
+        expect(page.locator("#doc-list .delete")).to_have_count(0)
+        # In `ferries` she may
+        page.locator("#collection").select_option("ferries")
+        expect(page.locator("#upload")).to_be_visible()
+        expect(
+            page.locator("#doc-list li.doc", has_text="ferries.pdf").locator(".delete")
+        ).to_have_count(1)
+        context.close()

@@ -253,3 +253,26 @@ def test_each_command_closes_the_index_it_opened(tmp_path: Path) -> None:
             assert not (data / "index.sqlite3-wal").exists(), argv
     finally:
         gc.enable()
+
+
+def test_cli_status_of_a_collection_totals_only_its_documents(
+    library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given notes.pdf in the collection `notes`, dmca.pdf and broken.pdf in `default`
+    data = str(tmp_path / "data")
+    _run(capsys, "ingest", str(library / "notes.pdf"), "--collection", "notes", "--data-dir", data)
+    _run(
+        capsys, "ingest", str(library / "dmca.pdf"), str(library / "broken.pdf"), "--data-dir", data
+    )
+
+    # When the status of `notes` is asked for, its totals count notes.pdf only
+    code, out, _ = _run(capsys, "status", "--collection", "notes", "--json", "--data-dir", data)
+    stats = json.loads(out)["stats"]
+    assert code == 0
+    assert (stats["documents"], stats["chunks"], stats["indexed_pages"]) == (1, 2, 2)
+    assert stats["by_status"] == {"INDEXED": 1}
+    _, out, _ = _run(capsys, "status", "--collection", "notes", "--data-dir", data)
+    assert "1 document, 2 chunks, 2 pages indexed" in out
+    # And the whole index's are as before
+    whole = json.loads(_run(capsys, "status", "--json", "--data-dir", data)[1])["stats"]
+    assert whole["documents"] == 3 and whole["chunks"] > 2

@@ -47,6 +47,7 @@ class Stack:
     chunk_context: str = "off"  # the ChunkContext parameter
     chat_model_id: str = ""  # the ChatModelId parameter
     rerank_model_id: str = ""  # the RerankModelId parameter ("" turns reranking off)
+    artifacts_bucket: str = ""  # where access/groups.json maps Cognito groups to collections
 
     def url(self, path: str) -> str:
         """`path` under the API's stage, whether or not the output ends with a slash."""
@@ -94,6 +95,7 @@ def stack_from_description(name: str, description: Mapping[str, Any]) -> Stack:
         chunk_context=params.get("ChunkContext", "off"),
         chat_model_id=params.get("ChatModelId", ""),
         rerank_model_id=params.get("RerankModelId", ""),
+        artifacts_bucket=outputs.get("ArtifactsBucketName", ""),
     )
 
 

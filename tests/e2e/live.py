@@ -8,7 +8,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -163,7 +163,9 @@ def _expect_ok(response: httpx.Response, what: str) -> None:
 
 
 @contextmanager
-def cognito_user(session: Any, stack: Stack, run_id: str) -> Iterator[Callable[[], str]]:
+def cognito_user(
+    session: Any, stack: Stack, run_id: str, *, groups: Sequence[str] = ()
+) -> Iterator[Callable[[], str]]:
     """A temporary user in the stack's pool; yields a sign-in that returns an ID token.
 
     ADMIN_USER_PASSWORD_AUTH must be enabled on the app client (ExplicitAuthFlows):
@@ -188,6 +190,10 @@ def cognito_user(session: Any, stack: Stack, run_id: str) -> Iterator[Callable[[
         idp.admin_set_user_password(
             UserPoolId=stack.user_pool_id, Username=username, Password=password, Permanent=True
         )
+        for group in groups:  # the pool's groups (made by the caller) put in the ID token
+            idp.admin_add_user_to_group(
+                UserPoolId=stack.user_pool_id, Username=username, GroupName=group
+            )
 
         def sign_in() -> str:
             try:

@@ -86,6 +86,7 @@ class FakeCognito:
     revoked: list[str] = field(default_factory=list)
     logouts: int = 0
     down: bool = False  # the token endpoint answers 503, as during an outage
+    groups: dict[str, list[str]] = field(default_factory=dict)  # user -> Cognito groups
 
     def valid_id_token(self, token: str) -> bool:
         return self.id_tokens.get(token, 0) > time.time()
@@ -98,6 +99,10 @@ class FakeCognito:
         self.expire_id_tokens()
         self.refresh_tokens.clear()
 
+    def tokens(self, user: str, *, refresh: bool) -> dict[str, Any]:
+        """The tokens the token endpoint answers for `user` (tests that sign in without a page)."""
+        return self._tokens(user, refresh=refresh)
+
     def _tokens(self, user: str, *, refresh: bool) -> dict[str, Any]:
         now = int(time.time())
         id_token = _jwt(
@@ -109,6 +114,8 @@ class FakeCognito:
                 "iss": self.url,
                 "iat": now,
                 "exp": now + self.lifetime_s,
+                # As Cognito adds it to ID tokens of users in groups.
+                **({"cognito:groups": self.groups[user]} if self.groups.get(user) else {}),
             }
         )
         self.id_tokens[id_token] = time.time() + self.lifetime_s

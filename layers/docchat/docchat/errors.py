@@ -422,3 +422,17 @@ class CallerUnknownError(DocchatError):
     """The request does not say who is asking (no sign-in in API Gateway's request context)."""
 
     code = "caller_unknown"
+
+
+@registered
+class CollectionNameError(DocchatError):
+    """A collection name that is not one (lower-case letters, digits, hyphens)."""
+
+    code = "bad_collection"
+
+
+@registered
+class AccessDeniedError(DocchatError):
+    """The caller may read a collection or document but not change it."""
+
+    code = "access_denied"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
 from bisect import bisect_right
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Literal
@@ -10,11 +13,15 @@ from urllib.parse import unquote_plus
 
 from pydantic import (
     BaseModel,
+    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
 )
+
+from docchat.errors import CollectionNameError, DocchatError
+from docchat.limits import MAX_DOC_IDS, MAX_SCOPE_COLLECTIONS
 
 #: What a document's "page" is: a PDF page, or a location of another format (a section of a
 #: Word document, web page or Markdown file; a slide; a sheet or range of a sheet's rows).
@@ -152,6 +159,44 @@ class Chunk(BaseModel):
         return self.page_labels[at] if 0 <= at < len(self.page_labels) else ""
 
 
+#: The collection every document is in unless placed elsewhere; it always exists.
+DEFAULT_COLLECTION = "default"
+COLLECTION_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
+_COLLECTION = re.compile(COLLECTION_PATTERN)
+#: An object key under this prefix places a direct S3 upload: `collections/<name>/...`.
+COLLECTIONS_PREFIX = "collections/"
+
+
+def collection_name(name: str) -> str:
+    """`name` if it is a collection's name (lower-case letters, digits and hyphens, 1-63,
+    not starting with a hyphen), else CollectionNameError saying so."""
+    if not isinstance(name, str) or not _COLLECTION.match(name):
+        raise CollectionNameError(
+            f"{name!r} is not a collection name: use 1-63 lower-case letters, digits and "
+            "hyphens, starting with a letter or digit (e.g. 'finance' or 'team-2')"
+        )
+    return name
+
+
+def collections_of(names: Iterable[str] | str | None) -> list[str]:
+    """Collection names sorted and without repeats; none (or a JSON list as text, as SQLite
+    stores them) read as the default collection."""
+    if isinstance(names, str):
+        names = json.loads(names) if names.startswith("[") else [names]
+    found = sorted({collection_name(n) for n in names or ()})
+    return found or [DEFAULT_COLLECTION]
+
+
+def collection_of_key(key: str) -> str:
+    """The collection an object key places a direct S3 upload in: `collections/<name>/...` is
+    in `<name>` (when that is a collection's name), any other key in the default one."""
+    if key.startswith(COLLECTIONS_PREFIX):
+        name, slash, rest = key[len(COLLECTIONS_PREFIX) :].partition("/")
+        if slash and rest and _COLLECTION.match(name):
+            return name
+    return DEFAULT_COLLECTION
+
+
 class DocStatus(StrEnum):
     QUEUED = "QUEUED"
     CONVERTING = "CONVERTING"
@@ -177,6 +222,14 @@ class DocumentRecord(BaseModel):
     updated_at: float = 0.0
     # 1 for a document's first content; each different content under the same name adds 1.
     revision: int = Field(default=1, ge=1)
+    # The collections the document is in (sorted, at least one); records kept before
+    # collections existed read as the default one.
+    collections: list[str] = Field(default_factory=lambda: [DEFAULT_COLLECTION])
+
+    @field_validator("collections", mode="before")
+    @classmethod
+    def _collections(cls, names: Any) -> list[str]:
+        return collections_of(names)
 
 
 class RegistryEntry(DocumentRecord):
@@ -228,6 +281,33 @@ class Answer(BaseModel):
 
 
 # --- the cloud pipeline's step payloads: S3 pointers and counts, never document text ---------
+
+
+class Scope(BaseModel):
+    """What a question is asked over: these collections (None: every collection the user may
+    read) and, within them, these documents (None: all). Always within what the user may read."""
+
+    model_config = ConfigDict(frozen=True)
+
+    collections: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_SCOPE_COLLECTIONS,
+        description="collection names; none: every collection you may read",
+    )
+    doc_ids: list[str] | None = Field(
+        default=None, min_length=1, max_length=MAX_DOC_IDS, description="only these documents"
+    )
+
+    @field_validator("collections")
+    @classmethod
+    def _names(cls, names: list[str] | None) -> list[str] | None:
+        if names is None:
+            return None
+        try:
+            return collections_of(names)
+        except DocchatError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class ObjectRef(BaseModel):

@@ -16,6 +16,7 @@ import numpy.typing as npt
 from docchat.answer.conversations import Conversation, ConversationSummary, StoredMessage
 from docchat.llm import Message, ModelEvent, ToolSpec
 from docchat.models import (
+    DEFAULT_COLLECTION,
     Chunk,
     DocumentRecord,
     ExecutionFailure,
@@ -225,11 +226,20 @@ class Uploads(Protocol):
     @property
     def kind(self) -> Literal["direct", "presigned"]: ...
 
-    def receive(self, filename: str, data: bytes) -> DocumentRecord: ...
+    def receive(
+        self, filename: str, data: bytes, *, collection: str = DEFAULT_COLLECTION
+    ) -> DocumentRecord: ...
 
-    def upload_url(self, filename: str, *, size: int) -> UploadTicket: ...
+    def upload_url(
+        self, filename: str, *, size: int, collection: str = DEFAULT_COLLECTION
+    ) -> UploadTicket: ...
 
     def remove(self, doc_id: str) -> Removal: ...
+
+    def move(self, doc_id: str, collections: Sequence[str]) -> DocumentRecord:
+        """Put the document in exactly `collections`: its registry entry only, the index and
+        its embeddings stay as they are (searches filter by the registry)."""
+        ...
 
 
 class DocumentFiles(Protocol):

@@ -5,10 +5,17 @@ through a presigned GET (`S3Files`)."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
-from docchat.errors import DocumentFileError, DocumentNotFoundError, UploadError, UploadRouteError
+from docchat.errors import (
+    DocumentFileError,
+    DocumentNotFoundError,
+    StaleWriteError,
+    UploadError,
+    UploadRouteError,
+)
 from docchat.ingest.uploads import (
     S3_UPLOAD_ROUTE,
     UPLOAD_PREFIX,
@@ -16,13 +23,28 @@ from docchat.ingest.uploads import (
     check_size,
     upload_path,
 )
-from docchat.models import DocumentRecord, FileLink, Removal, UploadTicket
+from docchat.models import (
+    COLLECTIONS_PREFIX,
+    DEFAULT_COLLECTION,
+    DocumentRecord,
+    FileLink,
+    Removal,
+    UploadTicket,
+    collection_name,
+    collections_of,
+)
 from docchat.ports import DocumentRegistry
 
 PRESIGN_EXPIRES_S = 15 * 60
 # The viewer fetches the PDF at once: a link that outlives that is only a link to leak.
 VIEW_EXPIRES_S = 5 * 60
 logger = logging.getLogger(__name__)
+
+
+class EntryRegistry(DocumentRegistry, Protocol):
+    """The registry as uploads use it: read a document, and update its entry (a move)."""
+
+    def update(self, doc_id: str, version: str, **fields: object) -> None: ...
 
 
 class S3Uploads:
@@ -35,7 +57,7 @@ class S3Uploads:
         *,
         client: Any,
         bucket: str,
-        registry: DocumentRegistry,
+        registry: EntryRegistry,
         expires_s: int = PRESIGN_EXPIRES_S,
     ) -> None:
         self.client = client
@@ -43,17 +65,24 @@ class S3Uploads:
         self.registry = registry
         self.expires_s = expires_s
 
-    def receive(self, filename: str, data: bytes) -> DocumentRecord:
+    def receive(
+        self, filename: str, data: bytes, *, collection: str = DEFAULT_COLLECTION
+    ) -> DocumentRecord:
         raise UploadRouteError(S3_UPLOAD_ROUTE)
 
-    def upload_url(self, filename: str, *, size: int) -> UploadTicket:
+    def upload_url(
+        self, filename: str, *, size: int, collection: str = DEFAULT_COLLECTION
+    ) -> UploadTicket:
         """A URL that accepts exactly this many bytes of a readable type (a PDF, an Office,
-        HTML, Markdown or text file) at `uploads/<key>/<name>`."""
+        HTML, Markdown or text file) at `uploads/<key>/<name>`, or
+        `collections/<collection>/uploads/<key>/<name>` (the key places it: Register)."""
         from docchat.ingest.decision import doc_id_for
 
         media_type = check_name(filename).media_type
         check_size(size)
         key = UPLOAD_PREFIX + upload_path(filename).as_posix()
+        if collection != DEFAULT_COLLECTION:
+            key = f"{COLLECTIONS_PREFIX}{collection_name(collection)}/{key}"
         url = self.client.generate_presigned_url(
             "put_object",
             Params={
@@ -88,6 +117,23 @@ class S3Uploads:
         self.client.delete_object(Bucket=bucket, Key=key)
         logger.info("document object deleted", extra={"doc_id": doc_id})
         return Removal(doc_id=doc_id, status="deleting")
+
+    def move(self, doc_id: str, collections: Sequence[str]) -> DocumentRecord:
+        """Put the document in exactly `collections`: its registry entry only (searches read
+        the registry, so nothing is embedded or indexed again). A new version keeps them."""
+        record = self.registry.document(doc_id)
+        if record is None:
+            raise DocumentNotFoundError(
+                f"no document with id {doc_id!r}: GET /documents lists them"
+            )
+        names = collections_of(collections)
+        try:
+            self.registry.update(doc_id, record.version, collections=names)
+        except StaleWriteError as exc:
+            raise StaleWriteError(
+                f"document {doc_id} changed while it was being moved: move it again"
+            ) from exc
+        return record.model_copy(update={"collections": names})
 
 
 class S3Files:

@@ -3,11 +3,11 @@ The wiring (docchat.wiring.local, docchat.wiring.cloud) builds one per mode."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from docchat.answer.agent import Agent, AgentConfig, Answerer, ExtractiveAnswerer
 from docchat.ports import ChatModel
-from docchat.search.library import Library
+from docchat.search.library import Library, Visible
 
 
 @dataclass
@@ -25,3 +25,7 @@ class ChatBackend:
         if self.model is None:
             return ExtractiveAnswerer(self.library, self.config)
         return Agent(self.library, self.model, self.config)
+
+    def within(self, visible: Visible) -> ChatBackend:
+        """The same backend over only the documents `visible` admits."""
+        return replace(self, library=self.library.within(visible))

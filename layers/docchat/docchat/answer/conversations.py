@@ -12,14 +12,20 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from docchat.answer.events import ChatEvent, CitationsEvent, DeltaEvent, DoneEvent, ErrorEvent
 from docchat.errors import ConversationFullError
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
-from docchat.models import Citation
+from docchat.models import Citation, Scope
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +46,16 @@ class StoredMessage(BaseModel):
     content: str
     citations: list[Citation] = Field(default_factory=list)
     stopped: bool = False
+    # A question's scope (collections, documents) when it was asked in one; the page reopens
+    # a conversation in its last question's scope. Left out of the JSON when there is none.
+    scope: Scope | None = None
+
+    @model_serializer(mode="wrap")
+    def _scope_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        if self.scope is None:
+            dumped.pop("scope", None)
+        return dumped
 
 
 class ConversationSummary(BaseModel):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from docchat.cli import ask, common, documents, evaluate, serve
+from docchat.cli import ask, collections, common, documents, evaluate, serve
 from docchat.cli.display import shown
 from docchat.config import Settings
 from docchat.errors import DocchatError
@@ -49,4 +49,5 @@ def parser() -> argparse.ArgumentParser:
     serve.add_commands(commands, common)
     documents.add_listing(commands, common)
     evaluate.add_commands(commands, common)
+    collections.add_collection_commands(commands, common)
     return command

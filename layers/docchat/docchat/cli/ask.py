@@ -14,6 +14,7 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.answer.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCallEvent
 from docchat.answer.tools import where
 from docchat.cli import common
+from docchat.cli.collections import add_collection_option, visible
 from docchat.cli.common import Commands, question, require_index, top_k
 from docchat.cli.display import shown
 from docchat.config import Settings
@@ -30,6 +31,7 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
     ask.add_argument("--top-k", type=top_k, default=None, help="passages to draw on (1-50)")
     ask.add_argument("--doc", action="append", help="only this document (repeatable)")
     ask.add_argument("--json", action="store_true", help="print the answer as JSON")
+    add_collection_option(ask, "answer from this collection only (repeatable)", many=True)
     ask.set_defaults(run=run_ask)
 
     search = commands.add_parser("search", parents=[common_parser], help="show the best passages")
@@ -37,6 +39,7 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
     search.add_argument("--top-k", type=top_k, default=None, help="passages to show (1-50)")
     search.add_argument("--doc", action="append", help="only this document (repeatable)")
     search.add_argument("--json", action="store_true", help="print passages as JSON")
+    add_collection_option(search, "search this collection only (repeatable)", many=True)
     search.set_defaults(run=run_search)
 
 
@@ -50,6 +53,8 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
     if args.top_k:
         backend.config.top_k = args.top_k
     index = common.closed_later(cast(SqliteIndex, backend.library.index))
+    scope = visible(args)
+    backend = backend if scope is None else backend.within(scope)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
     events = backend.agent().run([{"role": "user", "content": text}], doc_ids=doc_ids)
     written: list[str] = []
@@ -141,5 +146,7 @@ def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[
     require_index(settings)
     library = local_library(settings)
     index = common.closed_later(cast(SqliteIndex, library.index))
+    scope = visible(args)
+    library = library if scope is None else library.within(scope)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
     return library.search(query, top_k=args.top_k or settings.top_k, doc_ids=doc_ids).passages

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from docchat.cli import common
+from docchat.cli.collections import add_collection_option, check_in, totals_within, within
 from docchat.cli.common import Commands, existing_index, name_of, plural, shown_name
 from docchat.cli.display import print_status, shown
 from docchat.config import Settings
@@ -40,6 +41,7 @@ def add_ingest(commands: Commands, common_parser: argparse.ArgumentParser) -> No
         help="index documents (PDF, Word, PowerPoint, Excel, HTML, Markdown, text) or folders",
     )
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    add_collection_option(ingest, "put the documents in this collection", many=False)
     ingest.set_defaults(run=run_ingest)
 
 
@@ -49,10 +51,12 @@ def add_listing(commands: Commands, common_parser: argparse.ArgumentParser) -> N
         "status", parents=[common_parser], help="list documents and totals"
     )
     status.add_argument("--json", action="store_true")
+    add_collection_option(status, "only this collection's documents", many=False)
     status.set_defaults(run=run_status)
 
     rm = commands.add_parser("rm", parents=[common_parser], help="remove a document from the index")
     rm.add_argument("doc", metavar="DOC", help="document id, path or file name")
+    add_collection_option(rm, "only a document of this collection", many=False)
     rm.set_defaults(run=run_rm)
 
     text = commands.add_parser(
@@ -63,6 +67,7 @@ def add_listing(commands: Commands, common_parser: argparse.ArgumentParser) -> N
         "--pages", type=page_range, default=(None, None), metavar="A-B", help="e.g. 3, 3-5, 3-"
     )
     text.add_argument("--json", action="store_true", help="a JSON list of {page, text, ocr}")
+    add_collection_option(text, "only a document of this collection", many=False)
     text.set_defaults(run=run_text)
 
 
@@ -88,7 +93,7 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
     files = list(document_paths(args.paths))
     if not files:
         raise DocchatError(f"no documents ({READABLE}) found in " + ", ".join(map(str, args.paths)))
-    results, stopped = _ingest_files(files, settings)
+    results, stopped = _ingest_files(files, settings, args.collection)
     out = common.out
     out.print(_summary(results))
     for r in results:
@@ -124,7 +129,7 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _ingest_files(
-    files: list[Path], settings: Settings
+    files: list[Path], settings: Settings, collection: str | None = None
 ) -> tuple[list[IngestResult], StorageFullError | None]:
     """Each file's result, and the full disk that stopped the run before the rest, if one did."""
     embedder = local_embedder(settings)
@@ -155,6 +160,7 @@ def _ingest_files(
                     settings=settings,
                     on_progress=update,
                     notes=notes,
+                    collections=[collection] if collection else (),
                 )
             except StorageError as exc:  # this file fails; a full disk stops the rest
                 result = _storage_failure(path, exc)
@@ -207,11 +213,13 @@ def run_status(args: argparse.Namespace, settings: Settings) -> int:
     from docchat.ingest.uploads import interrupted
 
     index = existing_index(settings)
-    documents = index.documents()
+    documents = within(index.documents(), args)
     stopped = interrupted(settings, documents)
+    # With --collection, the totals are those of the documents shown.
+    stats = totals_within(index.stats(), documents) if args.collection else index.stats()
     if args.json:
         payload = {
-            "stats": index.stats(),
+            "stats": stats,
             "documents": [
                 {
                     **d.model_dump(mode="json"),
@@ -230,7 +238,6 @@ def run_status(args: argparse.Namespace, settings: Settings) -> int:
         title=f"documents in {settings.data_dir}",
         interrupted=stopped,
     )
-    stats = index.stats()
     out.print(
         f"{plural(stats['documents'], 'document')}, {plural(stats['chunks'], 'chunk')}, "
         f"{plural(stats['indexed_pages'], 'page')} indexed; {stats['embedding_model']} "
@@ -244,6 +251,7 @@ def run_text(args: argparse.Namespace, settings: Settings) -> int:
     """The text conversion extracted from a document's pages, as markdown or JSON."""
     index = existing_index(settings)
     record = index.find_document(args.doc, path=source_of(Path(args.doc)))
+    check_in(record, args, args.doc)
     first, last = args.pages
     pages = extracted_pages(record, index, doc_ref=args.doc, first=first, last=last)
     if args.json:
@@ -268,6 +276,7 @@ def run_rm(args: argparse.Namespace, settings: Settings) -> int:
     another name is a document of its own, and stays)."""
     index = existing_index(settings)
     record = index.find_document(args.doc, path=source_of(Path(args.doc)))
+    check_in(record, args, args.doc)
     index.delete_document(record.doc_id)
     common.out.print(f"removed {record.doc_id} ({plural(record.chunks, 'chunk')})", markup=False)
     return 0

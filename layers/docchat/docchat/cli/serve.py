@@ -6,6 +6,7 @@ import argparse
 import logging
 import socket
 import sys
+from pathlib import Path
 from typing import cast
 
 from docchat.adapters.sqlite_index import SqliteIndex
@@ -37,6 +38,14 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
         help="a Host name to answer besides localhost (repeatable; * for any; "
         "also $DOCCHAT_ALLOWED_HOSTS)",
     )
+    serve.add_argument(
+        "--users",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a JSON users file: each user's token (SHA-256) and the collections they may "
+        "read and write; every call then needs one of its tokens",
+    )
     serve.set_defaults(run=run_serve)
 
     mcp = commands.add_parser(
@@ -54,13 +63,15 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     """Run the chat API (the same app the Lambda runs) on this machine."""
     import uvicorn
 
+    from docchat.serve.access import UsersFile
     from docchat.serve.guards import is_loopback
     from docchat.serve.protocol import DeadlineH11Protocol
     from docchat.wiring.local import guarded_local_app, local_backend, local_uploads_for
 
     token = settings.api_token if args.token is None else args.token
     local = is_loopback(args.host)
-    if not local and not token:
+    users = UsersFile.load(args.users) if args.users else None
+    if not local and not token and users is None:
         raise DocchatError(
             f"--host {args.host} lets other machines reach docchat and its documents: give "
             "it an API token with --token or DOCCHAT_API_TOKEN (clients send "
@@ -82,11 +93,14 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
             allowed_hosts=hosts,
             token=token,
             uploads=lambda _: uploads,
+            users=users,
         )
         where = f"[{args.host}]" if ":" in args.host else args.host
         common.err.print(
             f"docchat serving {settings.data_dir} on http://{where}:{args.port} "
-            f"({backend.mode})" + ("" if local else "; API calls need the token"),
+            f"({backend.mode})"
+            + ("; API calls need a user's token" if users else "")
+            + ("" if local or users else "; API calls need the token"),
             soft_wrap=True,
         )
         if wildcard and not hosts and not settings.allowed_host_names:

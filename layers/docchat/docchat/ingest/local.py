@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from docchat.ingest.decision import copy_record, decide, doc_id_for, version_of
 from docchat.ingest.formats import is_readable
 from docchat.ingest.notes import ChunkNotes
 from docchat.ingest.stages import Progress, convert_document, embed_chunks, embed_sentences
-from docchat.models import DocStatus, DocumentRecord, file_name
+from docchat.models import DocStatus, DocumentRecord, collections_of, file_name
 from docchat.ports import DocumentIndex, Embedder
 
 logger = logging.getLogger(__name__)
@@ -76,6 +76,7 @@ def ingest_bytes(
     on_progress: Progress | None = None,
     command: str = "upload",
     notes: ChunkNotes | None = None,
+    collections: Sequence[str] = (),
 ) -> IngestResult:
     """Index one document version; a no-op when these bytes are already indexed, and a copy
     of the other document's chunks (nothing embedded) when another holds exactly these
@@ -86,9 +87,16 @@ def ingest_bytes(
     started = time.monotonic()
     doc_id, version = doc_id_for(source), version_of(data)
     current = index.document(doc_id)
+    # `collections` places the document; without, it keeps its own (new ones: the default).
+    placed = collections_of(collections or (current.collections if current else ()))
     twin = index.indexed_version(version)
+    if twin is not None and twin.collections != placed:
+        twin = None  # the same bytes in other collections are a document of their own
     decision = decide(current, version, twin=twin.doc_id if twin else "")
     if decision.outcome == "unchanged" and current is not None:
+        if current.collections != placed:  # placed again: moved, nothing re-embedded
+            current = current.model_copy(update={"collections": placed})
+            index.set_record(current)
         return IngestResult(current, "unchanged", time.monotonic() - started, source)
     if decision.outcome == "duplicate" and twin is not None:
         index.copy_document(twin.doc_id, copy_record(twin, source, decision.revision))
@@ -99,6 +107,7 @@ def ingest_bytes(
         title=Path(source).stem,
         version=version,
         revision=decision.revision,
+        collections=placed,
     )
     try:
         indexed = _indexed(
@@ -198,6 +207,7 @@ def ingest_file(
     settings: Settings,
     on_progress: Progress | None = None,
     notes: ChunkNotes | None = None,
+    collections: Sequence[str] = (),
 ) -> IngestResult:
     """Index the document at `path` (its resolved path is the document's source)."""
     source = source_of(path)
@@ -222,4 +232,5 @@ def ingest_file(
         on_progress=on_progress,
         command="ingest",
         notes=notes,
+        collections=collections,
     )

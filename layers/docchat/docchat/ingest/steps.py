@@ -53,6 +53,7 @@ from docchat.models import (
     S3Event,
     StepEvent,
     StepResult,
+    collection_of_key,
 )
 from docchat.ports import ChatModel, ChunkIndex, Embedder, Executions, Objects, Registry
 
@@ -117,6 +118,9 @@ def register(
         version=version,
         status=DocStatus.QUEUED,
         revision=decision.revision,
+        # The key places a new document; one that exists keeps its collections (moved by an
+        # admin, it stays moved when a new version arrives).
+        collections=current.collections if current else [collection_of_key(ref.key)],
     )
     try:
         registry.claim(record, sequencer=sequencer, execution_id=task.execution_id)

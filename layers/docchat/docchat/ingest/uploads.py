@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
-from pathlib import Path, PurePath
+from pathlib import Path, PurePath, PurePosixPath
 from typing import IO, Literal
 
 from docchat.config import Settings
@@ -33,7 +33,15 @@ from docchat.errors import (
 )
 from docchat.ingest.formats import READABLE, Format, format_of, is_readable
 from docchat.ingest.notes import ChunkNotes
-from docchat.models import DocStatus, DocumentRecord, Removal, UploadTicket
+from docchat.models import (
+    DEFAULT_COLLECTION,
+    DocStatus,
+    DocumentRecord,
+    Removal,
+    UploadTicket,
+    collection_name,
+    collections_of,
+)
 from docchat.ports import Embedder, LocalIndex
 
 # docchat.ingest.local (and with it the PDF engine and the text splitter) is imported only where a
@@ -73,6 +81,14 @@ def upload_key(filename: str) -> str:
     names never share it; the same name again is a new version of that document."""
     name = unicodedata.normalize("NFC", filename).encode("utf-8", "surrogatepass")
     return hashlib.sha256(name).hexdigest()[:KEY_CHARS]
+
+
+def collection_folder(collection: str) -> PurePosixPath:
+    """Where uploads into `collection` go, under the uploads folder or prefix: the default
+    collection's at its top (as before collections), another's under `collections/<name>/`."""
+    if collection == DEFAULT_COLLECTION:
+        return PurePosixPath()
+    return PurePosixPath("collections", collection_name(collection))
 
 
 def upload_path(filename: str) -> PurePath:
@@ -145,21 +161,26 @@ class LocalUploads:
         if self._owner is not None:
             self._resume()
 
-    def receive(self, filename: str, data: bytes) -> DocumentRecord:
-        """Save the PDF and queue it for indexing; its record says QUEUED until work starts.
-        The same name again is the next revision of that document (`revision` says which);
-        bytes already indexed under another name are a document of their own at once, copied
-        from the other (nothing embedded)."""
+    def receive(
+        self, filename: str, data: bytes, *, collection: str = DEFAULT_COLLECTION
+    ) -> DocumentRecord:
+        """Save the document and queue it for indexing into `collection`; its record says
+        QUEUED until work starts. The same name in the same collection again is the next
+        revision of that document (`revision` says which); bytes already indexed under another
+        name in the same collections are a document of their own at once, copied from the
+        other (nothing embedded)."""
         check_upload(filename, data)
         if self.index.read_only:
             raise ReadOnlyStorageError(
                 f"the data directory {self.settings.data_dir} is read-only: this server only "
                 "searches it; add documents where it is writable"
             )
-        path = self.folder / upload_path(filename)
-        return self._queue(path, data, write=True)
+        path = self.folder / collection_folder(collection) / upload_path(filename)
+        return self._queue(path, data, write=True, collections=[collection])
 
-    def upload_url(self, filename: str, *, size: int) -> UploadTicket:
+    def upload_url(
+        self, filename: str, *, size: int, collection: str = DEFAULT_COLLECTION
+    ) -> UploadTicket:
         raise UploadRouteError(
             "this server takes uploads directly: POST the PDF to /documents?filename=<name>"
         )
@@ -178,9 +199,21 @@ class LocalUploads:
         logger.info("document deleted", extra={"doc_id": doc_id})
         return Removal(doc_id=doc_id, status="deleted")
 
+    def move(self, doc_id: str, collections: Sequence[str]) -> DocumentRecord:
+        """Put the document in exactly `collections` (its record only: no re-embedding)."""
+        with self._lock:
+            record = self.index.document(doc_id)
+            if record is None:
+                raise DocumentNotFoundError(
+                    f"no document with id {doc_id!r}: GET /documents lists them"
+                )
+            moved = record.model_copy(update={"collections": collections_of(collections)})
+            self.index.set_record(moved)
+        return moved
+
     def _delete_upload(self, path: Path) -> None:
         """Delete a file this server received (and its folder); other files are the user's."""
-        if path.parent.parent != self.folder:
+        if self.folder not in (path.parent.parent, path.parent.parent.parent.parent):
             return
         path.unlink(missing_ok=True)
         with suppress(OSError):  # not empty: a newer upload of the same name is being written
@@ -193,7 +226,9 @@ class LocalUploads:
             self._owner.close()
             self._owner = None
 
-    def _queue(self, path: Path, data: bytes, *, write: bool) -> DocumentRecord:
+    def _queue(
+        self, path: Path, data: bytes, *, write: bool, collections: Sequence[str] = ()
+    ) -> DocumentRecord:
         from docchat.ingest.decision import copy_record, decide, doc_id_for, version_of
 
         source = str(path)
@@ -203,7 +238,11 @@ class LocalUploads:
             if write:
                 _write_atomically(path, data)
             current = self.index.document(doc_id)
+            # An existing document keeps its collections (moved by an admin, it stays moved).
+            placed = current.collections if current else collections_of(collections)
             twin = self.index.indexed_version(version)
+            if twin is not None and twin.collections != placed:
+                twin = None  # the same bytes in other collections are another document
             decision = decide(current, version, twin=twin.doc_id if twin else "")
             if decision.outcome == "unchanged" and current is not None:
                 return current
@@ -218,6 +257,7 @@ class LocalUploads:
                 title=path.stem,
                 version=version,
                 revision=decision.revision,
+                collections=placed,
             )
             self.index.set_record(queued)
             self._latest[doc_id] = version

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -65,6 +66,38 @@ _NO_COMPANY = frozenset(
 _NOT_A_NAME = frozenset(["com", "net", "org", "www", "and", "the", "for"])
 # A word written with a capital, as a name is ("Amazon's" in "What were Amazon's sales?").
 _CAPITALIZED = re.compile(r"\b[A-Z][\w.&'\u2019-]*")
+
+
+@dataclass(frozen=True)
+class Visible:
+    """Which documents a reader sees: those in any of `collections` (None: every collection)
+    and, of them, `doc_ids` (None: all). A Library restricted to it (`Library.within`) reads
+    nothing else: not in listings, searches (the allowed versions go into the index query),
+    pages or files."""
+
+    collections: frozenset[str] | None = None
+    doc_ids: frozenset[str] | None = None
+
+    def admits(self, record: DocumentRecord) -> bool:
+        """Whether the reader sees `record`."""
+        if self.doc_ids is not None and record.doc_id not in self.doc_ids:
+            return False
+        return self.collections is None or not self.collections.isdisjoint(record.collections)
+
+
+class VisibleRegistry:
+    """A registry as a reader sees it: what `visible` does not admit does not exist."""
+
+    def __init__(self, registry: DocumentRegistry, visible: Visible) -> None:
+        self.inner = registry
+        self.visible = visible
+
+    def documents(self) -> list[DocumentRecord]:
+        return [r for r in self.inner.documents() if self.visible.admits(r)]
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        record = self.inner.document(doc_id)
+        return record if record is not None and self.visible.admits(record) else None
 
 
 @dataclass(frozen=True)
@@ -221,6 +254,13 @@ class Library:
         # A registry that tells when it changed is read again only then (see `catalog`).
         self._revision = registry.revision if isinstance(registry, RevisedRegistry) else None
         self._kept: tuple[int, Catalog] | None = None
+
+    def within(self, visible: Visible) -> Library:
+        """This library as a reader who sees only `visible` finds it (the registry it reads is
+        restricted first, so every search, listing and page read stays inside)."""
+        scoped = copy.copy(self)
+        scoped.registry = VisibleRegistry(self.registry, visible)
+        return scoped
 
     def catalog(self) -> Catalog:
         """The documents a chat may read now: kept while the registry says it is unchanged,

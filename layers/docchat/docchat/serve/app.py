@@ -17,14 +17,17 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware import Middleware
+from starlette.requests import Request
 from starlette.routing import Route
 
 from docchat.answer.backend import ChatBackend
 from docchat.ingest.uploads import MAX_UPLOAD_BYTES
 from docchat.ports import ConversationStore
+from docchat.serve.access import AccessOf, local_admin
 from docchat.serve.errors import Unexpected, install_error_handlers
 from docchat.serve.identity import UserOf, local_user
-from docchat.serve.mcp import McpMount
+from docchat.serve.mcp import McpMount, caller_of_access
+from docchat.serve.mcp_tools import Caller
 from docchat.serve.middleware import BodyLimit, HeadAsGet
 from docchat.serve.observe import RequestIds
 from docchat.serve.routes import ROUTERS
@@ -53,6 +56,7 @@ def create_app(
     conversations: Callable[[], ConversationStore] | None = None,
     user_of: UserOf = local_user,
     page_origins: Callable[[], Sequence[str]] = no_origins,
+    access_of: AccessOf = local_admin,
     middleware: Sequence[Middleware] = (),
 ) -> FastAPI:
     """The app over these parts (docchat.serve.state.Parts says what each is), each built on
@@ -66,6 +70,7 @@ def create_app(
         conversations=conversations,
         user_of=user_of,
         page_origins=page_origins,
+        access_of=access_of,
     )
     upload_limit = (
         MAX_UPLOAD_BYTES,
@@ -73,7 +78,13 @@ def create_app(
         "have: split the document",
     )
     state = AppState(parts)
-    mcp = McpMount(lambda: state.backend, user_of=user_of)
+    by_access = caller_of_access(access_of)
+
+    def mcp_caller(request: Request) -> Caller:
+        user_of(request)  # refuses a caller the API would refuse (401), whatever the access
+        return by_access(request)
+
+    mcp = McpMount(lambda: state.backend, caller_of=mcp_caller)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -27,7 +27,9 @@ from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from docchat.errors import (
+    AccessDeniedError,
     CallerUnknownError,
+    CollectionNameError,
     ConfigError,
     ConversationFullError,
     ConversationNotFoundError,
@@ -106,6 +108,8 @@ STATUS: dict[type[DocchatError], int] = {
     ConversationFullError: 409,
     NotOfferedError: 501,
     CallerUnknownError: 401,
+    CollectionNameError: 400,
+    AccessDeniedError: 403,
 }
 # Errors about the server's own files: only the last part of a path in their message is sent.
 _PATHS_HIDDEN = (StorageError, DocumentFileError, IndexSchemaError)

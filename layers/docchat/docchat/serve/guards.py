@@ -16,6 +16,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from docchat.serve.access import UsersFile
 from docchat.serve.errors import refusal
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -30,8 +31,17 @@ TOKEN_CHALLENGE = 'Bearer realm="docchat-serve"'
 class LocalGuard:
     """The local server's door: Host names, cross-site writes and the API token."""
 
-    def __init__(self, app: ASGIApp, *, allowed_hosts: Iterable[str] = (), token: str = "") -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        allowed_hosts: Iterable[str] = (),
+        token: str = "",
+        users: UsersFile | None = None,
+    ) -> None:
         self.app = app
+        # With a users file every caller, this machine's too, sends one of its users' tokens.
+        self.users = users
         names = {host_name(h) for h in allowed_hosts if h.strip()}
         self.any_host = "*" in names
         self.hosts = LOOPBACK_HOSTS | names
@@ -61,7 +71,7 @@ class LocalGuard:
             cross = cross_site(headers, host)
             if cross:
                 return refusal(scope, 403, cross)
-        if not self.token:
+        if not self.token and self.users is None:
             if _local_client(scope):
                 return None
             return refusal(
@@ -84,6 +94,8 @@ class LocalGuard:
         scheme, _, given = authorization.partition(" ")
         if scheme.lower() != "bearer":
             return False
+        if self.users is not None:
+            return self.users.by_token(given.strip()) is not None
         return hmac.compare_digest(given.strip().encode(), self.token.encode())
 
 

@@ -38,6 +38,8 @@ from docchat.answer.backend import ChatBackend
 from docchat.answer.events import ChatEvent
 from docchat.answer.tools import input_schema, invalid_input_message
 from docchat.errors import DocchatError, DocumentNotFoundError
+from docchat.search.library import Visible
+from docchat.serve.access import AccessOf
 from docchat.serve.identity import page_url
 from docchat.serve.mcp_tools import (
     BY_NAME,
@@ -107,7 +109,10 @@ class _Handlers:
         with self._lock:
             if not self._built:
                 self._built.append(self._backend())
-        return LibraryView(self._built[0], caller, web_url)
+        backend = self._built[0]
+        if caller.collections is not None:  # outside them, no document exists for this caller
+            backend = backend.within(Visible(collections=caller.collections))
+        return LibraryView(backend, caller, web_url)
 
     async def list_tools(
         self, ctx: Context, params: types.PaginatedRequestParams | None
@@ -260,6 +265,17 @@ def mcp_http_app(
     return app
 
 
+def caller_of_access(access_of: AccessOf) -> CallerOf:
+    """Each request's caller as the API's access names it (a users file, Cognito groups): the
+    MCP tools and resources see the same collections as the routes."""
+
+    def caller_of(request: Request) -> Caller:
+        access = access_of(request)
+        return Caller(user=access.user, collections=access.readable)
+
+    return caller_of
+
+
 class _Identified:
     """Names each request's caller before the MCP transport sees it; refuses the unnamed."""
 
@@ -287,14 +303,15 @@ def _refusal(status: int, message: str) -> JSONResponse:
 
 
 class McpMount:
-    """The MCP server at /mcp inside the chat API: each request answered for the API's own
-    user (`user_of`), links to the page the caller reached. The SDK's session manager runs only
+    """The MCP server at /mcp inside the chat API: each request answered for the caller the
+    API's access names (`caller_of`: the same user and collections as the routes), links to
+    the page the caller reached. The SDK's session manager runs only
     inside an ASGI lifespan, so `running` (the API's lifespan) builds a fresh one each time;
     outside it /mcp answers 503."""
 
-    def __init__(self, backend: Callable[[], ChatBackend], *, user_of: Callable[[Request], str]):
+    def __init__(self, backend: Callable[[], ChatBackend], *, caller_of: CallerOf):
         self.backend = backend
-        self.user_of = user_of
+        self.caller_of = caller_of
         self._app: Starlette | None = None
 
     @contextlib.asynccontextmanager
@@ -302,7 +319,7 @@ class McpMount:
         """Serve /mcp while the context is open."""
         app = mcp_http_app(
             self.backend,
-            caller_of=lambda request: Caller(user=self.user_of(request)),
+            caller_of=self.caller_of,
             web_url="",
             # The API's own guard (the local server's Host check, API Gateway in the cloud)
             # decides which names reach it; the SDK's loopback-only default would refuse the

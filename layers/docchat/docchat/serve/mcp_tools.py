@@ -51,11 +51,12 @@ NOT_FOUND_HINT = "list_documents lists the documents you can read"
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is asking, and which documents they may read (`doc_ids`; None: every document).
-    Collections (issue #31) will give each user theirs; every tool and resource obeys it now."""
+    """Who is asking, and which documents they may read: those in `collections` (None: every
+    collection) and of them `doc_ids` (None: all). Every tool and resource obeys it."""
 
     user: str
     doc_ids: frozenset[str] | None = None
+    collections: frozenset[str] | None = None
 
     def may_read(self, doc_id: str) -> bool:
         return self.doc_ids is None or doc_id in self.doc_ids

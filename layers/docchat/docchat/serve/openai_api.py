@@ -3,7 +3,8 @@ chat completions (streamed chunks or one whole completion) and the model list.
 
 Shapes: https://platform.openai.com/docs/api-reference/chat (create, the chunk object, the
 completion object) and https://platform.openai.com/docs/api-reference/models (list, retrieve).
-docchat adds `citations` to the completion and to the last chunk, and `doc_ids` to the request.
+docchat adds `citations` to the completion and to the last chunk, and `doc_ids` and `scope`
+(collections and documents to answer from) to the request.
 
 What docchat does not support is refused as OpenAI refuses it (400 in OpenAI's error shape,
 docchat.serve.errors): a value out of OpenAI's range (`temperature: 5`) or one docchat does not
@@ -34,7 +35,7 @@ from docchat.answer.events import (
 from docchat.errors import REGISTRY, DocchatError
 from docchat.limits import MAX_DOC_IDS, MAX_MESSAGE_CHARS, MAX_MESSAGES, MAX_TOTAL_CHARS
 from docchat.llm import Message
-from docchat.models import Citation
+from docchat.models import Citation, Scope
 from docchat.serve.schema import NOT_BLANK, WHOLE
 
 MODEL_NAME = "docchat"
@@ -142,6 +143,11 @@ class CompletionRequest(BaseModel):
     stream: bool = False
     stream_options: StreamOptions | None = None
     doc_ids: list[str] | None = Field(None, max_length=MAX_DOC_IDS)
+    scope: Scope | None = Field(
+        None,
+        description="docchat's: the collections (and documents) to answer from; by default "
+        "every collection you may read",
+    )
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, ge=0, le=1)
     presence_penalty: float | None = Field(None, ge=-2, le=2)

@@ -21,7 +21,9 @@ from docchat.adapters.local_files import LocalFiles
 from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
 from docchat.errors import NotOfferedError
+from docchat.models import Scope
 from docchat.ports import ConversationStore, DocumentFiles, Uploads
+from docchat.serve.access import Access, AccessOf, local_admin
 from docchat.serve.identity import UserOf, local_user
 from docchat.serve.policy import page_headers
 
@@ -78,7 +80,8 @@ class Parts:
     `files` says where the viewer reads a PDF (by default the record's own local file); without
     `conversations` none are saved; `user_of` names the caller whose conversations a request
     reads and changes; `page_origins` are the other origins the page may fetch from (the
-    documents bucket of presigned uploads and views)."""
+    documents bucket of presigned uploads and views); `access_of` says which collections the
+    caller may read and write (docchat.serve.access)."""
 
     backend: Callable[[], ChatBackend]
     uploads: UploadsFactory | None = None
@@ -87,6 +90,7 @@ class Parts:
     conversations: Callable[[], ConversationStore] | None = None
     user_of: UserOf = local_user
     page_origins: Callable[[], Sequence[str]] = no_origins
+    access_of: AccessOf = local_admin
 
 
 @dataclass
@@ -152,6 +156,15 @@ class AppState:
                 connect=[self.sign_in.domain, *self.parts.page_origins()],
             ),
         )
+
+    def access(self, request: Request) -> Access:
+        """What the caller may read and write (CallerUnknownError, a 401, when unknown)."""
+        return self.parts.access_of(request)
+
+    def reader(self, request: Request, scope: Scope | None = None) -> ChatBackend:
+        """The backend as the caller, asking within `scope`, sees it: nothing outside the
+        collections they may read (and the scope) exists in it."""
+        return self.backend.within(self.access(request).visible(scope))
 
     def user(self, request: Request) -> str:
         """Who is asking (CallerUnknownError, a 401, when the request does not say)."""

@@ -1,26 +1,35 @@
 // docchat's page, as native ES modules with no build step: this entry module wires the others
 // together and to the page's controls. Each module holds one concern: auth.js (sign-in),
-// api.js (the API client), config.js (GET /config), chat.js (the conversation), stream.js and
-// events.js (the answer's events), messages.js (an answer on the page), documents.js and
-// uploads.js (the documents panel), conversations.js (saved conversations), viewer.js and
+// api.js (the API client), config.js (GET /config), chat.js (the conversation and its scope),
+// stream.js and events.js (the answer's events), messages.js (an answer on the page),
+// collections.js (the collection picker), documents.js and uploads.js (the documents panel), conversations.js (saved conversations), viewer.js and
 // highlight.js (a cited PDF), dom.js, names.js and errors.js (shared helpers).
 
 import { onSessionEnd, signIn, signOut, startAuth } from "./auth.js";
 import {
-  answering, ask, joinChat, newConversation, renderSuggestions, stopAnswer, waitBeforeAsking,
+  answering, ask, joinChat, newConversation, renderScope, renderSuggestions, stopAnswer, waitBeforeAsking,
 } from "./chat.js";
-import { loadConfig } from "./config.js";
+import {
+  loadCollections, mayWriteChosen, onCollectionChosen, showCount, wireCollections,
+} from "./collections.js";
+import { config, loadConfig } from "./config.js";
 import { conversationHooks, startConversations } from "./conversations.js";
 import { $, autosize } from "./dom.js";
 import {
-  docsOpen, onDocsChanged, refreshDocs, setDocsOpen, showUploadError, stopPolling,
+  docsOpen, listedCount, onDocsChanged, onSelectionChanged, refreshDocs, setDocsOpen, showUploadError,
+  stopPolling,
 } from "./documents.js";
 import { uploadFile } from "./uploads.js";
 import { openLinkedPage } from "./viewer.js";
 
-function showConfig(config) {
+function showUpload() {
+  // Into the collection the panel shows, when the server takes uploads and the user may write it.
+  $("upload").hidden = config.upload === "none" || !mayWriteChosen();
+}
+
+function showConfig() {
   const upload = config.upload;
-  $("upload").hidden = upload === "none";
+  showUpload();
   const note = $("upload-note");
   note.hidden = upload !== "presigned";
   note.textContent = upload === "presigned"
@@ -54,6 +63,15 @@ function wireComposer() {
   $("new-chat").addEventListener("click", newConversation);
 }
 
+/** The collections read again (their counts, and whether the chosen one is still readable),
+ * then the chosen one's documents. */
+async function reloadPanel() {
+  await loadCollections();
+  showUpload();
+  renderScope();
+  await refreshDocs();
+}
+
 function wirePanel() {
   $("file").addEventListener("change", async (event) => {
     const files = [...event.target.files];
@@ -70,10 +88,19 @@ function wirePanel() {
     }
   });
   document.addEventListener("visibilitychange", () => {
-    if (!document.hidden && !$("app").hidden) refreshDocs();
+    if (!document.hidden && !$("app").hidden) reloadPanel();
   });
   $("docs").querySelector("h2").tabIndex = -1;
   onDocsChanged(renderSuggestions);
+  onDocsChanged(() => showCount(listedCount()));
+  wireCollections();
+  onCollectionChosen(() => {
+    showUpload();
+    renderScope();
+    refreshDocs();
+  });
+  onSelectionChanged(renderScope);
+  renderScope();
   onSessionEnd(stopPolling);
 }
 
@@ -81,7 +108,8 @@ async function signedInAndConfigured() {
   if (!(await startAuth())) return false;
   $("question").focus();
   // After the first call: a server that needs a token asks for it once.
-  showConfig(await loadConfig());
+  await loadConfig();
+  showConfig();
   return true;
 }
 
@@ -91,14 +119,15 @@ function start() {
   joinChat(conversationHooks);
   $("sign-in").addEventListener("click", signIn);
   $("sign-out").addEventListener("click", signOut);
-  const ready = signedInAndConfigured();
-  ready.then((yes) => {
-    if (!yes) return;
-    refreshDocs();
+  const ready = signedInAndConfigured().then(async (yes) => {
+    if (!yes) return false;
     openLinkedPage();
+    await reloadPanel();
+    return true;
   });
-  // A question asked before the page knows how to call the API, its limits and the open
-  // conversation waits for them (else it would go unsigned, or unsaved).
+  // A question asked before the page knows how to call the API, its limits, the collection it
+  // shows and the open conversation waits for them (else it would go unsigned, unsaved, or in
+  // the wrong scope).
   waitBeforeAsking(ready.then((yes) => yes && startConversations()).catch(() => {}));
 }
 

@@ -1,17 +1,21 @@
 // The conversation: the API keeps no state, so the messages live here and the newest that fit
-// the server's limits go with every question; the answer streams into the transcript.
+// the server's limits go with every question, in the scope chosen beside the question box (the
+// collection the panel shows, every collection the user may read, or the selected documents);
+// the answer streams into the transcript.
 
 import { api } from "./api.js";
+import { chooseCollection, chosenCollection } from "./collections.js";
 import { config } from "./config.js";
 import { $, announce, autosize, el } from "./dom.js";
-import { indexedTitles } from "./documents.js";
+import { indexedTitles, selectDocs, selectedDocs } from "./documents.js";
 import { errorText, unreachable } from "./errors.js";
 import { handleEvent } from "./events.js";
 import { AnswerView, addUserMessage, scrollToEnd, showWelcome } from "./messages.js";
+import { shownName } from "./names.js";
 import { sseEvents } from "./stream.js";
 
 const chat = {
-  messages: [], // {role, content}
+  messages: [], // {role, content, scope}: the scope a question was asked in
   running: null, // {controller, view} while an answer streams
   loaded: Promise.resolve(), // what a question waits for (the saved conversations read)
   conversation: 0, // bumped by "new conversation", so a late answer cannot join the next one
@@ -29,6 +33,57 @@ export function joinChat(given) {
 /** Questions wait for `promise` (the saved conversations read) before they are sent. */
 export function waitBeforeAsking(promise) {
   chat.loaded = promise;
+}
+
+/** The scope selector's options, for the chosen collection and the selected documents. */
+export function renderScope() {
+  const select = $("scope");
+  const chosen = select.value || "collection";
+  const selected = selectedDocs().length;
+  select.replaceChildren(
+    el("option", { value: "collection", text: `This collection: ${shownName(chosenCollection())}` }),
+    el("option", { value: "all", text: "Every collection I may read" }),
+    el("option", { value: "selected", text: `The selected documents (${selected})`, disabled: !selected }));
+  select.value = chosen === "selected" && !selected ? "collection" : chosen;
+}
+
+/** What the question is asked over, as /chat takes it (null: every collection). */
+function questionScope() {
+  const chosen = $("scope").value;
+  if (chosen === "selected" && selectedDocs().length) return { doc_ids: selectedDocs() };
+  if (chosen === "all") return null;
+  return { collections: [chosenCollection()] };
+}
+
+/** A question's scope in words, or "" for every collection the user may read. */
+function scopeText(scope) {
+  if (scope?.doc_ids?.length) {
+    const n = scope.doc_ids.length;
+    return `Asked about ${n} selected ${n === 1 ? "document" : "documents"}`;
+  }
+  if (scope?.collections?.length) return `Asked in ${scope.collections.map(shownName).join(", ")}`;
+  return "";
+}
+
+function addQuestion(text, scope) {
+  addUserMessage(text);
+  const said = scopeText(scope);
+  if (said) $("transcript").lastElementChild.append(el("p", { class: "msg-scope", text: said }));
+}
+
+/** The selector as a reopened conversation's last question had it (when the page can show it). */
+function restoreScope(scope) {
+  const select = $("scope");
+  if (scope?.doc_ids?.length) {
+    selectDocs(scope.doc_ids);
+    select.value = "selected";
+  } else if (scope?.collections?.length === 1) {
+    // A collection the user may no longer read stays unchosen: the selector keeps its choice.
+    chooseCollection(scope.collections[0]);
+    if (chosenCollection() === scope.collections[0]) select.value = "collection";
+  } else if (!scope) {
+    select.value = "all";
+  }
 }
 
 /** How many messages the transcript holds. */
@@ -72,7 +127,7 @@ function retryAnswer(view) {
   if (chat.running || !view.root.isConnected) return;
   if (chat.messages.length && lastMessage().role === "assistant") chat.messages.pop();
   if (!chat.messages.length || lastMessage().content !== view.question) {
-    chat.messages.push({ role: "user", content: view.question });
+    chat.messages.push({ role: "user", content: view.question, scope: questionScope() });
   }
   view.root.remove();
   runAnswer();
@@ -81,10 +136,14 @@ function retryAnswer(view) {
 async function streamAnswer(view, signal) {
   // A question asked before the page has read the saved conversations would not be saved.
   await chat.loaded;
+  const body = { messages: recentMessages(chat.messages, config.limits) };
+  // The question goes in the scope it was asked in (a retry asks it in the same one).
+  const scope = lastMessage().scope;
+  if (scope) body.scope = scope;
   const response = await api("chat", {
     method: "POST",
     headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-    body: JSON.stringify(hooks.body({ messages: recentMessages(chat.messages, config.limits) }, chat.messages.length)),
+    body: JSON.stringify(hooks.body(body, chat.messages.length)),
     signal,
   });
   if (!response.ok) throw new Error(await errorText(response));
@@ -137,8 +196,9 @@ export function ask(question) {
     chat.messages.pop();
     for (const old of document.querySelectorAll(".msg.failed .retry")) old.disabled = true;
   }
-  chat.messages.push({ role: "user", content: text });
-  addUserMessage(text);
+  const scope = questionScope();
+  chat.messages.push({ role: "user", content: text, scope });
+  addQuestion(text, scope);
   runAnswer();
 }
 
@@ -154,11 +214,13 @@ export function restoreMessages(messages) {
   clearTranscript();
   showWelcome(!messages.length);
   let question = "";
+  let scope = null;
   for (const message of messages) {
-    chat.messages.push({ role: message.role, content: message.content });
+    chat.messages.push({ role: message.role, content: message.content, scope: message.scope || null });
     if (message.role === "user") {
-      addUserMessage(message.content);
+      addQuestion(message.content, message.scope);
       question = message.content;
+      scope = message.scope || null;
       continue;
     }
     const view = new AnswerView({ question, onRetry: retryAnswer });
@@ -170,6 +232,7 @@ export function restoreMessages(messages) {
   // Retry asks the newest question again; older answers have no Retry, as while chatting.
   const retries = [...$("transcript").querySelectorAll(".answer-tools .retry")];
   for (const old of retries.slice(0, -1)) old.remove();
+  if (question) restoreScope(scope);
   if (!messages.length) renderSuggestions();
   scrollToEnd(true);
 }

@@ -1,7 +1,9 @@
-// The documents panel: the list with each document's status (polled while any is busy), files
-// on their way in, deleting, and the panel's open state on a phone.
+// The documents panel: the chosen collection's documents with each one's status (polled while
+// any is busy), files on their way in, deleting, the documents selected to ask about, and the
+// panel's open state on a phone.
 
 import { api } from "./api.js";
+import { chosenCollection, mayWriteChosen } from "./collections.js";
 import { config } from "./config.js";
 import { $, announce, el, icon } from "./dom.js";
 import { SignInRequired, errorText } from "./errors.js";
@@ -26,17 +28,43 @@ const STATUS_TEXT = {
 
 const panel = {
   docs: [], // as GET /documents lists them
-  uploading: new Map(), // local key -> file name, while the bytes travel
-  awaiting: new Map(), // doc_id -> file name: in S3, waiting for the pipeline to register it
+  uploading: new Map(), // local key -> {name, collection}, while the bytes travel
+  awaiting: new Map(), // doc_id -> {name, collection}: in S3, waiting for the pipeline
   deleting: new Set(),
+  selected: new Map(), // doc_id -> shown title: the documents a question may be asked about
   pollTimer: 0,
   listeners: [],
+  selectionListeners: [],
 };
 
 /** Calls `listener` each time the list has been read again. */
 export function onDocsChanged(listener) {
   panel.listeners.push(listener);
 }
+
+/** Calls `listener` when documents are selected or unselected. */
+export function onSelectionChanged(listener) {
+  panel.selectionListeners.push(listener);
+}
+
+/** The ids of the selected documents, in the order they were selected. */
+export const selectedDocs = () => [...panel.selected.keys()];
+
+/** Selects exactly `docIds` (a saved question's documents), titled by their ids until listed. */
+export function selectDocs(docIds) {
+  panel.selected = new Map(docIds.map((id) => [id, panel.selected.get(id) || id]));
+  renderDocs();
+  for (const listener of panel.selectionListeners) listener();
+}
+
+function toggleSelected(doc, on) {
+  if (on) panel.selected.set(doc.doc_id, doc.title);
+  else panel.selected.delete(doc.doc_id);
+  for (const listener of panel.selectionListeners) listener();
+}
+
+/** How many documents the list holds (the chosen collection's, as last read). */
+export const listedCount = () => panel.docs.length;
 
 /** The shown titles of the indexed documents, each once. */
 export function indexedTitles() {
@@ -46,7 +74,7 @@ export function indexedTitles() {
 /** A file on its way to the server, listed until `untrack(key)`. */
 export function trackUpload(name) {
   const key = `upload-${crypto.randomUUID()}`;
-  panel.uploading.set(key, name);
+  panel.uploading.set(key, { name, collection: chosenCollection() });
   renderDocs();
   return key;
 }
@@ -56,8 +84,8 @@ export function untrackUpload(key) {
 }
 
 /** A file in the documents bucket that the pipeline has not registered yet. */
-export function awaitPipeline(docId, name) {
-  panel.awaiting.set(docId, name);
+export function awaitPipeline(docId, name, collection) {
+  panel.awaiting.set(docId, { name, collection });
 }
 
 /** Shows (or, with "", hides) an upload or delete failure above the list. */
@@ -78,7 +106,9 @@ export function setDocsOpen(open) {
 export const docsOpen = () => document.body.classList.contains("docs-open");
 
 function docRow(doc) {
-  const row = el("li", { class: "doc", "data-doc-id": doc.doc_id },
+  const pick = el("input", { type: "checkbox", class: "doc-pick", "aria-label": `Ask about ${doc.title}`,
+    title: "Ask about this document", onchange: (event) => toggleSelected(doc, event.target.checked) });
+  const row = el("li", { class: "doc", "data-doc-id": doc.doc_id }, pick,
     el("div", { class: "doc-main" },
       el("bdi", { class: "doc-title" }),
       el("span", { class: "doc-sub" }, el("span", { class: "badge" }), el("span", { class: "doc-meta" })),
@@ -112,6 +142,10 @@ function updateRow(row, doc) {
   const error = row.querySelector(".doc-error");
   error.textContent = status === "FAILED" ? doc.error || "indexing failed" : "";
   error.hidden = status !== "FAILED";
+  // Only an indexed document can be asked about.
+  const pick = row.querySelector(".doc-pick");
+  pick.hidden = status !== "INDEXED";
+  pick.checked = panel.selected.has(doc.doc_id);
 }
 
 function rowsToShow() {
@@ -123,14 +157,15 @@ function rowsToShow() {
     revision: d.revision,
     status: panel.deleting.has(d.doc_id) ? "DELETING" : d.status,
     error: d.error,
-    deletable: config.upload !== "none",
+    deletable: config.upload !== "none" && mayWriteChosen(),
   }));
   const known = new Set(panel.docs.map((d) => d.doc_id));
-  for (const [docId, name] of panel.awaiting) {
-    if (!known.has(docId)) rows.push({ doc_id: docId, title: shownName(name), name: shownName(name), status: "AWAITING" });
+  const here = chosenCollection();
+  for (const [docId, { name, collection }] of panel.awaiting) {
+    if (!known.has(docId) && collection === here) rows.push({ doc_id: docId, title: shownName(name), name: shownName(name), status: "AWAITING" });
   }
-  for (const [key, name] of panel.uploading) {
-    rows.push({ doc_id: key, title: shownName(name), name: shownName(name), status: "UPLOADING" });
+  for (const [key, { name, collection }] of panel.uploading) {
+    if (collection === here) rows.push({ doc_id: key, title: shownName(name), name: shownName(name), status: "UPLOADING" });
   }
   return rows;
 }
@@ -169,13 +204,19 @@ function unitOf(doc) {
   return { ".pptx": "slide", ".xlsx": "sheet range", ".pdf": "page" }[suffix] || (suffix ? "section" : "page");
 }
 
-/** Reads the list again, shows it, and polls again: every second while any document is busy. */
+/** Reads the chosen collection's list again, shows it, and polls again: every second while any
+ * document is busy. */
 export async function refreshDocs() {
   clearTimeout(panel.pollTimer);
+  const collection = chosenCollection();
   try {
-    const response = await api("documents", { headers: { Accept: "application/json" } });
+    const response = await api(`documents?collection=${encodeURIComponent(collection)}`,
+      { headers: { Accept: "application/json" } });
     if (!response.ok) throw new Error(await errorText(response));
-    panel.docs = (await response.json()).documents;
+    const listed = (await response.json()).documents;
+    // Another collection was chosen meanwhile: its own read shows it.
+    if (collection !== chosenCollection()) return;
+    panel.docs = listed;
     for (const doc of panel.docs) panel.awaiting.delete(doc.doc_id);
     const present = new Set(panel.docs.map((d) => d.doc_id));
     for (const docId of panel.deleting) if (!present.has(docId)) panel.deleting.delete(docId);
@@ -201,6 +242,7 @@ async function removeDocument(docId) {
     const response = await api(`documents/${encodeURIComponent(docId)}`, { method: "DELETE" });
     if (!response.ok) throw new Error(await errorText(response));
     announce(`${title} deleted.`);
+    if (panel.selected.has(docId)) toggleSelected({ doc_id: docId }, false);
   } catch (error) {
     panel.deleting.delete(docId);
     showUploadError(`Could not delete ${title}: ${error.message}`);

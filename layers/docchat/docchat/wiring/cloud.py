@@ -50,11 +50,11 @@ if TYPE_CHECKING:
     from docchat.adapters.local_embedder import LocalEmbedder
     from docchat.adapters.opensearch_index import OpenSearchIndex
     from docchat.adapters.s3_objects import S3Objects
-    from docchat.adapters.s3_uploads import S3Files, S3Uploads
+    from docchat.adapters.s3_uploads import EntryRegistry, S3Files, S3Uploads
     from docchat.adapters.step_functions import StepFunctionsExecutions
     from docchat.answer.backend import ChatBackend
     from docchat.ingest.pagetext import S3PageStore
-    from docchat.ports import ChatModel, DocumentRegistry, Reranker
+    from docchat.ports import ChatModel, Reranker
 
     Embedders = LocalEmbedder | TitanEmbedder | CohereEmbedder
 
@@ -210,7 +210,7 @@ def services() -> CloudServices:
     return CloudServices(Settings.from_env(os.environ))
 
 
-def s3_uploads(*, bucket: str, region: str, registry: DocumentRegistry) -> S3Uploads:
+def s3_uploads(*, bucket: str, region: str, registry: EntryRegistry) -> S3Uploads:
     """Presigned uploads with SigV4 on the bucket's regional endpoint, as browsers need."""
     import boto3
     from botocore.config import Config
@@ -243,6 +243,7 @@ def s3_files(*, bucket: str, region: str) -> S3Files:
 def cloud_app() -> FastAPI:
     """The app the chat Lambda runs; its settings are checked here, as the process starts."""
     from docchat.errors import NotOfferedError
+    from docchat.serve.access import GroupsSource, cognito_access_for
     from docchat.serve.app import SignIn, create_app
     from docchat.serve.identity import cloud_user_for
 
@@ -256,11 +257,9 @@ def cloud_app() -> FastAPI:
             )
         return settings.documents_bucket
 
-    def uploads(backend: ChatBackend) -> S3Uploads:
+    def uploads(_: ChatBackend) -> S3Uploads:
         return s3_uploads(
-            bucket=bucket("uploads are"),
-            region=settings.region,
-            registry=backend.library.registry,
+            bucket=bucket("uploads are"), region=settings.region, registry=live.registry
         )
 
     def files(_: ChatBackend) -> S3Files:
@@ -272,12 +271,16 @@ def cloud_app() -> FastAPI:
             return []
         return [s3_files(bucket=settings.documents_bucket, region=settings.region).origin]
 
+    user_of = cloud_user_for(settings.api_auth)
+    # Who may read which collections: data in the artifacts bucket (docchat.serve.access).
+    groups = GroupsSource(lambda: live.objects, settings.artifacts_bucket)
     return create_app(
         lambda: live.backend,
         uploads=uploads,
         files=files,
         sign_in=lambda: SignIn.from_settings(settings),
         conversations=lambda: live.conversations,
-        user_of=cloud_user_for(settings.api_auth),
+        user_of=user_of,
         page_origins=page_origins,
+        access_of=cognito_access_for(groups.mapping, user_of),
     )

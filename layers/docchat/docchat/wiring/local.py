@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from docchat.adapters.cluster_index import ClusterIndex
+    from docchat.serve.access import UsersFile
     from docchat.serve.app import UploadsFactory
 
 #: Settings `docchat serve` and the CLI cannot start without: none.
@@ -128,13 +129,16 @@ def guarded_local_app(
     allowed_hosts: Sequence[str] = (),
     token: str | None = None,
     uploads: UploadsFactory | None = None,
+    users: UsersFile | None = None,
 ) -> FastAPI:
     """The app over the local data directory behind the local server's guards (`LocalGuard`):
     settings' allowed hosts plus `allowed_hosts`, and `token` (default: settings.api_token).
     Uploads go into the data directory (`uploads` replaces how, for tests), and so do saved
-    conversations, all of the one local user."""
+    conversations, all of the one local user; with `users` (`docchat serve --users`), of the
+    user whose token a request sends, who sees only their collections."""
     from starlette.middleware import Middleware
 
+    from docchat.serve.access import AccessOf, local_admin
     from docchat.serve.app import create_app
     from docchat.serve.guards import LocalGuard
 
@@ -142,10 +146,14 @@ def guarded_local_app(
         LocalGuard,
         allowed_hosts=[*settings.allowed_host_names, *allowed_hosts],
         token=settings.api_token if token is None else token,
+        users=users,
     )
+    access_of: AccessOf = local_admin if users is None else users.access_of
     return create_app(
         backend,
         uploads=uploads or local_uploads_for(settings),
         conversations=lambda: local_conversations(settings),
         middleware=[guard],
+        access_of=access_of,
+        user_of=lambda request: access_of(request).user,
     )

@@ -3,4 +3,11 @@ saved conversations, the chat stream (chat) and the OpenAI-compatible API (opena
 
 from docchat.serve.routes import chat, conversations, documents, meta, openai
 
-ROUTERS = (meta.router, documents.router, conversations.router, chat.router, openai.router)
+ROUTERS = (
+    meta.router,
+    documents.router,
+    documents.collections_router,
+    conversations.router,
+    chat.router,
+    openai.router,
+)

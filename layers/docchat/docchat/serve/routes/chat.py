@@ -25,6 +25,7 @@ from docchat.limits import (
     MAX_TOTAL_CHARS,
 )
 from docchat.llm import Message
+from docchat.models import Scope
 from docchat.ports import ConversationStore
 from docchat.serve.errors import documented
 from docchat.serve.observe import logged_answer
@@ -71,6 +72,11 @@ class ChatRequest(BaseModel):
         min_length=1, max_length=MAX_MESSAGES, json_schema_extra={"contains": ASKED}
     )
     doc_ids: list[str] | None = Field(None, max_length=MAX_DOC_IDS)
+    scope: Scope | None = Field(
+        None,
+        description="the collections (and documents) to answer from; by default every "
+        "collection you may read. Saved with the question in a conversation",
+    )
     conversation_id: str | None = Field(None, pattern=CONVERSATION_ID_PATTERN)
     after: Annotated[int, Field(ge=0), WHOLE] | None = None
 
@@ -104,30 +110,52 @@ def chat(body: ChatRequest, http: Request, state: State) -> EventStream:
     saving = None
     if body.conversation_id is not None:
         saving = (state.user(http), state.conversations, body.conversation_id)
-    live = state.backend
-    check_doc_ids(live, body.doc_ids)
+    scope = question_scope(body.scope, body.doc_ids)
+    live = state.reader(http, scope)
+    check_doc_ids(live, scope.doc_ids)
     asked = body.asked()
     messages: list[Message] = [{"role": m.role, "content": m.content} for m in asked]
     question = asked[-1].content
-    save = None if saving is None else question_saved(*saving, question, after=body.after)
-    answer = live.agent().run(messages, doc_ids=body.doc_ids)
+    kept = scope if scope.collections or scope.doc_ids else None
+    save = (
+        None if saving is None else question_saved(*saving, question, after=body.after, scope=kept)
+    )
+    answer = live.agent().run(messages, doc_ids=scope.doc_ids)
     events = logged_answer(answer, route="/chat")
     if save is not None:
         events = remembered(events, question, save)
     return streamed(http, (sse(e) for e in events), events, answer)
 
 
+def question_scope(scope: Scope | None, doc_ids: list[str] | None) -> Scope:
+    """The scope a question is asked in: `scope`, with `doc_ids` (the older field) as its
+    documents when given."""
+    scope = scope or Scope()
+    if doc_ids:
+        return scope.model_copy(update={"doc_ids": list(dict.fromkeys(doc_ids))})
+    return scope
+
+
 def question_saved(
-    user: str, store: ConversationStore, conversation_id: str, question: str, *, after: int | None
+    user: str,
+    store: ConversationStore,
+    conversation_id: str,
+    question: str,
+    *,
+    after: int | None,
+    scope: Scope | None = None,
 ) -> Saver:
     """Save the question in the conversation now, after its first `after` messages (at its end
     without), and return what saves the answer after it. A conversation too full for the
     question is refused here (409), before any answer."""
     started = store.start(user, conversation_id, title=title_from(question))
     at = len(started.messages) if after is None else min(after, len(started.messages))
-    store.append(user, conversation_id, [StoredMessage(role="user", content=question)], after=at)
+    asked = StoredMessage(role="user", content=question, scope=scope)
+    store.append(user, conversation_id, [asked], after=at)
 
     def save(exchange: list[StoredMessage]) -> None:
+        # The exchange starts with the question: keep it as saved, with its scope.
+        exchange = [asked, *exchange[1:]] if exchange and exchange[0].role == "user" else exchange
         if store.append(user, conversation_id, exchange, after=at) is None:
             logger.info("conversation %s was deleted during the answer", conversation_id)
 

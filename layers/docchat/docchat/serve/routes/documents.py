@@ -1,6 +1,7 @@
 """Documents: listed, shown, read in the viewer, uploaded and deleted.
 
-GET  /documents, /documents/{id}
+GET  /documents, /documents/{id}   (?collection=NAME lists one collection's)
+GET  /collections          the collections the caller may read, with document counts
 GET  /documents/{id}/file  the document's PDF for the page's viewer: locally the bytes
                            (application/pdf); in the cloud JSON {url, expires_in}, a presigned
                            S3 GET of a few minutes (API Gateway cannot carry large PDFs)
@@ -8,8 +9,11 @@ GET  /documents/{id}/pages/{n}   a page's text as conversion extracted it: {page
 POST /documents            a PDF as the raw body (?filename=...), indexed in the background
 POST /documents/upload-url a presigned S3 PUT URL, where uploads go through the bucket
 DELETE /documents/{id}     forget a document (in the cloud: delete its object)
+PUT  /documents/{id}/collections  move a document between collections (registry only)
 
-Documents are shown by name (`source_name`): server paths stay on the server.
+Documents are shown by name (`source_name`): server paths stay on the server. Every route sees
+the documents through the caller's access (`AppState.reader`): a document in none of the
+collections they may read is not found, exactly as a missing one.
 """
 
 from __future__ import annotations
@@ -26,12 +30,17 @@ from docchat.answer.backend import ChatBackend
 from docchat.errors import DocumentNotFoundError, UnsupportedUploadError, UploadRouteError
 from docchat.ingest.formats import SUFFIXES, suffix_of
 from docchat.ingest.uploads import S3_UPLOAD_ROUTE, check_name
+from docchat.limits import MAX_SCOPE_COLLECTIONS
 from docchat.models import (
+    COLLECTION_PATTERN,
+    DEFAULT_COLLECTION,
     DocumentRecord,
     FileLink,
     PageKind,
     Removal,
+    Scope,
     UploadTicket,
+    collections_of,
     file_name,
     source_name,
 )
@@ -46,6 +55,7 @@ PDF_TYPES = ("application/pdf", "application/x-pdf", "application/octet-stream")
 #: A name of a type docchat reads (formats.FORMATS), as the schema documents it.
 DOCUMENT_NAME = r"(?i)\.(" + "|".join(s.lstrip(".") for s in SUFFIXES) + ")$"
 router = APIRouter(prefix="/documents", tags=["documents"])
+collections_router = APIRouter(prefix="/collections", tags=["documents"])
 
 
 class DocId(StringConvertor):
@@ -78,8 +88,25 @@ class PageText(BaseModel):
     label: str = ""
 
 
+class CollectionInfo(BaseModel):
+    name: str
+    documents: int = Field(description="documents in it that you may read")
+    write: bool = Field(description="whether you may upload into it and delete from it")
+
+
+class CollectionList(BaseModel):
+    collections: list[CollectionInfo]
+    admin: bool = Field(description="whether you may read and change every collection")
+
+
 class UploadUrlRequest(BaseModel):
     model_config = ConfigDict(strict=True)
+
+    collection: str = Field(
+        DEFAULT_COLLECTION,
+        pattern=COLLECTION_PATTERN,
+        description="the collection the document goes into (you must be allowed to write it)",
+    )
 
     # The pattern is documented, not enforced here: a type docchat does not read is a 415.
     filename: str = Field(
@@ -118,14 +145,44 @@ def check_doc_ids(backend: ChatBackend, doc_ids: list[str] | None) -> None:
 _READ = documented(404, 502, 503, 507)
 
 
+CollectionQuery = Query(
+    None, pattern=COLLECTION_PATTERN, description="only the documents of this collection"
+)
+
+
 @router.get("", responses=_READ)
-def documents(state: State) -> DocumentList:
-    return DocumentList(documents=[shown(d) for d in state.backend.library.documents()])
+def documents(
+    http: Request, state: State, collection: str | None = CollectionQuery
+) -> DocumentList:
+    """The documents the caller may read (of one collection, when asked)."""
+    scope = None if collection is None else Scope(collections=[collection])
+    listed = state.reader(http, scope).library.documents()
+    return DocumentList(documents=[shown(d) for d in listed])
+
+
+@collections_router.get("", responses=documented(502, 503, 507))
+def collections(http: Request, state: State) -> CollectionList:
+    """The collections the caller may read, each with how many of its documents they see."""
+    access = state.access(http)
+    # Every collection the caller may read is listed, empty ones too; `default` always exists.
+    readable = access.readable
+    counts = dict.fromkeys(sorted(readable) if readable is not None else [DEFAULT_COLLECTION], 0)
+    for record in state.reader(http).library.documents():
+        for name in record.collections:
+            if access.may_read(name):
+                counts[name] = counts.get(name, 0) + 1
+    return CollectionList(
+        collections=[
+            CollectionInfo(name=n, documents=c, write=access.may_write(n))
+            for n, c in sorted(counts.items())
+        ],
+        admin=access.admin,
+    )
 
 
 @router.get("/{doc_id:doc_id}", responses=_READ)
-def document(doc_id: str, state: State) -> ShownDocument:
-    return shown(known(state.backend, doc_id))
+def document(doc_id: str, http: Request, state: State) -> ShownDocument:
+    return shown(known(state.reader(http), doc_id))
 
 
 _PDF_OR_LINK: dict[int | str, dict[str, Any]] = {
@@ -146,9 +203,9 @@ _PDF_OR_LINK: dict[int | str, dict[str, Any]] = {
     response_model=None,
     responses={**_PDF_OR_LINK, **documented(404, 409, 501, 502, 503, 507)},
 )
-def document_file(doc_id: str, state: State) -> FileResponse | JSONResponse:
+def document_file(doc_id: str, http: Request, state: State) -> FileResponse | JSONResponse:
     """A registered document's file: its bytes, or (cloud) a short-lived URL to them."""
-    record = known(state.backend, doc_id)
+    record = known(state.reader(http), doc_id)
     found = state.files.pdf(record)
     if isinstance(found, FileLink):
         return JSONResponse(found.model_dump(), headers={"Cache-Control": "no-store"})
@@ -164,9 +221,10 @@ def document_file(doc_id: str, state: State) -> FileResponse | JSONResponse:
 
 
 @router.get("/{doc_id:doc_id}/pages/{number}", responses=documented(404, 422, 502, 503, 507))
-def page_text(doc_id: str, number: int, state: State) -> PageText:
+def page_text(doc_id: str, number: int, http: Request, state: State) -> PageText:
     """What conversion extracted from one page: its text and whether OCR read it."""
-    [page] = state.backend.library.extracted_pages(doc_id, first=number, last=number)
+    library = state.reader(http).library
+    [page] = library.extracted_pages(doc_id, first=number, last=number)
     return PageText(
         page=page.number, text=page.markdown, ocr=page.ocr, kind=page.kind, label=page.label
     )
@@ -192,9 +250,15 @@ async def upload(
     filename: str = Query(
         min_length=1, max_length=255, json_schema_extra={"pattern": DOCUMENT_NAME}
     ),
+    collection: str = Query(
+        DEFAULT_COLLECTION,
+        pattern=COLLECTION_PATTERN,
+        description="the collection the document goes into (you must be allowed to write it)",
+    ),
 ) -> ShownDocument:
     """Index the document (a PDF, an Office, HTML, Markdown or text file) sent as the body
-    under `filename` (in the background: QUEUED first)."""
+    under `filename` into `collection` (in the background: QUEUED first)."""
+    state.access(request).check_write(collection)
     store = await run_in_threadpool(lambda: state.uploads)
     if store.kind != "direct":
         raise UploadRouteError(S3_UPLOAD_ROUTE)
@@ -209,13 +273,16 @@ async def upload(
             f"{wanted}"
         )
     data = await request.body()  # BodyLimit stops it at the upload limit
-    return shown(await run_in_threadpool(store.receive, filename, data))
+    received = await run_in_threadpool(lambda: store.receive(filename, data, collection=collection))
+    return shown(received)
 
 
 @router.post("/upload-url", responses=documented(409, 415, 501, 502, 503, body=True))
-def upload_url(body: UploadUrlRequest, state: State) -> UploadTicket:
-    """A presigned PUT of exactly this PDF into the documents bucket (cloud uploads)."""
-    return state.uploads.upload_url(body.filename, size=body.size)
+def upload_url(body: UploadUrlRequest, http: Request, state: State) -> UploadTicket:
+    """A presigned PUT of exactly this PDF into the documents bucket (cloud uploads), under
+    `collections/<collection>/` unless it goes into the default collection."""
+    state.access(http).check_write(body.collection)
+    return state.uploads.upload_url(body.filename, size=body.size, collection=body.collection)
 
 
 @router.delete(
@@ -226,7 +293,39 @@ def upload_url(body: UploadUrlRequest, state: State) -> UploadTicket:
         **documented(404, 409, 501, 502, 503, 507),
     },
 )
-def delete(doc_id: str, state: State) -> JSONResponse:
-    """Forget a document: 200 when it is gone, 202 while its object's deletion is on its way."""
-    removal = state.uploads.remove(doc_id)
+def delete(doc_id: str, http: Request, state: State) -> JSONResponse:
+    """Forget a document: 200 when it is gone, 202 while its object's deletion is on its way.
+    The caller must be allowed to write every collection it is in (it leaves them all)."""
+    uploads = state.uploads  # a server that takes no uploads deletes nothing: 501 for any id
+    record = known(state.reader(http), doc_id)
+    access = state.access(http)
+    for name in record.collections:
+        access.check_write(name)
+    removal = uploads.remove(doc_id)
     return JSONResponse(removal.model_dump(), 200 if removal.status == "deleted" else 202)
+
+
+class MoveRequest(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    collections: list[Annotated[str, Field(pattern=COLLECTION_PATTERN)]] = Field(
+        min_length=1,
+        max_length=MAX_SCOPE_COLLECTIONS,
+        description="the collections the document is to be in, exactly",
+    )
+
+
+@router.put(
+    "/{doc_id:doc_id}/collections",
+    responses=documented(400, 403, 404, 409, 501, 502, 503, 507, body=True),
+)
+def move(doc_id: str, body: MoveRequest, http: Request, state: State) -> ShownDocument:
+    """Put a document in exactly these collections: its registry entry changes, nothing is
+    embedded or indexed again. The caller must be allowed to write every collection it
+    leaves and every one it enters."""
+    record = known(state.reader(http), doc_id)
+    wanted = collections_of(body.collections)
+    access = state.access(http)
+    for name in set(record.collections) ^ set(wanted):
+        access.check_write(name)
+    return shown(state.uploads.move(doc_id, wanted))

@@ -23,6 +23,7 @@ from docchat.serve.openai_api import (
     completion,
     completion_chunks,
 )
+from docchat.serve.routes.chat import question_scope
 from docchat.serve.routes.documents import check_doc_ids
 from docchat.serve.schema import event_stream
 from docchat.serve.state import State
@@ -58,9 +59,10 @@ def model(model: str) -> ModelCard | JSONResponse:
 )
 def completions(body: CompletionRequest, http: Request, state: State) -> Completion | EventStream:
     """Answer the conversation's last question as an OpenAI chat completion."""
-    live = state.backend
-    check_doc_ids(live, body.doc_ids)
-    answer = live.agent().run(body.conversation(), doc_ids=body.doc_ids)
+    scope = question_scope(body.scope, body.doc_ids)
+    live = state.reader(http, scope)
+    check_doc_ids(live, scope.doc_ids)
+    answer = live.agent().run(body.conversation(), doc_ids=scope.doc_ids)
     events = logged_answer(answer, route="/v1/chat/completions")
     if body.stream:
         chunks = completion_chunks(events, body.model, include_usage=body.include_usage)

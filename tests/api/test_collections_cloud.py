@@ -1,0 +1,148 @@
+"""Collections through the cloud app (the chat function's `cloud_app`) behind the Cognito
+stand-in (tests/web/fake_cognito.py: API Gateway's stage and authorizer): two users in two
+Cognito groups, mapped to collections by access/groups.json in the artifacts bucket, each sees
+only their collection's documents on every route and in MCP; the registry is DynamoDB (moto)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+from moto import mock_aws
+
+from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.models import DocStatus
+from docchat.serve.access import GROUPS_KEY, GroupsSource, cognito_access_for
+from docchat.serve.identity import cognito_user
+from docchat.serve.mcp import caller_of_access, mcp_http_app
+from docchat.wiring.cloud import cloud_app, services
+from tests.api.collectionkit import (
+    Matrix,
+    check_mcp,
+    ingested_in_collections,
+    mcp_session,
+    not_theirs,
+)
+from tests.chatkit import ServedApp
+from tests.conftest import WordEmbedder, table_schema
+from tests.mcpkit import WEB_URL
+from tests.unit.test_conversation_stores import conversations_table
+from tests.web.fake_cognito import FakeCognito, StageGate
+
+REGION = "eu-west-1"
+DOCS, ARTIFACTS = "docchat-docs", "docchat-artifacts"
+GROUPS = {
+    "admin_groups": ["admins"],
+    "groups": {
+        "ferry-team": {"read": ["ferries"], "write": ["ferries"]},
+        "bridge-team": {"read": ["bridges"], "write": ["bridges"]},
+    },
+}
+
+
+@dataclass
+class Cloud:
+    url: str
+    mcp_url: str
+    ids: dict[str, str]
+    tokens: dict[str, str]
+
+    def call(self, method: str, path: str, user: str, **kwargs: Any) -> httpx.Response:
+        headers = {"authorization": self.tokens[user], **kwargs.pop("headers", {})}
+        return httpx.request(method, self.url + path, headers=headers, timeout=60, **kwargs)
+
+
+@pytest.fixture
+def cloud(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chat_function_env: None
+) -> Iterator[Cloud]:
+    for name, value in {
+        "DOCCHAT_API_AUTH": "COGNITO",
+        "DOCCHAT_AUTH_DOMAIN": "https://docchat-x.auth.eu-west-1.amazoncognito.com",
+        "DOCCHAT_AUTH_CLIENT_ID": "abc123",
+        "AWS_REGION": REGION,
+        "DOCCHAT_DOCUMENTS_BUCKET": DOCS,
+        "DOCCHAT_ARTIFACTS_BUCKET": ARTIFACTS,
+    }.items():
+        monkeypatch.setenv(name, value)
+    embedder = WordEmbedder()
+    ids = ingested_in_collections(tmp_path / "data", embedder)
+    index = SqliteIndex(
+        tmp_path / "data" / "index.sqlite3",
+        embedding_model=embedder.model_id,
+        dimension=embedder.dimension,
+    )
+    with mock_aws():
+        s3 = boto3.client("s3", region_name=REGION)
+        for bucket in (DOCS, ARTIFACTS):
+            s3.create_bucket(
+                Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION}
+            )
+        s3.put_object(Bucket=ARTIFACTS, Key=GROUPS_KEY, Body=json.dumps(GROUPS).encode())
+        table = boto3.resource("dynamodb", region_name=REGION).create_table(
+            TableName="docchat-documents", **table_schema("DocumentsTable")
+        )
+        conversations_table("docchat-conversations", region=REGION)
+        for record in index.documents():
+            assert record.status == DocStatus.INDEXED
+            [name] = record.collections
+            key = f"collections/{name}/uploads/0123/{name}.pdf"
+            s3.put_object(Bucket=DOCS, Key=key, Body=b"%PDF-1.4")
+            item = {**record.model_dump(mode="json"), "source": f"{DOCS}/{key}"}
+            item.update(updated_at=1, sequencer="01", execution_id="", index="")
+            table.put_item(Item=item)
+        # The chat function's services, with the index and embedder of this machine
+        live = services()
+        live.__dict__.update(index=index, embedder=embedder, page_store=index, reranker=None)
+        cognito = FakeCognito(
+            users={"ana@example.com": "a", "bo@example.com": "b"},
+            groups={"ana@example.com": ["ferry-team"], "bo@example.com": ["bridge-team"]},
+        )
+        app = ServedApp(StageGate(cloud_app(), cognito))
+        access_of = cognito_access_for(
+            GroupsSource(lambda: live.objects, ARTIFACTS).mapping, cognito_user
+        )
+        mcp = mcp_http_app(
+            lambda: live.backend, caller_of=caller_of_access(access_of), web_url=WEB_URL
+        )
+        mcp_app = ServedApp(StageGate(mcp, cognito), lifespan="on")
+        app.start()
+        mcp_app.start()
+        try:
+            tokens = {
+                "ana": cognito.tokens("ana@example.com", refresh=False)["id_token"],
+                "bo": cognito.tokens("bo@example.com", refresh=False)["id_token"],
+            }
+            yield Cloud(
+                f"http://127.0.0.1:{app.port}/v1",
+                f"http://127.0.0.1:{mcp_app.port}/v1/mcp",
+                ids,
+                tokens,
+            )
+        finally:
+            app.stop()
+            mcp_app.stop()
+            index.close()
+
+
+def test_each_cognito_group_sees_only_its_collection_on_every_route(cloud: Cloud) -> None:
+    ferries, bridges = cloud.ids["ferries"], cloud.ids["bridges"]
+    Matrix(cloud.call, "ana", "ferries", ferries, bridges, cloud=True).run()
+    Matrix(cloud.call, "bo", "bridges", bridges, ferries, cloud=True).run()
+    not_theirs("c-ferries", cloud.call, "bo")
+    not_theirs("c-bridges", cloud.call, "ana")
+    # The presigned GET is of the caller's own document's object
+    link = cloud.call("GET", f"/documents/{ferries}/file", "ana").json()
+    assert "/collections/ferries/uploads/" in link["url"]
+
+
+def test_mcp_over_the_stage_sees_only_the_callers_collection(cloud: Cloud) -> None:
+    ferries, bridges = cloud.ids["ferries"], cloud.ids["bridges"]
+    headers = {"authorization": cloud.tokens["ana"]}
+    check_mcp(mcp_session(cloud.mcp_url, headers, ferries, bridges), ferries, bridges)

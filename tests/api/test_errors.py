@@ -213,8 +213,10 @@ def test_the_schema_lists_each_routes_statuses_and_content_types(client: TestCli
     assert {"400", "404", "413"} <= completions.keys()
     upload = _responses(schema, "/documents", "post")
     assert {"202", "400", "409", "413", "415", "422"} <= upload.keys()
+    # A PDF inline, any other type as a download, or (cloud) a presigned URL
     assert _responses(schema, "/documents/{doc_id}/file", "get")["200"] == {
         "application/pdf",
+        "application/octet-stream",
         "application/json",
     }
     assert "404" in _responses(schema, "/v1/models/{model}", "get")

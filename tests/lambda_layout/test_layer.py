@@ -24,7 +24,12 @@ NEVER_IMPORTED = (
     "xxhash",
 )
 # Local mode only (the terminal UI needs rich, which the layer does not ship).
-LOCAL_ONLY = ("docchat.cli", "docchat.evaluate.cli")
+LOCAL_ONLY = (
+    "docchat.cli",
+    "docchat.cli_display",
+    "docchat.cli_collections",
+    "docchat.evaluate.cli",
+)
 
 PROBE = """
 import importlib, json, pkgutil, sys

@@ -119,6 +119,11 @@ def test_chat_readiness_answers_with_no_aws_reachable(
     assert b'"registry"' in health.body and b'"failed"' in health.body
 
 
+# A signed-in user as the template's Cognito authorizer passes them: every route names its caller
+# (what they may read follows from their groups; none here, so the default collection).
+SIGNED_IN = {"sub": "sub-cy", "token_use": "id"}
+
+
 def test_chat_streams_a_cited_answer_through_the_adapter(
     chat: WebAdapter, bedrock: BedrockStub
 ) -> None:
@@ -127,7 +132,9 @@ def test_chat_streams_a_cited_answer_through_the_adapter(
     asked = len(bedrock.claude_requests)
 
     # When a question is sent to /chat
-    answer = chat.request("POST", "/chat", {"messages": [{"role": "user", "content": QUESTION}]})
+    answer = chat.request(
+        "POST", "/chat", {"messages": [{"role": "user", "content": QUESTION}]}, claims=SIGNED_IN
+    )
 
     # Then the Server-Sent Events stream through as Claude's turns arrive, cited, ending in done
     assert answer.status == 200, answer.body
@@ -162,7 +169,9 @@ def test_chat_searches_the_opensearch_the_handlers_wrote(
 ) -> None:
     # Given the handlers' chunks in the collection's stand-in, When a question is asked
     asked = len(opensearch.requests)
-    answer = chat.request("POST", "/chat", {"messages": [{"role": "user", "content": QUESTION}]})
+    answer = chat.request(
+        "POST", "/chat", {"messages": [{"role": "user", "content": QUESTION}]}, claims=SIGNED_IN
+    )
 
     # Then the chat function searched it (k-NN, BM25, then the chunks), and no function made
     # an embedded index where DOCCHAT_DATA_DIR points
@@ -203,7 +212,7 @@ def test_chat_sends_the_pages_security_policy_through_the_adapter(chat: WebAdapt
 
 
 def test_chat_documents_lists_what_the_handlers_indexed(chat: WebAdapter) -> None:
-    listed = chat.request("GET", "/documents")
+    listed = chat.request("GET", "/documents", claims=SIGNED_IN)
 
     assert listed.status == 200, listed.body
     assert DOC_ID in listed.body.decode()

@@ -141,7 +141,14 @@ def test_a_long_file_name_keeps_every_button_on_screen(
     )
     expect(row.get_by_role("button", name=re.compile("^Delete"))).to_be_in_viewport(ratio=1)
     if phone:
-        page.wait_for_function("document.getElementById('docs').getBoundingClientRect().left >= 0")
+        # The drawer has slid in. (Not wait_for_function with a string: once its first check
+        # fails it evaluates the string again with eval, which the page's CSP refuses.)
+        slid_in = "() => document.getElementById('docs').getBoundingClientRect().left >= 0"
+        for _ in range(100):
+            if page.evaluate(slid_in):
+                break
+            page.wait_for_timeout(50)
+        assert page.evaluate(slid_in)
         assert page.evaluate(OFF_SCREEN) == []
         page.screenshot(path=str(folder / f"long-name-docs-{kind}.png"))
         page.keyboard.press("Escape")

@@ -215,6 +215,7 @@ def test_the_schema_lists_each_routes_statuses_and_content_types(client: TestCli
     assert {"202", "400", "409", "413", "415", "422"} <= upload.keys()
     assert _responses(schema, "/documents/{doc_id}/file", "get")["200"] == {
         "application/pdf",
+        "application/octet-stream",  # any other type, served as a download
         "application/json",
     }
     assert "404" in _responses(schema, "/v1/models/{model}", "get")

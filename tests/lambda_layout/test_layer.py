@@ -23,8 +23,8 @@ NEVER_IMPORTED = (
     "orjson",
     "xxhash",
 )
-# Local mode only (the terminal UI needs rich, which the layer does not ship).
-LOCAL_ONLY = ("docchat.cli", "docchat.evaluate.cli")
+# Local mode only (the terminal UI and its tables need rich, which the layer does not ship).
+LOCAL_ONLY = ("docchat.cli", "docchat.cli_display", "docchat.evaluate.cli")
 
 PROBE = """
 import importlib, json, pkgutil, sys

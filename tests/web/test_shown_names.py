@@ -141,7 +141,12 @@ def test_a_long_file_name_keeps_every_button_on_screen(
     )
     expect(row.get_by_role("button", name=re.compile("^Delete"))).to_be_in_viewport(ratio=1)
     if phone:
-        page.wait_for_function("document.getElementById('docs').getBoundingClientRect().left >= 0")
+        # A function, not an expression: Playwright evals a polled expression with new
+        # Function(), which the page's CSP (no 'unsafe-eval') refuses once the panel is still
+        # sliding in at the first check.
+        page.wait_for_function(
+            "() => document.getElementById('docs').getBoundingClientRect().left >= 0"
+        )
         assert page.evaluate(OFF_SCREEN) == []
         page.screenshot(path=str(folder / f"long-name-docs-{kind}.png"))
         page.keyboard.press("Escape")

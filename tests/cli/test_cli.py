@@ -39,7 +39,8 @@ def library(tmp_path: Path) -> Path:
         )
     )
     (folder / "broken.pdf").write_bytes(b"%PDF-1.7\nthis is not really a pdf")
-    (folder / "readme.txt").write_text("not a pdf, not picked up from a folder")
+    # A type docchat does not read is not picked up from a folder (.txt and Office files are).
+    (folder / "readme.rtf").write_text("{\\rtf1 not picked up from a folder}")
     return folder
 
 
@@ -174,7 +175,7 @@ def test_cli_reports_bad_input_clearly(tmp_path: Path, capsys: pytest.CaptureFix
     empty = tmp_path / "empty"
     empty.mkdir()
     code, _, err = _run(capsys, "ingest", str(empty), "--data-dir", str(tmp_path))
-    assert code == 2 and "no PDF files found" in err
+    assert code == 2 and "no documents (a PDF, .docx, .pptx, .xlsx, .html, .md or .txt file)" in err
 
 
 def test_cli_entry_point_runs_as_installed_command(tmp_path: Path) -> None:

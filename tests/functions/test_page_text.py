@@ -75,7 +75,13 @@ def test_chat_app_reads_a_page_and_forgets_it_with_the_document(pipeline: Pipeli
     beyond = client.get(f"/documents/{quote(doc_id)}/pages/3")
     listed = client.get("/documents").json()["documents"]
 
-    assert page.json() == {"page": 2, "text": "## Tolls\n\nBarges pay by the tonne.", "ocr": False}
+    assert page.json() == {
+        "page": 2,
+        "text": "## Tolls\n\nBarges pay by the tonne.",
+        "ocr": False,
+        "kind": "page",
+        "label": "",
+    }
     assert (beyond.status_code, beyond.json()["error"]["code"]) == (404, "page_not_found")
     assert [(d["title"], d["file_name"]) for d in listed] == [("Locks", "Q3 [draft] résumé #2.pdf")]
 

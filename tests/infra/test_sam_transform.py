@@ -20,7 +20,14 @@ from tests.conftest import REPO
 
 SAM_PYTHON = REPO / ".venv-sam" / "bin" / "python"
 AUTHS = ["COGNITO", "IAM", "NONE"]
-OPEN = {("/", "get"), ("/static/{proxy+}", "get"), ("/auth-config", "get")}
+# The page, its files and sign-in settings, and where MCP clients read /mcp's authorization
+# server before they sign in (RFC 9728).
+OPEN = {
+    ("/", "get"),
+    ("/static/{proxy+}", "get"),
+    ("/auth-config", "get"),
+    ("/.well-known/oauth-protected-resource", "get"),
+}
 SECURED = {"COGNITO": [{"cognito": []}], "IAM": [{"sigv4": []}], "NONE": []}
 METHODS = {
     "get",

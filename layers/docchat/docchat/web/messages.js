@@ -3,7 +3,7 @@
 
 import { $, announce, el } from "./dom.js";
 import { fileName, shownName } from "./names.js";
-import { rowTable } from "./rows.js";
+import { headerOf, rowTable } from "./rows.js";
 import { openViewer } from "./viewer.js";
 
 /** Scrolls the transcript to its end when it is near it already, or always with `force`. */
@@ -146,7 +146,7 @@ export class AnswerView {
       text: "×", onclick: () => { this.quote.hidden = true; button.setAttribute("aria-expanded", "false"); button.focus(); } });
     this.quote.dataset.number = String(citation.number);
     // A quoted table row shows under its table's header rows, so its numbers say which year.
-    const row = rowTable(citation.table_header, citation.quote);
+    const row = rowTable(headerOf(citation), citation.quote);
     this.quote.replaceChildren(
       close,
       row ? el("blockquote", { class: "quote-row" }, row) : el("blockquote", { text: citation.quote }),

@@ -9,7 +9,7 @@ import { $, announce, el } from "./dom.js";
 import { DocumentGone, errorText, unreachable } from "./errors.js";
 import { highlightQuote } from "./highlight.js";
 import { shownName } from "./names.js";
-import { rowCells, rowTable } from "./rows.js";
+import { headerOf, rowCells, rowTable } from "./rows.js";
 
 const VENDOR = new URL("vendor/pdfjs/", import.meta.url);
 const VIEWER_MAX_SCALE = 2;
@@ -122,7 +122,7 @@ export async function openViewer(citation, opener) {
   const title = shownName(citation.title);
   nodes.title.textContent = title;
   nodes.where.textContent = `Page ${citation.page}`;
-  const table = rowTable(citation.table_header, citation.quote);
+  const table = rowTable(headerOf(citation), citation.quote);
   nodes.quote.classList.toggle("viewer-row", Boolean(table));
   nodes.quote.replaceChildren(table || citation.quote);
   nodes.root.dataset.docId = citation.doc_id;

@@ -81,7 +81,8 @@ def _samples() -> list[ev.ChatEvent]:
         title="Bridges",
         source="bridges.pptx",
         page=2,
-        quote="2004",
+        quote="| Opened | 2004 |",
+        table_header=["| Bridge | Year |"],
         label="Slide 2: New bridges",
     )
     ranked = ev.RankedPassage(**PASSAGE.model_dump(), score=0.9, vector_rank=1, keyword_rank=2)
@@ -148,3 +149,18 @@ def test_page_notices_a_field_it_reads_that_an_event_lacks(page: Any) -> None:
     seen = page.evaluate(REPLAY, events)
 
     assert "citations.citations.0.page" in seen["missing"]
+
+
+def test_page_reads_no_table_header_of_a_quoted_sentence(page: Any) -> None:
+    # A sentence's citation leaves `table_header` out of its JSON; the page must not read it
+    sentence = Citation(
+        number=1, doc_id="bridges", title="Bridges", source="bridges.pdf", page=2, quote="2004"
+    )
+    events = [_wire(e) for e in _samples()]
+    events[-3] = _wire(ev.CitationsEvent(citations=[sentence]))
+    assert "table_header" not in events[-3][1]["citations"][0]
+
+    seen = page.evaluate(REPLAY, events)
+
+    assert seen["missing"] == []
+    assert "2004" in seen["quote"]

@@ -8,7 +8,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import unquote_plus
 
 from pydantic import (
@@ -289,7 +289,7 @@ class Scope(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    collections: list[str] | None = Field(
+    collections: list[Annotated[str, Field(pattern=COLLECTION_PATTERN)]] | None = Field(
         default=None,
         min_length=1,
         max_length=MAX_SCOPE_COLLECTIONS,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, cast
 
 from fastapi import Depends, Request
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from docchat.adapters.local_files import LocalFiles
 from docchat.answer.backend import ChatBackend
@@ -44,7 +44,9 @@ class SignIn(BaseModel):
     domain: str = ""
     client_id: str = ""
     scopes: str = ""
-    issuer: str = ""  # the user pool's token issuer, the MCP clients' authorization server
+    # The user pool's token issuer, MCP clients' authorization server (RFC 9728 metadata);
+    # the page does not need it, so /auth-config leaves it out.
+    issuer: str = Field(default="", exclude=True)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SignIn:

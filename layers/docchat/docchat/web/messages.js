@@ -2,8 +2,8 @@
 // markers and source chips, the quoted passage, and Copy and Retry under it.
 
 import { $, announce, el } from "./dom.js";
-import { fileName, shownName } from "./names.js";
-import { rowTable } from "./rows.js";
+import { fileName, shownName, labelOf } from "./names.js";
+import { headerOf, rowTable } from "./rows.js";
 import { openViewer } from "./viewer.js";
 
 /** Scrolls the transcript to its end when it is near it already, or always with `force`. */
@@ -125,7 +125,7 @@ export class AnswerView {
     if (label) button.textContent = label;
     else button.append(el("span", { class: "chip-number", text: citation.number }),
       el("bdi", { class: "chip-title", text: title }),
-      el("span", { class: "chip-page", text: citation.label || `p. ${citation.page}` }));
+      el("span", { class: "chip-page", text: labelOf(citation) || `p. ${citation.page}` }));
     return button;
   }
 
@@ -146,7 +146,7 @@ export class AnswerView {
       text: "×", onclick: () => { this.quote.hidden = true; button.setAttribute("aria-expanded", "false"); button.focus(); } });
     this.quote.dataset.number = String(citation.number);
     // A quoted table row shows under its table's header rows, so its numbers say which year.
-    const row = rowTable(citation.table_header, citation.quote);
+    const row = rowTable(headerOf(citation), citation.quote);
     this.quote.replaceChildren(
       close,
       row ? el("blockquote", { class: "quote-row" }, row) : el("blockquote", { text: citation.quote }),
@@ -186,7 +186,7 @@ export class AnswerView {
 
 function placeOf(citation) {
   // A PDF's page, or the section, slide or sheet range another format's citation names.
-  return citation.label || `page ${citation.page}`;
+  return labelOf(citation) || `page ${citation.page}`;
 }
 
 function answerText(view) {

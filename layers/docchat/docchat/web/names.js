@@ -26,3 +26,9 @@ export function fileName(source) {
 export function docTitle(doc) {
   return shownName(doc.title || fileName(doc.source));
 }
+
+/** A citation's location label ("Slide 2: Results"), or "" for a PDF page, whose citation
+ * leaves the field out. */
+export function labelOf(citation) {
+  return "label" in citation ? citation.label : "";
+}

@@ -14,6 +14,11 @@ export function rowCells(line) {
   return text.split(BAR).slice(1, -1).map((cell) => cell.trim().replaceAll("\\|", "|"));
 }
 
+/** A citation's table header rows: a quoted sentence's citation has none, and no field. */
+export function headerOf(citation) {
+  return "table_header" in citation ? citation.table_header : [];
+}
+
 /** A table of a quoted row under its header rows; null when the quote is no row. */
 export function rowTable(header, row) {
   const cells = rowCells(row);

@@ -10,8 +10,8 @@ import { api } from "./api.js";
 import { $, announce, el } from "./dom.js";
 import { DocumentGone, errorText, unreachable } from "./errors.js";
 import { highlightQuote } from "./highlight.js";
-import { fileName, shownName } from "./names.js";
-import { rowCells, rowTable } from "./rows.js";
+import { fileName, shownName, labelOf } from "./names.js";
+import { headerOf, rowCells, rowTable } from "./rows.js";
 import { highlightLocation, renderLocation } from "./textview.js";
 
 const VENDOR = new URL("vendor/pdfjs/", import.meta.url);
@@ -128,16 +128,16 @@ export async function openViewer(citation, opener) {
   viewer.located = isLocated(citation);
   viewer.pages = 0;
   const title = shownName(citation.title);
-  const at = viewer.located ? citation.label || `location ${citation.page}` : `page ${citation.page}`;
+  const at = viewer.located ? labelOf(citation) || `location ${citation.page}` : `page ${citation.page}`;
   nodes.title.textContent = title;
-  nodes.where.textContent = viewer.located ? citation.label : `Page ${citation.page}`;
+  nodes.where.textContent = viewer.located ? labelOf(citation) : `Page ${citation.page}`;
   nodes.root.dataset.view = viewer.located ? "text" : "pdf";
   nodes.sheet.hidden = viewer.located;
   nodes.article.hidden = !viewer.located;
   nodes.article.replaceChildren();
   delete nodes.root.dataset.kind;
   nameButtons(viewer.located ? "location" : "page");
-  const table = rowTable(citation.table_header, citation.quote);
+  const table = rowTable(headerOf(citation), citation.quote);
   nodes.quote.classList.toggle("viewer-row", Boolean(table));
   nodes.quote.replaceChildren(table || citation.quote);
   nodes.root.dataset.docId = citation.doc_id;
@@ -173,7 +173,7 @@ export async function openViewer(citation, opener) {
 
 function isLocated(citation) {
   // A PDF's citations name a page and have no label; every other format's name a location.
-  return Boolean(citation.label) || (Boolean(citation.source) && !/\.pdf$/i.test(fileName(citation.source)));
+  return Boolean(labelOf(citation)) || (Boolean(citation.source) && !/\.pdf$/i.test(fileName(citation.source)));
 }
 
 function nameButtons(unit) {
@@ -290,7 +290,7 @@ async function showLocation(number, opening = viewer.opening) {
     return;
   }
   if (number !== citation.page) {
-    setViewerStatus(`${counted}. The quote is in ${citation.label || `location ${citation.page}`}.`, "ready");
+    setViewerStatus(`${counted}. The quote is in ${labelOf(citation) || `location ${citation.page}`}.`, "ready");
     return;
   }
   const found = highlightLocation(nodes.article, rendered, citation.quote);

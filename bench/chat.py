@@ -38,7 +38,6 @@ import os
 import platform
 import pstats
 import random
-import re
 import shutil
 import socket
 import sqlite3
@@ -71,6 +70,7 @@ from docchat.search.library import Library
 from docchat.serve.app import create_app
 from docchat.wiring import agent_config
 from docchat.wiring.cloud import CHAT_SETTINGS
+from index_data import read_jsonl, sentence_parts
 
 # What the product does by default (docchat/config.py), so the table measures that.
 DEFAULTS = Settings.from_env({})
@@ -126,29 +126,6 @@ class Row:
 # --- the corpus --------------------------------------------------------------------------------
 
 
-def _jsonl(path: Path) -> Iterator[dict[str, str]]:
-    with path.open(encoding="utf-8") as lines:
-        for line in lines:
-            if line.strip():
-                yield json.loads(line)
-
-
-def _parts(text: str, count: int = 3) -> list[str]:
-    """`text` cut at sentence ends into up to `count` pieces of similar length."""
-    sentences = re.split(r"(?<=[.!?])\s+", text.strip())
-    target = len(text) / count
-    parts: list[str] = []
-    current: list[str] = []
-    for sentence in sentences:
-        current.append(sentence)
-        if sum(map(len, current)) >= target and len(parts) < count - 1:
-            parts.append(" ".join(current))
-            current = []
-    if current:
-        parts.append(" ".join(current))
-    return parts
-
-
 def _generated(rng: random.Random, count: int, words: int) -> list[str]:
     """Zipf-like pseudo-text, for when the SciFact files are not there."""
     vocabulary = [f"w{n}" for n in range(20_000)]
@@ -161,11 +138,11 @@ def corpus() -> tuple[str, list[tuple[str, str]], list[str]]:
     if (SCIFACT / "corpus.jsonl").is_file() and (SCIFACT / "queries.jsonl").is_file():
         pieces = [
             (doc["title"], part)
-            for doc in _jsonl(SCIFACT / "corpus.jsonl")
-            for part in _parts(doc["text"])
+            for doc in read_jsonl(SCIFACT / "corpus.jsonl")
+            for part in sentence_parts(doc["text"])
             if part
         ]
-        queries = [q["text"] for q in _jsonl(SCIFACT / "queries.jsonl")]
+        queries = [q["text"] for q in read_jsonl(SCIFACT / "queries.jsonl")]
         return f"SciFact ({SCIFACT})", pieces, queries
     log(f"{SCIFACT} not found: falling back to generated text")
     rng = random.Random(SEED)

@@ -75,14 +75,15 @@ def log(message: str) -> None:
 # --- text and vectors ----------------------------------------------------------------------
 
 
-def _jsonl(path: Path) -> Iterator[dict[str, str]]:
+def read_jsonl(path: Path) -> Iterator[dict[str, str]]:
+    """The objects of a JSON Lines file (bench/chat.py reads SciFact with it too)."""
     with path.open(encoding="utf-8") as lines:
         for line in lines:
             if line.strip():
                 yield json.loads(line)
 
 
-def _parts(text: str, count: int = 3) -> list[str]:
+def sentence_parts(text: str, count: int = 3) -> list[str]:
     """`text` cut at sentence ends into up to `count` pieces of similar length."""
     sentences = re.split(r"(?<=[.!?])\s+", text.strip())
     target = len(text) / count
@@ -103,11 +104,11 @@ def corpus() -> tuple[str, list[tuple[str, str]], list[str]]:
     if (SCIFACT / "corpus.jsonl").is_file() and (SCIFACT / "queries.jsonl").is_file():
         pieces = [
             (doc["title"], part)
-            for doc in _jsonl(SCIFACT / "corpus.jsonl")
-            for part in _parts(doc["text"])
+            for doc in read_jsonl(SCIFACT / "corpus.jsonl")
+            for part in sentence_parts(doc["text"])
             if part
         ]
-        return "SciFact", pieces, [q["text"] for q in _jsonl(SCIFACT / "queries.jsonl")]
+        return "SciFact", pieces, [q["text"] for q in read_jsonl(SCIFACT / "queries.jsonl")]
     log(f"{SCIFACT} not found: generated text instead")
     rng = random.Random(SEED)
     words = [f"w{n}" for n in range(20_000)]

@@ -16,7 +16,7 @@ from aws_lambda_powertools.utilities.data_classes import S3EventBridgeNotificati
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docchat.models import ExecutionStatusEvent, FailureTask, S3Event, StepEvent
+from docchat.payloads import ExecutionStatusEvent, FailureTask, S3Event, StepEvent
 from tests.aws_events import documented, encoded_key, execution_event, s3_event
 
 S3_FIXTURES = (

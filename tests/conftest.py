@@ -33,6 +33,7 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "docchat")
 # (uvicorn) per test, `docchat mcp` as a subprocess (tests/mcp_server), or the ingestion state
 # machine run under moto (tests/functions). Whole folders and files are marked here, new tests in
 # them included, so `make unit` (-m "not slow") stays under a minute; `make test` runs everything.
+# test_stack.py translates the template with SAM's own Python (.venv-sam), once per parameter set.
 SLOW_PATHS = (
     "tests/lambda_layout/",
     "tests/web/",
@@ -40,6 +41,7 @@ SLOW_PATHS = (
     "tests/eval/",
     "tests/infra/test_sam.py",
     "tests/infra/test_sam_transform.py",
+    "tests/infra/test_stack.py",
     "tests/infra/test_security.py",
     "tests/infra/test_e2e.py",
     "tests/api/test_server.py",
@@ -56,6 +58,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         path = item.path.resolve().relative_to(REPO).as_posix()
         if path.startswith(SLOW_PATHS):
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under `-m "not slow"` (`make unit`) the slow folders and files are not even imported:
+    every test in them would be deselected, and importing them (Playwright, moto's Step
+    Functions, the Lambda harness) takes seconds."""
+    if config.option.markexpr.strip() != "not slow":
+        return None
+    try:
+        path = collection_path.resolve().relative_to(REPO).as_posix()
+    except ValueError:
+        return None
+    return True if f"{path}/".startswith(SLOW_PATHS) or path in SLOW_PATHS else None
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,7 @@ import os
 import re
 import socket
 from collections.abc import Callable, Iterator, Sequence
+from multiprocessing import forkserver
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +54,43 @@ SLOW_PATHS = (
 )
 
 
+#: Whether this run is the fast loop (`make unit`: -m "not slow"); set when pytest configures,
+#: before any test module is imported.
+_fast_loop = False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _fast_loop
+    _fast_loop = config.option.markexpr.strip() == "not slow"
+
+
+def examples(full: int) -> int:
+    """Hypothesis's max_examples for a property test: `full` in the whole suite (`make test`),
+    a fifth of it (at least 20) in the fast loop."""
+    return max(20, full // 5) if _fast_loop else full
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         path = item.path.resolve().relative_to(REPO).as_posix()
         if path.startswith(SLOW_PATHS):
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A run over a folder (`make unit`, `make test`) starts the forkserver isolated conversions
+    fork from (docchat.ingest.isolate) before it collects: the server imports the PDF engine and
+    the format readers on the other core meanwhile, instead of inside the first test that
+    converts a file (about 4 s on an idle machine)."""
+    config = session.config
+    if config.option.collectonly:
+        return
+    if not any(Path(arg.split("::")[0]).is_dir() for arg in config.args):
+        return
+    from docchat.ingest import isolate
+
+    if isolate._context().get_start_method() == "forkserver":
+        forkserver.ensure_running()
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

@@ -74,6 +74,7 @@ class ScriptedModel:
         self.fail_after = fail_after
         self.pause = pause  # seconds between events, to watch streaming happen
         self.finished_at: float | None = None
+        self.closed: list[int] = []  # the calls whose stream was closed before its end
 
     def stream(
         self,
@@ -85,11 +86,15 @@ class ScriptedModel:
     ) -> Iterator[ModelEvent]:
         self.calls.append({"messages": [dict(m) for m in messages], "tools": list(tools)})
         turn = self.turns[min(len(self.calls), len(self.turns)) - 1]
-        for n, event in enumerate(turn):
-            if self.fail_after is not None and n == self.fail_after:
-                raise ModelUnavailableError("the model is overloaded: try again shortly")
-            time.sleep(self.pause)
-            yield event
+        try:
+            for n, event in enumerate(turn):
+                if self.fail_after is not None and n == self.fail_after:
+                    raise ModelUnavailableError("the model is overloaded: try again shortly")
+                time.sleep(self.pause)
+                yield event
+        except GeneratorExit:
+            self.closed.append(len(self.calls))
+            raise
         self.finished_at = time.monotonic()
 
 

@@ -8,6 +8,7 @@ import os
 import re
 import socket
 from collections.abc import Callable, Iterator, Sequence
+from multiprocessing import forkserver
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "docchat")
 # (uvicorn) per test, `docchat mcp` as a subprocess (tests/mcp_server), or the ingestion state
 # machine run under moto (tests/functions). Whole folders and files are marked here, new tests in
 # them included, so `make unit` (-m "not slow") stays under a minute; `make test` runs everything.
+# test_stack.py translates the template with SAM's own Python (.venv-sam), once per parameter set.
 SLOW_PATHS = (
     "tests/lambda_layout/",
     "tests/web/",
@@ -40,6 +42,7 @@ SLOW_PATHS = (
     "tests/eval/",
     "tests/infra/test_sam.py",
     "tests/infra/test_sam_transform.py",
+    "tests/infra/test_stack.py",
     "tests/infra/test_security.py",
     "tests/infra/test_e2e.py",
     "tests/api/test_server.py",
@@ -51,11 +54,56 @@ SLOW_PATHS = (
 )
 
 
+#: Whether this run is the fast loop (`make unit`: -m "not slow"); set when pytest configures,
+#: before any test module is imported.
+_fast_loop = False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _fast_loop
+    _fast_loop = config.option.markexpr.strip() == "not slow"
+
+
+def examples(full: int) -> int:
+    """Hypothesis's max_examples for a property test: `full` in the whole suite (`make test`),
+    a fifth of it (at least 20) in the fast loop."""
+    return max(20, full // 5) if _fast_loop else full
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         path = item.path.resolve().relative_to(REPO).as_posix()
         if path.startswith(SLOW_PATHS):
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A run over a folder (`make unit`, `make test`) starts the forkserver isolated conversions
+    fork from (docchat.ingest.isolate) before it collects: the server imports the PDF engine and
+    the format readers (0.8 s of CPU measured here, far more wall time on a loaded machine) while
+    the tests are collected, instead of inside the first test that converts a file."""
+    config = session.config
+    if config.option.collectonly:
+        return
+    if not any(Path(arg.split("::")[0]).is_dir() for arg in config.args):
+        return
+    from docchat.ingest import isolate
+
+    if isolate._context().get_start_method() == "forkserver":
+        forkserver.ensure_running()
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under `-m "not slow"` (`make unit`) the slow folders and files are not even imported:
+    every test in them would be deselected, and importing them (Playwright, moto's Step
+    Functions, the Lambda harness) takes seconds."""
+    if config.option.markexpr.strip() != "not slow":
+        return None
+    try:
+        path = collection_path.resolve().relative_to(REPO).as_posix()
+    except ValueError:
+        return None
+    return True if f"{path}/".startswith(SLOW_PATHS) or path in SLOW_PATHS else None
 
 
 @pytest.fixture(autouse=True)

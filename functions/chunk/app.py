@@ -3,7 +3,7 @@
 from typing import Any
 
 from docchat.ingest.steps import chunk
-from docchat.models import ChunkResult, ConvertResult
+from docchat.payloads import ChunkResult, ConvertResult
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 

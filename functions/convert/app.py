@@ -7,7 +7,7 @@ calls it again with that result (a ConvertResult) to build the pages with the OC
 from typing import Any
 
 from docchat.ingest.steps import convert, convert_with_ocr
-from docchat.models import ConvertResult, DocRef
+from docchat.payloads import ConvertResult, DocRef
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 
@@ -19,9 +19,7 @@ def _run(event: dict[str, Any]) -> ConvertResult:
     s = services().require(*REQUIRED, entry="the convert function")
     if "doc" in event:
         first = ConvertResult.model_validate(event)
-        return convert_with_ocr(
-            first, objects=s.objects, registry=s.registry, settings=s.settings
-        )
+        return convert_with_ocr(first, objects=s.objects, registry=s.registry, settings=s.settings)
     doc = DocRef.model_validate(event)
     return convert(doc, objects=s.objects, registry=s.registry, settings=s.settings)
 

@@ -3,7 +3,7 @@
 from typing import Any
 
 from docchat.ingest.steps import embed_batch
-from docchat.models import BatchResult, BatchTask
+from docchat.payloads import BatchResult, BatchTask
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 

@@ -3,7 +3,7 @@
 from typing import Any
 
 from docchat.ingest.steps import finalize
-from docchat.models import FinalizeTask, StepResult
+from docchat.payloads import FinalizeTask, StepResult
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 

@@ -2,8 +2,8 @@
 
 from typing import Any
 
-from docchat.ingest.steps import mark_failed
-from docchat.models import FailureTask, StepResult
+from docchat.ingest.failures import mark_failed
+from docchat.payloads import FailureTask, StepResult
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 

@@ -6,7 +6,7 @@ OpenCV does not fit a zip function beside the docchat layer."""
 from typing import Any
 
 from docchat.ingest.steps import ocr_range
-from docchat.models import OcrResult, OcrTask
+from docchat.payloads import OcrResult, OcrTask
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 

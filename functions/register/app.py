@@ -3,7 +3,7 @@
 from typing import Any
 
 from docchat.ingest.steps import register
-from docchat.models import RegisterResult, StepEvent
+from docchat.payloads import RegisterResult, StepEvent
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 

@@ -3,7 +3,7 @@
 from typing import Any
 
 from docchat.ingest.steps import remove
-from docchat.models import StepEvent, StepResult
+from docchat.payloads import StepEvent, StepResult
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 

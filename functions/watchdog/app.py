@@ -2,9 +2,8 @@
 
 from typing import Any
 
-from docchat.ingest.steps import mark_failed
-from docchat.models import ExecutionStatusEvent, StepResult
-from docchat.ingest.steps import stopped_run
+from docchat.ingest.failures import stopped_run
+from docchat.payloads import ExecutionStatusEvent, StepResult
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 

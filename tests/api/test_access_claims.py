@@ -10,9 +10,13 @@ import json
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from starlette.requests import Request
 
-from docchat.serve.access import claimed_groups
+from docchat.answer.backend import ChatBackend
+from docchat.serve.access import NO_MAPPING, claimed_groups, cognito_access_for
+from docchat.serve.app import create_app
+from docchat.serve.identity import REQUEST_CONTEXT, cognito_user
 
 
 def _request(claims: dict[str, Any] | None) -> Request:
@@ -40,3 +44,49 @@ def test_the_groups_claim_in_each_shape(value: Any, groups: list[str]) -> None:
 def test_no_claim_or_no_authorizer_is_no_group() -> None:
     assert claimed_groups(_request({"sub": "u1"})) == []
     assert claimed_groups(_request(None)) == []
+
+
+def test_a_request_to_mcp_reads_the_request_context_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given the chat function's app (Cognito user and groups) and a call to /mcp over the stage
+    context = {"authorizer": {"claims": {"sub": "u1", "cognito:groups": "finance"}}}
+    header = json.dumps(context)
+    app = create_app(
+        _no_backend,
+        user_of=cognito_user,
+        access_of=cognito_access_for(lambda: NO_MAPPING, cognito_user),
+    )
+    parsed: list[str] = []
+    loads = json.loads
+
+    def counted(text: Any, *args: Any, **kwargs: Any) -> Any:
+        if text == header:
+            parsed.append(text)
+        return loads(text, *args, **kwargs)
+
+    monkeypatch.setattr(json, "loads", counted)
+
+    # When it starts an MCP session
+    with TestClient(app) as client:
+        response = client.post(
+            "/mcp",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"},
+                },
+            },
+            headers={REQUEST_CONTEXT: header, "accept": "application/json, text/event-stream"},
+        )
+
+    # Then it is answered, and the header was parsed once for the user, the groups and the page
+    assert response.status_code == 200, response.text
+    assert response.json()["result"]["serverInfo"]["name"] == "docchat"
+    assert len(parsed) == 1
+
+
+def _no_backend() -> ChatBackend:
+    raise AssertionError("starting a session reads no document")

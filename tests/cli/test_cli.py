@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import io
 import json
 import re
 import shutil
@@ -277,3 +278,35 @@ def test_cli_status_of_a_collection_totals_only_its_documents(
     # And the whole index's are as before
     whole = json.loads(_run(capsys, "status", "--json", "--data-dir", data)[1])["stats"]
     assert whole["documents"] == 3 and whole["chunks"] > 2
+
+
+def test_cli_collections_and_move_print_through_the_clis_console(
+    library: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given notes.pdf in the collection `notes`, and the CLI's console recording what it prints
+    from rich.console import Console
+
+    from docchat.cli import common
+
+    data = str(tmp_path / "data")
+    code, out, _ = _run(
+        capsys, "ingest", str(library / "notes.pdf"), "--collection", "notes", "--data-dir", data
+    )
+    assert code == 0, out
+    printed = io.StringIO()
+    monkeypatch.setattr(common, "out", Console(file=printed, width=200, highlight=False))
+
+    # When the collections are listed, then notes.pdf is moved to `bridges` and listed again
+    assert main(["collections", "--data-dir", data]) == 0
+    assert main(["move", "notes.pdf", "--to", "bridges", "--data-dir", data]) == 0
+    assert main(["collections", "--data-dir", data]) == 0
+
+    # Then every line went to the CLI's one console: the two tables and the move between them
+    before, after = printed.getvalue().split("collections in ")[1:]
+    assert re.search(r"│ default\s+│\s+0 │", before) and re.search(r"│ notes\s+│\s+1 │", before)
+    assert "(notes.pdf) is in bridges" in before
+    assert re.search(r"│ bridges\s+│\s+1 │", after) and "│ notes" not in after
+    assert capsys.readouterr().out == ""

@@ -11,7 +11,8 @@ import pytest
 from docchat.adapters.s3_uploads import S3Uploads
 from docchat.ingest.decision import doc_id_for
 from docchat.ingest.steps import register
-from docchat.models import DocStatus, StepEvent
+from docchat.models import DocStatus
+from docchat.payloads import StepEvent
 from tests.aws_events import EVENTS, documented, encoded_key, execution_event, s3_event
 from tests.functions.conftest import DOCS_BUCKET, FakeContext, Pipeline, _load_handler
 from tests.functions.test_ingest_pipeline import _pdf
@@ -240,7 +241,7 @@ class _Executions:
         self.asked: list[str] = []
 
     def failure(self, execution_arn: str) -> Any:
-        from docchat.models import ExecutionFailure
+        from docchat.payloads import ExecutionFailure
 
         self.asked.append(execution_arn)
         cause = "The state/task 'Chunk' returned a result with a size exceeding the maximum"

@@ -16,8 +16,9 @@ from aws_lambda_powertools.utilities.data_classes import S3EventBridgeNotificati
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docchat.models import ExecutionStatusEvent, FailureTask, S3Event, StepEvent
+from docchat.payloads import ExecutionStatusEvent, FailureTask, S3Event, StepEvent
 from tests.aws_events import documented, encoded_key, execution_event, s3_event
+from tests.conftest import examples
 
 S3_FIXTURES = (
     "object-created",
@@ -86,7 +87,7 @@ def test_aws_events_documented_s3_events_name_their_object(name: str) -> None:
     assert ref.sequencer == documented(name)["detail"]["object"]["sequencer"]
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(s3_events())
 def test_aws_events_s3_parsing_ignores_what_docchat_does_not_read(
     events: tuple[dict[str, Any], dict[str, Any]],
@@ -101,7 +102,7 @@ def test_aws_events_s3_parsing_ignores_what_docchat_does_not_read(
     assert failure.event.object_ref() == expected
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(execution_events())
 def test_aws_events_execution_parsing_ignores_what_docchat_does_not_read(
     events: tuple[dict[str, Any], dict[str, Any]],
@@ -118,7 +119,7 @@ def test_aws_events_execution_parsing_ignores_what_docchat_does_not_read(
     assert S3Event.model_validate_json(parsed.input or "").object_ref().key == "a.pdf"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.text(min_size=1, max_size=40).filter(lambda k: "\x00" not in k))
 def test_aws_events_keys_decode_as_powertools_decodes_them(key: str) -> None:
     event = s3_event("object-created", bucket="docchat-documents", key=key)

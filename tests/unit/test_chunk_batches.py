@@ -7,7 +7,8 @@ from typing import Any
 
 from docchat.config import Settings
 from docchat.ingest.steps import MAX_BATCHES, chunk
-from docchat.models import ConvertResult, DocRef, Page
+from docchat.models import Page
+from docchat.payloads import ConvertResult, DocRef
 
 STATE_LIMIT = (
     256 * 1024

@@ -14,7 +14,8 @@ from docchat.ingest.convert.pdf import pages_from_pdf
 from docchat.ingest.ocr import OcrOptions
 from docchat.ingest.stages import ocr_options
 from docchat.ingest.steps import ocr_ranges
-from docchat.models import DocRef, OcrPage
+from docchat.models import OcrPage
+from docchat.payloads import DocRef
 from tests.pdfgen import make_pdf, scanned_copy
 
 OPTIONS = OcrOptions(dpi=150, threads=1)

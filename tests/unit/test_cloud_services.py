@@ -70,7 +70,7 @@ def test_cloud_wiring_leaves_the_web_app_to_the_chat_function() -> None:
     # The ingestion Lambdas' packages have no FastAPI: their handlers import this wiring, so it
     # imports the web app (and the agent) only in cloud_app.
     code = (
-        "import sys, docchat.wiring.cloud, docchat.ingest.steps; "
+        "import sys, docchat.wiring.cloud, docchat.ingest.steps, docchat.ingest.failures; "
         "print(sorted(m for m in ('fastapi', 'starlette', 'docchat.serve.app', "
         "'docchat.answer.agent') if m in sys.modules))"
     )

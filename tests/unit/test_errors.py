@@ -10,7 +10,7 @@ import pytest
 import docchat
 from docchat import errors
 from docchat.errors import REGISTRY, DocchatError, code_for_name, registered
-from docchat.ingest.steps import failure_reason
+from docchat.ingest.failures import failure_reason
 
 
 def _import_all_of_docchat() -> None:

@@ -28,7 +28,7 @@ from docchat.ingest import isolate
 from docchat.ingest.convert.pdf import ConvertLimits
 from docchat.ingest.isolate import pages_from_pdf_isolated
 from docchat.models import ConvertedDocument
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, examples
 from tests.pdfgen import make_pdf
 
 REPORT = make_pdf(
@@ -171,7 +171,7 @@ def test_progress_is_reported_from_the_child() -> None:
     assert seen == [(1, 3), (2, 3), (3, 3)]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
         st.tuples(st.integers(0, len(REPORT) - 1), st.integers(0, 255)), min_size=1, max_size=30

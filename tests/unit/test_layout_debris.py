@@ -21,7 +21,7 @@ from docchat.answer.citations import best_quote
 from docchat.ingest.chunk import chunks_from_pages
 from docchat.ingest.convert.pdf import page_furniture, pages_from_pdf
 from docchat.ingest.convert.running import running_key
-from docchat.models import Chunk
+from docchat.models import Chunk, ConvertedDocument
 from docchat.search.terms import terms
 from tests.chatkit import DEFAULTS
 
@@ -52,8 +52,14 @@ def _data(name: str) -> bytes:
 
 
 @cache
+def _converted(name: str) -> ConvertedDocument:
+    """The demo PDF converted once for every test that reads it (none changes it)."""
+    return pages_from_pdf(_data(name))
+
+
+@cache
 def _chunks(name: str) -> tuple[Chunk, ...]:
-    document = pages_from_pdf(_data(name))
+    document = _converted(name)
     return tuple(
         chunks_from_pages(
             document.pages,
@@ -263,7 +269,7 @@ def test_demo_bullets_stay_on_their_list_items() -> None:
     # PDFium reads the DMCA's bullet (a symbol font's glyph) as "!", set well apart from its
     # item: quotes showed the "!", and before that it was cut off as a margin icon and left on
     # a line of its own, and items ran together into paragraphs.
-    page = pages_from_pdf(_data(DMCA)).pages[10].markdown
+    page = _converted(DMCA).pages[10].markdown
     paragraphs = [_norm(p) for p in page.split("\n\n")]
 
     assert "!" not in paragraphs and not [p for p in paragraphs if p.startswith("! ")]
@@ -274,8 +280,8 @@ def test_demo_bullets_stay_on_their_list_items() -> None:
 def test_demo_list_items_keep_their_wrapped_lines() -> None:
     # A bullet's font is not its text's: measured by the bullet, an item's first line differed
     # in size or weight from the next, which then began a paragraph (and a sentence) of its own.
-    dmca = [_norm(p) for p in pages_from_pdf(_data(DMCA)).pages[0].markdown.split("\n\n")]
-    irs = [_norm(p) for p in pages_from_pdf(_data(IRS)).pages[1].markdown.split("\n\n")]
+    dmca = [_norm(p) for p in _converted(DMCA).pages[0].markdown.split("\n\n")]
+    irs = [_norm(p) for p in _converted(IRS).pages[1].markdown.split("\n\n")]
 
     assert (
         "• Title I, the “WIPO Copyright and Performances and Phonograms Treaties "
@@ -287,7 +293,7 @@ def test_demo_list_items_keep_their_wrapped_lines() -> None:
 def test_demo_list_items_are_not_headings() -> None:
     # The IRS instructions' bullet glyph is larger than the text: hundreds of "### • Days you
     # commute to work in the" became headings, and every chunk's heading path carried them.
-    markdown = "\n".join(page.markdown for page in pages_from_pdf(_data(IRS)).pages)
+    markdown = "\n".join(page.markdown for page in _converted(IRS).pages)
     bulleted = [line for line in markdown.splitlines() if re.match(r"#+ •", line)]
 
     assert bulleted == []
@@ -297,7 +303,7 @@ def test_demo_list_items_are_not_headings() -> None:
 def test_demo_footnote_marks_set_back_in_a_line_do_not_land_in_its_sentence() -> None:
     # PDFium puts a raised footnote mark at the end of its line though it stands further
     # left: quotes read "Making or selling devices or services that 2 are used to circumvent".
-    pages = pages_from_pdf(_data(DMCA)).pages
+    pages = _converted(DMCA).pages
     text = " ".join(_norm(page.markdown) for page in pages)
 
     assert "devices or services that are used to circumvent" in text

@@ -297,13 +297,18 @@ def test_a_cancelled_ask_stops_the_model(data: tuple[Path, dict[str, str]], mode
         async with Client(server, mode=mode) as client:
             with anyio.move_on_after(0.5):
                 await client.call_tool("ask", {"question": "When does the ferry leave?"})
-            await anyio.sleep(2.5)  # longer than the model would take to finish
+            # Until the model's stream is closed, for at most longer than the model would take
+            # to finish (2 s): a model that is not stopped ends its turn meanwhile.
+            with anyio.move_on_after(2.5):
+                while not model.closed:
+                    await anyio.sleep(0.02)
 
     started = time.monotonic()
     anyio.run(session)
 
     # Then the model's second turn was closed before its end (only the first turn finished)
     assert len(model.calls) == 2
+    assert model.closed == [2]
     assert model.finished_at is not None
     assert model.finished_at - started < 0.5
 

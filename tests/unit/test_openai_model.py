@@ -352,6 +352,7 @@ def test_wiring_builds_the_openai_compatible_model() -> None:
     assert model.model_id == "llama3.1:8b"
 
 
+@pytest.mark.slow  # a fresh Python importing the chat Lambda's whole stack: 2.5 s
 def test_chat_side_imports_the_openai_adapter_only_when_configured() -> None:
     # The chat Lambda imports the wiring, the API and Claude's adapter; the OpenAI-compatible
     # adapter stays unimported unless DOCCHAT_MODEL_PROVIDER=openai.

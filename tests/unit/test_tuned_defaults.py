@@ -46,6 +46,7 @@ MODULES = (
     "docchat.evaluate.corpus",
     "docchat.evaluate.qa",
     "docchat.ingest.chunk",
+    "docchat.ingest.failures",
     "docchat.ingest.local",
     "docchat.ingest.stages",
     "docchat.ingest.steps",

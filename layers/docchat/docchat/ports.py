@@ -19,7 +19,6 @@ from docchat.models import (
     DEFAULT_COLLECTION,
     Chunk,
     DocumentRecord,
-    ExecutionFailure,
     FileLink,
     Page,
     Passage,
@@ -27,6 +26,7 @@ from docchat.models import (
     Removal,
     UploadTicket,
 )
+from docchat.payloads import ExecutionFailure
 
 # --- embedding and search (chat side) ---------------------------------------------------------
 

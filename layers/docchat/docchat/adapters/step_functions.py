@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from docchat.models import ExecutionFailure
+from docchat.payloads import ExecutionFailure
 
 
 class StepFunctionsExecutions:

@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from docchat.cli import common
 from docchat.cli.display import shown
 from docchat.config import Settings
 from docchat.errors import DocchatError, DocumentNotFoundError
+from docchat.ingest.local import source_of
 from docchat.models import (
     DEFAULT_COLLECTION,
     DocStatus,
@@ -25,8 +26,6 @@ from docchat.models import (
     collections_of,
 )
 from docchat.search.library import Visible
-
-out = Console(highlight=False, soft_wrap=True)
 
 
 def collection_arg(value: str) -> str:
@@ -89,16 +88,18 @@ def check_in(record: DocumentRecord, args: argparse.Namespace, ref: str) -> Docu
     return record
 
 
-def add_collection_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+def add_collection_commands(
+    commands: common.Commands, common_parser: argparse.ArgumentParser
+) -> None:
     """The `collections` and `move` commands."""
     listing = commands.add_parser(
-        "collections", parents=[common], help="list the collections with document counts"
+        "collections", parents=[common_parser], help="list the collections with document counts"
     )
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(run=_collections)
     move = commands.add_parser(
         "move",
-        parents=[common],
+        parents=[common_parser],
         help="move a document to a collection (no re-embedding)",
         description="Put a document in the collection --to: with --from, it leaves only that "
         "one (and keeps its others); without, it leaves every other.",
@@ -119,9 +120,7 @@ def counts(records: Sequence[DocumentRecord]) -> dict[str, int]:
 
 
 def _collections(args: argparse.Namespace, settings: Settings) -> int:
-    from docchat.cli.common import existing_index
-
-    found = counts(existing_index(settings).documents())
+    found = counts(common.existing_index(settings).documents())
     if args.json:
         rows = [{"name": n, "documents": c} for n, c in found.items()]
         sys.stdout.write(json.dumps({"collections": rows}, indent=2) + "\n")
@@ -131,15 +130,12 @@ def _collections(args: argparse.Namespace, settings: Settings) -> int:
     table.add_column("documents", justify="right")
     for name, count in found.items():
         table.add_row(name, str(count))
-    out.print(table)
+    common.out.print(table)
     return 0
 
 
 def _move(args: argparse.Namespace, settings: Settings) -> int:
-    from docchat.cli.common import existing_index
-    from docchat.ingest.local import source_of
-
-    index = existing_index(settings)
+    index = common.existing_index(settings)
     record = index.find_document(args.doc, path=source_of(Path(args.doc)))
     if args.source is not None and args.source not in record.collections:
         raise DocumentNotFoundError(
@@ -149,7 +145,7 @@ def _move(args: argparse.Namespace, settings: Settings) -> int:
     kept = [n for n in record.collections if n != args.source] if args.source else []
     moved = record.model_copy(update={"collections": collections_of([*kept, args.to])})
     index.set_record(moved)
-    out.print(
+    common.out.print(
         f"{record.doc_id} ({shown(Path(record.source).name)}) is in {', '.join(moved.collections)}",
         markup=False,
     )

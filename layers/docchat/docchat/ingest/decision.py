@@ -4,7 +4,9 @@ server's uploads and the cloud's Register step share.
 A document is its source (a local path, or bucket/key): `doc_id_for` names it. A version is its
 bytes: `version_of` hashes them. Given what the registry holds for the document, `decide` says
 whether these bytes are already handled (`unchanged`), are another document's bytes under a new
-name (`duplicate`), or are to be ingested (`ingest`, as the document's next revision).
+name (`duplicate`), or are to be ingested (`ingest`, as the document's next revision). In the
+cloud, an S3 event's sequencer orders the events of one key: `newer` says when the registry
+already holds a later one, so a stale event changes nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from docchat.models import Chunk, DocStatus, DocumentRecord
+from docchat.models import Chunk, DocStatus, DocumentRecord, RegistryEntry
+
+SEQUENCER_WIDTH = 32
 
 
 def doc_id_for(source: str) -> str:
@@ -100,3 +104,13 @@ def next_revision(current: DocumentRecord | None, version: str) -> int:
     if current is None:
         return 1
     return current.revision if current.version == version else current.revision + 1
+
+
+def normalized_sequencer(sequencer: str) -> str:
+    """S3 sequencers compare as hex strings once right-padded with zeros to one width."""
+    return sequencer.upper().ljust(SEQUENCER_WIDTH, "0")
+
+
+def newer(entry: RegistryEntry | None, sequencer: str) -> bool:
+    """Whether the registry holds the document from an event newer than `sequencer`'s."""
+    return entry is not None and entry.sequencer > sequencer

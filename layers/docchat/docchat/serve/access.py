@@ -42,6 +42,7 @@ from docchat.errors import (
 from docchat.models import DEFAULT_COLLECTION, Scope, collection_name
 from docchat.ports import Objects
 from docchat.search.library import Visible
+from docchat.serve.identity import request_context
 
 #: Where the cloud's groups -> rights mapping lives in the artifacts bucket.
 GROUPS_KEY = "access/groups.json"
@@ -251,12 +252,8 @@ def cognito_access_for(
 
 def claimed_groups(request: Request) -> list[str]:
     """The `cognito:groups` claim as API Gateway passes it in the request context."""
-    raw = request.headers.get("x-amzn-request-context", "")
-    try:
-        context = json.loads(raw) if raw else {}
-    except ValueError:
-        return []
-    authorizer = context.get("authorizer") if isinstance(context, dict) else None
+    context = request_context(request) or {}
+    authorizer = context.get("authorizer")
     claims = authorizer.get("claims") if isinstance(authorizer, Mapping) else None
     value: Any = claims.get(GROUPS_CLAIM) if isinstance(claims, Mapping) else None
     return groups_of(value)

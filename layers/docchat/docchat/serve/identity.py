@@ -26,6 +26,8 @@ from docchat.answer.conversations import LOCAL_USER
 from docchat.errors import CallerUnknownError
 
 REQUEST_CONTEXT = "x-amzn-request-context"
+#: Where a request's parsed context is kept, in its ASGI scope's state.
+_PARSED_CONTEXT = "docchat.request_context"
 #: Everyone with the URL, when the stack is deployed with ApiAuth=NONE.
 ANONYMOUS_USER = "anonymous"
 
@@ -78,13 +80,25 @@ def page_url(request: Request) -> str:
     return f"https://{domain}{path[: len(path) - len(route)]}/"
 
 
+def request_context(request: Request) -> dict[str, Any] | None:
+    """API Gateway's request context from the Web Adapter's header, or None without a usable
+    one. Parsed once per request and kept in its ASGI scope's state: the user, the groups and
+    the page's address all read it, some through more than one Request over the same scope."""
+    state = request.scope.setdefault("state", {})
+    if _PARSED_CONTEXT not in state:
+        raw = request.headers.get(REQUEST_CONTEXT, "")
+        try:
+            context = json.loads(raw) if raw else None
+        except ValueError:
+            context = None
+        state[_PARSED_CONTEXT] = context if isinstance(context, dict) else None
+    parsed: dict[str, Any] | None = state[_PARSED_CONTEXT]
+    return parsed
+
+
 def _context(request: Request) -> dict[str, Any]:
-    raw = request.headers.get(REQUEST_CONTEXT, "")
-    try:
-        context = json.loads(raw) if raw else None
-    except ValueError:
-        context = None
-    if not isinstance(context, dict):
+    context = request_context(request)
+    if context is None:
         raise _unknown(f"the {REQUEST_CONTEXT} header of API Gateway's request context")
     return context
 

@@ -16,7 +16,6 @@ answer or document text.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -28,13 +27,13 @@ from functools import cache
 from typing import Any, TextIO
 
 from aws_lambda_powertools.logging import Logger
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from docchat.answer.events import ChatEvent, DoneEvent, ErrorEvent, StatusEvent
+from docchat.serve.identity import request_context
 
 REQUEST_ID_HEADER = "X-Request-Id"
-# What the Lambda Web Adapter adds to each request it forwards from API Gateway.
-REQUEST_CONTEXT_HEADER = "x-amzn-request-context"
 CORRELATION_KEY = "correlation_id"
 PACKAGE = "docchat"
 SERVICE_VARIABLE = "POWERTOOLS_SERVICE_NAME"
@@ -69,13 +68,10 @@ def api_logger() -> Logger:
     return logger
 
 
-def request_id(headers: dict[str, str]) -> str:
+def request_id(request: Request) -> str:
     """API Gateway's request id from the Web Adapter's context header, else a new one."""
-    try:
-        context = json.loads(headers.get(REQUEST_CONTEXT_HEADER, ""))
-    except ValueError:
-        context = None
-    given = context.get("requestId") if isinstance(context, dict) else None
+    context = request_context(request)
+    given = context.get("requestId") if context is not None else None
     if isinstance(given, str) and _SAFE_ID.fullmatch(given):
         return given
     return str(uuid.uuid4())
@@ -99,8 +95,7 @@ class RequestIds:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        rid = request_id(headers)
+        rid = request_id(Request(scope))
         started = time.monotonic()
         status: int | None = None
         logged = False

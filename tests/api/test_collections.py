@@ -16,7 +16,8 @@ import pytest
 
 from docchat.config import Settings
 from docchat.serve.access import UsersFile, token_sha256
-from docchat.serve.mcp import caller_of_access, mcp_http_app
+from docchat.serve.mcp import mcp_http_app
+from docchat.serve.mcp_mount import caller_of_access
 from docchat.wiring.local import guarded_local_app
 from tests.api.collectionkit import (
     ANA_ASKS_BRIDGES,

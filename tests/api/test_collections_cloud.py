@@ -20,7 +20,8 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.models import DocStatus
 from docchat.serve.access import GROUPS_KEY, GroupsSource, cognito_access_for
 from docchat.serve.identity import cognito_user
-from docchat.serve.mcp import caller_of_access, mcp_http_app
+from docchat.serve.mcp import mcp_http_app
+from docchat.serve.mcp_mount import caller_of_access
 from docchat.wiring.cloud import cloud_app, services
 from tests.api.collectionkit import (
     Matrix,

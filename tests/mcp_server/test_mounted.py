@@ -6,6 +6,8 @@ Adapter's request-context header), with links to the page the caller reached."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from docchat.config import Settings
 from docchat.serve.app import create_app
 from docchat.serve.identity import REQUEST_CONTEXT, cognito_user
+from docchat.serve.mcp_mount import McpMount
 from docchat.serve.state import SignIn
 from docchat.wiring.local import guarded_local_app
 from tests.chatkit import ServedApp
@@ -173,3 +176,42 @@ def test_mcp_outside_the_servers_lifespan_is_a_clear_503(served: Served) -> None
 
     assert response.status_code == 503
     assert "lifespan" in response.json()["error"]["message"]
+
+
+def test_mcp_that_cannot_start_is_a_clear_503_and_the_other_routes_go_on(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(self: McpMount) -> None:
+        raise ImportError("the MCP SDK is missing")
+
+    monkeypatch.setattr(McpMount, "_build", broken)
+    app = create_app(lambda: served.backend, user_of=cognito_user)
+    with TestClient(app) as client:
+        response = client.post("/mcp", json={}, headers={REQUEST_CONTEXT: _context("user-1")})
+        health = client.get("/health")
+
+    assert response.status_code == 503
+    assert "could not start" in response.json()["error"]["message"]
+    assert health.status_code == 200
+
+
+def test_the_chat_api_imports_the_mcp_sdk_only_when_mcp_is_first_called() -> None:
+    # The SDK costs about 0.7 s of the chat Lambda's cold start on Python 3.13 (bench/chat.py);
+    # building the app and running its lifespan must not pay it, the first /mcp request does.
+    probe = (
+        "import sys\n"
+        "from fastapi.testclient import TestClient\n"
+        "from docchat.serve.app import create_app\n"
+        "from docchat.serve.identity import cognito_user\n"
+        "app = create_app(lambda: None, user_of=cognito_user)\n"
+        "with TestClient(app) as client:\n"
+        "    before = 'mcp' in sys.modules\n"
+        "    client.post('/mcp', json={})\n"
+        "    after = 'mcp' in sys.modules\n"
+        "print(before, after)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+
+    assert result.stdout.split()[-2:] == ["False", "True"]  # after the request logs

@@ -26,7 +26,7 @@ from docchat.ports import ConversationStore
 from docchat.serve.access import AccessOf, local_admin
 from docchat.serve.errors import Unexpected, install_error_handlers
 from docchat.serve.identity import UserOf, local_user
-from docchat.serve.mcp import McpMount, caller_of_access
+from docchat.serve.mcp_mount import McpMount, caller_of_access
 from docchat.serve.mcp_tools import Caller
 from docchat.serve.middleware import BodyLimit, HeadAsGet
 from docchat.serve.observe import RequestIds

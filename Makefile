@@ -94,9 +94,10 @@ $(CHROMIUM):
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	else echo "no apt-get here: install Chromium at $(CHROMIUM), or the browser tests skip"; fi
 
-# The fast tests only (under a minute): everything not marked slow.
+# The fast tests only (under a minute): everything not marked slow, on two workers
+# (pytest-xdist; one per core of the 2-core machines we target).
 unit: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow" -n 2 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check layers tests bench infra

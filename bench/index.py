@@ -35,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -532,24 +533,30 @@ def chat_rows() -> list[Row]:
 
 
 def largest_pdfs() -> dict[str, Path]:
-    """The largest PDF of ../shared/data by size, and the one with the most pages."""
+    """The largest PDF of ../shared/data by size, and the one with the most pages, among those
+    docchat reads: PDFium opens them without a password (a damaged or encrypted file is
+    refused, and would measure only the refusal)."""
     import pypdfium2 as pdfium
 
-    pdfs = sorted(SHARED.rglob("*.pdf"))
-    by_size = max(pdfs, key=lambda p: p.stat().st_size)
     pages: dict[Path, int] = {}
-    for pdf in pdfs:
+    for pdf in sorted(SHARED.rglob("*.pdf")):
         try:
             document = pdfium.PdfDocument(pdf)
         except pdfium.PdfiumError:
             continue
         pages[pdf] = len(document)
         document.close()
-    return {"size": by_size, "pages": max(pages, key=lambda p: pages[p])}
+    if not pages:
+        raise RuntimeError(f"no PDF that PDFium opens under {SHARED}")
+    return {
+        "size": max(pages, key=lambda p: p.stat().st_size),
+        "pages": max(pages, key=lambda p: pages[p]),
+    }
 
 
 def ingest_rows() -> list[Row]:
-    """`docchat ingest` of each largest PDF into a fresh data directory: its peak RSS."""
+    """`docchat ingest` of each largest PDF into a fresh data directory: its peak RSS. A run
+    that does not leave the PDF indexed fails its row (docchat's output goes to stderr)."""
     rows = []
     for by, pdf in largest_pdfs().items():
         with tempfile.TemporaryDirectory(prefix="docchat-bench-") as data:
@@ -558,29 +565,50 @@ def ingest_rows() -> list[Row]:
                 _docchat("ingest", "--data-dir", data, str(pdf)),
                 env=_child_env(),
                 cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
             )
-            peak, converter = _peaks_until_done(process)
+            peak, converter, said = _peaks_until_done(process)
             seconds = time.perf_counter() - start
-        status = process.returncode
+            indexed = _indexed(Path(data) / "index.sqlite3")
+        ok = process.returncode == 0 and bool(indexed)
+        if not ok:
+            log(f"docchat ingest {pdf} exited {process.returncode}, nothing indexed:\n{said}")
         rows.append(
             Row(
                 f"docchat ingest: peak RSS, largest by {by} ({pdf.name})",
                 f"{peak / 2**20:.0f} MiB",
-                f"{seconds:.0f} s, exit {status}; conversion child {converter / 2**20:.0f} MiB",
+                f"{seconds:.0f} s, exit {process.returncode}, "
+                f"{indexed or 'NOT INDEXED'}; conversion child {converter / 2**20:.0f} MiB",
                 "-",
                 "<= 1 GiB",
-                "PASS" if peak <= GIB and status == 0 else "FAIL",
+                "PASS" if peak <= GIB and ok else "FAIL",
             )
         )
     return rows
 
 
-def _peaks_until_done(process: subprocess.Popen[bytes]) -> tuple[int, int]:
+def _indexed(index: Path) -> str:
+    """'N chunks' when the one document in the index at `index` is indexed; '' otherwise."""
+    if not index.is_file():
+        return ""
+    with sqlite3.connect(index) as db:
+        found = db.execute("SELECT status, chunks FROM documents").fetchall()
+    db.close()
+    if len(found) != 1 or found[0][0] != "INDEXED" or not found[0][1]:
+        return ""
+    return f"{found[0][1]} chunks"
+
+
+def _peaks_until_done(process: subprocess.Popen[bytes]) -> tuple[int, int, str]:
     """The peak RSS (VmHWM) of `process` and the largest of its descendants', read from /proc
-    until it exits. Not ru_maxrss: a child started from this process (1.9 GiB after the exact
+    until it exits, and what it printed (read by a thread, so that a full pipe never stalls
+    it). Not ru_maxrss: a child started from this process (1.9 GiB after the exact
     scans) inherits its high-water mark across fork and exec."""
+    assert process.stdout is not None
+    printed: list[bytes] = []
+    reader = threading.Thread(target=lambda: printed.append(process.stdout.read()))  # type: ignore[union-attr]
+    reader.start()
     peak = children = 0
     while process.poll() is None:
         try:
@@ -590,7 +618,8 @@ def _peaks_until_done(process: subprocess.Popen[bytes]) -> tuple[int, int]:
         except OSError:  # it or a child ended meanwhile
             pass
         time.sleep(0.1)
-    return peak, children
+    reader.join()
+    return peak, children, b"".join(printed).decode(errors="replace")
 
 
 def _descendants(pid: int) -> list[int]:

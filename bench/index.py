@@ -2,7 +2,7 @@
 answers and memory, each against a baseline measured in the same run.
 
 Run from the repository root (the indexes are built once under bench/.data/, see
-bench/index_data.py; the 1M one takes about two hours):
+bench/index_data.py; the 1M one took 20 minutes at load 4-6):
 
     .venv/bin/python bench/index.py                 # the table, then its JSON
     .venv/bin/python bench/index.py --json out.json
@@ -636,7 +636,7 @@ def embedding_memory(config: str) -> dict[str, Any]:
     their length), `noarena` (32 texts, onnxruntime's memory arena off)."""
     from docchat.adapters import local_embedder
     from docchat.ingest.chunk import chunks_from_pages
-    from docchat.ingest.local import convert_pdf
+    from docchat.ingest.stages import convert_pdf
     from docchat.search.rerank import scored_spans
 
     pdf = largest_pdfs()["pages"]
@@ -742,15 +742,21 @@ def main() -> int:
     asked = queries(args.queries, texts)
     started = time.monotonic()
     rows: list[Row] = []
-    for name in ("100k", args.large):
-        rows += after_write_rows(name, asked, args.rounds)
-    rows += open_rows("10k", args.large, args.opens)
-    rows += scan_rows(args.large, asked)
-    rows += library_rows("100k", asked)
-    rows += memory_rows(args.large)
-    rows += chat_rows()
-    rows += ingest_rows()
-    rows += embedding_rows()
+    sections: list[Callable[[], list[Row]]] = [
+        *(lambda n=name: after_write_rows(n, asked, args.rounds) for name in ("100k", args.large)),
+        lambda: open_rows("10k", args.large, args.opens),
+        lambda: scan_rows(args.large, asked),
+        lambda: library_rows("100k", asked),
+        lambda: memory_rows(args.large),
+        chat_rows,
+        ingest_rows,
+        embedding_rows,
+    ]
+    for section in sections:
+        found = section()
+        for row in found:  # as they come: a later section that fails loses none of them
+            log(" | ".join(asdict(row).values()))
+        rows += found
     print(environment())
     print(
         f"Indexes: {origin} text, clustered random unit vectors of dimension 384 (not "

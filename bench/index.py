@@ -2,7 +2,7 @@
 answers and memory, each against a baseline measured in the same run.
 
 Run from the repository root (the indexes are built once under bench/.data/, see
-bench/index_data.py; the 1M one takes about two hours):
+bench/index_data.py; the 1M one took 20 minutes at load 4-6):
 
     .venv/bin/python bench/index.py                 # the table, then its JSON
     .venv/bin/python bench/index.py --json out.json
@@ -35,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -532,24 +533,30 @@ def chat_rows() -> list[Row]:
 
 
 def largest_pdfs() -> dict[str, Path]:
-    """The largest PDF of ../shared/data by size, and the one with the most pages."""
+    """The largest PDF of ../shared/data by size, and the one with the most pages, among those
+    docchat reads: PDFium opens them without a password (a damaged or encrypted file is
+    refused, and would measure only the refusal)."""
     import pypdfium2 as pdfium
 
-    pdfs = sorted(SHARED.rglob("*.pdf"))
-    by_size = max(pdfs, key=lambda p: p.stat().st_size)
     pages: dict[Path, int] = {}
-    for pdf in pdfs:
+    for pdf in sorted(SHARED.rglob("*.pdf")):
         try:
             document = pdfium.PdfDocument(pdf)
         except pdfium.PdfiumError:
             continue
         pages[pdf] = len(document)
         document.close()
-    return {"size": by_size, "pages": max(pages, key=lambda p: pages[p])}
+    if not pages:
+        raise RuntimeError(f"no PDF that PDFium opens under {SHARED}")
+    return {
+        "size": max(pages, key=lambda p: p.stat().st_size),
+        "pages": max(pages, key=lambda p: pages[p]),
+    }
 
 
 def ingest_rows() -> list[Row]:
-    """`docchat ingest` of each largest PDF into a fresh data directory: its peak RSS."""
+    """`docchat ingest` of each largest PDF into a fresh data directory: its peak RSS. A run
+    that does not leave the PDF indexed fails its row (docchat's output goes to stderr)."""
     rows = []
     for by, pdf in largest_pdfs().items():
         with tempfile.TemporaryDirectory(prefix="docchat-bench-") as data:
@@ -558,29 +565,50 @@ def ingest_rows() -> list[Row]:
                 _docchat("ingest", "--data-dir", data, str(pdf)),
                 env=_child_env(),
                 cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
             )
-            peak, converter = _peaks_until_done(process)
+            peak, converter, said = _peaks_until_done(process)
             seconds = time.perf_counter() - start
-        status = process.returncode
+            indexed = _indexed(Path(data) / "index.sqlite3")
+        ok = process.returncode == 0 and bool(indexed)
+        if not ok:
+            log(f"docchat ingest {pdf} exited {process.returncode}, nothing indexed:\n{said}")
         rows.append(
             Row(
                 f"docchat ingest: peak RSS, largest by {by} ({pdf.name})",
                 f"{peak / 2**20:.0f} MiB",
-                f"{seconds:.0f} s, exit {status}; conversion child {converter / 2**20:.0f} MiB",
+                f"{seconds:.0f} s, exit {process.returncode}, "
+                f"{indexed or 'NOT INDEXED'}; conversion child {converter / 2**20:.0f} MiB",
                 "-",
                 "<= 1 GiB",
-                "PASS" if peak <= GIB and status == 0 else "FAIL",
+                "PASS" if peak <= GIB and ok else "FAIL",
             )
         )
     return rows
 
 
-def _peaks_until_done(process: subprocess.Popen[bytes]) -> tuple[int, int]:
+def _indexed(index: Path) -> str:
+    """'N chunks' when the one document in the index at `index` is indexed; '' otherwise."""
+    if not index.is_file():
+        return ""
+    with sqlite3.connect(index) as db:
+        found = db.execute("SELECT status, chunks FROM documents").fetchall()
+    db.close()
+    if len(found) != 1 or found[0][0] != "INDEXED" or not found[0][1]:
+        return ""
+    return f"{found[0][1]} chunks"
+
+
+def _peaks_until_done(process: subprocess.Popen[bytes]) -> tuple[int, int, str]:
     """The peak RSS (VmHWM) of `process` and the largest of its descendants', read from /proc
-    until it exits. Not ru_maxrss: a child started from this process (1.9 GiB after the exact
+    until it exits, and what it printed (read by a thread, so that a full pipe never stalls
+    it). Not ru_maxrss: a child started from this process (1.9 GiB after the exact
     scans) inherits its high-water mark across fork and exec."""
+    assert process.stdout is not None
+    printed: list[bytes] = []
+    reader = threading.Thread(target=lambda: printed.append(process.stdout.read()))  # type: ignore[union-attr]
+    reader.start()
     peak = children = 0
     while process.poll() is None:
         try:
@@ -590,7 +618,8 @@ def _peaks_until_done(process: subprocess.Popen[bytes]) -> tuple[int, int]:
         except OSError:  # it or a child ended meanwhile
             pass
         time.sleep(0.1)
-    return peak, children
+    reader.join()
+    return peak, children, b"".join(printed).decode(errors="replace")
 
 
 def _descendants(pid: int) -> list[int]:
@@ -607,7 +636,7 @@ def embedding_memory(config: str) -> dict[str, Any]:
     their length), `noarena` (32 texts, onnxruntime's memory arena off)."""
     from docchat.adapters import local_embedder
     from docchat.ingest.chunk import chunks_from_pages
-    from docchat.ingest.local import convert_pdf
+    from docchat.ingest.stages import convert_pdf
     from docchat.search.rerank import scored_spans
 
     pdf = largest_pdfs()["pages"]
@@ -713,15 +742,21 @@ def main() -> int:
     asked = queries(args.queries, texts)
     started = time.monotonic()
     rows: list[Row] = []
-    for name in ("100k", args.large):
-        rows += after_write_rows(name, asked, args.rounds)
-    rows += open_rows("10k", args.large, args.opens)
-    rows += scan_rows(args.large, asked)
-    rows += library_rows("100k", asked)
-    rows += memory_rows(args.large)
-    rows += chat_rows()
-    rows += ingest_rows()
-    rows += embedding_rows()
+    sections: list[Callable[[], list[Row]]] = [
+        *(lambda n=name: after_write_rows(n, asked, args.rounds) for name in ("100k", args.large)),
+        lambda: open_rows("10k", args.large, args.opens),
+        lambda: scan_rows(args.large, asked),
+        lambda: library_rows("100k", asked),
+        lambda: memory_rows(args.large),
+        chat_rows,
+        ingest_rows,
+        embedding_rows,
+    ]
+    for section in sections:
+        found = section()
+        for row in found:  # as they come: a later section that fails loses none of them
+            log(" | ".join(asdict(row).values()))
+        rows += found
     print(environment())
     print(
         f"Indexes: {origin} text, clustered random unit vectors of dimension 384 (not "

@@ -160,6 +160,32 @@ def test_a_segment_is_written_again_without_its_removed_rows(
     index.close()
 
 
+def test_closing_flushes_the_rows_written_since_the_last_flush(tmp_path: Path) -> None:
+    # Given an index closed with fewer new rows than a flush waits for (FLUSH_ROWS)
+    path = tmp_path / "index.sqlite3"
+    index = SqliteIndex(path, embedding_model="test-words", dimension=64)
+    for doc in range(5):
+        _put(index, f"d{doc}", _texts(doc))
+    index.delete_document("d1")
+    before = _results(index)
+    assert all(p.segment.folder is None for p in index._live.view().parts)
+    index.close()
+
+    # When it is opened again
+    reopened = SqliteIndex(path, embedding_model="test-words", dimension=64)
+
+    # Then every row is in a saved segment: opening read none from the index file
+    parts = reopened._live.view().parts
+    assert reopened._live.rows_read == 0
+    assert [p.segment.folder is not None for p in parts] == [True]
+    assert sum(p.count for p in parts) == reopened.count() == 8
+    assert _results(reopened) == before
+    # And closing with nothing new writes nothing
+    folders = _segment_files(reopened)
+    reopened.close()
+    assert _segment_files(reopened) == folders
+
+
 def test_a_graph_keeps_the_nearest_rows_of_an_exact_scan(tmp_path: Path) -> None:
     # Given clustered vectors, as embeddings are: 3,000 rows around 60 centres
     rng = np.random.default_rng(7)

@@ -5,6 +5,7 @@ touches only its documents' rows, and the next search applies it without reading
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ from docchat.ingest.decision import copy_chunk
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page
 from docchat.ports import SentenceVectors, Vectors
 
+logger = logging.getLogger(__name__)
 # Filters whose rows are kept worked out (a chat's and a scoped chat's, taking turns).
 KEPT_FILTERS = 8
 
@@ -47,6 +49,8 @@ class SqliteIndex:
         self.embedding_model = embedding_model
         self.dimension = dimension
         self._db = Database(path, create=create)
+        self._closed = False
+        self._maintenance: Maintenance | None = None
         self._rows = ChunkRows(embedding_model=embedding_model, dimension=dimension)
         try:
             prepare(self._db, self._rows, embedding_model=embedding_model, dimension=dimension)
@@ -58,7 +62,7 @@ class SqliteIndex:
                 self._maintenance.clean()
                 self._maintenance.run()
         except BaseException:
-            self.close()
+            self._close_file()
             raise
         # The last filters worked out, with the `versions` mapping each was for (see _wanted).
         self._wanted_for: dict[object, tuple[Mapping[str, str] | None, Wanted]] = {}
@@ -74,6 +78,18 @@ class SqliteIndex:
         return self._db.read_only
 
     def close(self) -> None:
+        """Flush the rows written since the last flush (where writable: the next open then
+        reads none of them from the file), then close the file. A flush that fails leaves
+        them in the file, which holds every row: the next open reads them."""
+        if self._maintenance is not None and not self._closed:
+            try:
+                self._maintenance.run(everything=True)
+            except (StorageError, OSError) as exc:
+                logger.warning("rows left unflushed at close", extra={"reason": str(exc)})
+        self._close_file()
+
+    def _close_file(self) -> None:
+        self._closed = True
         self._db.close()
         self._rows.close()
 

@@ -57,13 +57,19 @@ class Maintenance:
         self.folder = live.folder
         self._lock = threading.Lock()
 
-    def run(self) -> None:
-        """Flush, then merge, while either is due (one thread at a time; others go on)."""
+    def run(self, *, everything: bool = False) -> None:
+        """Flush, then merge, while either is due (one thread at a time; others go on). With
+        `everything`, any rows after the last flush are flushed however few (when the index
+        closes: the next open then reads no rows from the index file)."""
         if not self._lock.acquire(blocking=False):
             return
         try:
-            while self._flush() or self._merge():
+            while self._flush(FLUSH_ROWS) or self._merge():
                 self.live.changed()
+            if everything and self._flush(1):
+                self.live.changed()
+                while self._merge():
+                    self.live.changed()
         finally:
             self._lock.release()
 
@@ -96,15 +102,15 @@ class Maintenance:
 
     # --- flushing ---------------------------------------------------------------------------
 
-    def _flush(self) -> bool:
-        """Save the rows after the last flush as a segment, when there are enough."""
+    def _flush(self, least: int) -> bool:
+        """Save the rows after the last flush as a segment, when there are `least` or more."""
         with self.db.snapshot() as db:
             expected = _Expected(meta_int(db, "segments"), meta_int(db, "flushed"))
             last_row, seq = meta_int(db, "last_row"), meta_int(db, "seq")
             pending = db.execute(
                 "SELECT COUNT(*) FROM chunks WHERE id > ?", (expected.flushed,)
             ).fetchone()[0]
-            if pending < FLUSH_ROWS:
+            if pending < least:
                 return False
             rows = db.execute(
                 "SELECT id, vector, length, term_ids, term_freqs FROM chunks WHERE id > ?"

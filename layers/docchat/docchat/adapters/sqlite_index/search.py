@@ -26,8 +26,8 @@ from docchat.ports import Vectors
 # Candidates asked of a graph beyond the k wanted, and how many times the request may grow
 # (x4) when removed or filtered rows leave fewer than k, before the segment is scanned instead.
 # 16 extra found 0.85 of the exact top 10 at 387k clustered chunks, 90 found 0.92 for 1 ms
-# more (bench/index.py). What bounds it is the graph among near-duplicate vectors, not its
-# 8-bit vectors: on one 40,000-row segment, 100 candidates found 0.69 (i8) and 0.72 (f16).
+# more (bench/index.py), with a search list of 100; what bounds recall is that list's length
+# (graph.EXPANSION_PER_ROOT), not the graph's 8-bit vectors.
 EXTRA_CANDIDATES = 90
 GROWTHS = 2
 # A filter that keeps this many rows of a segment or fewer is scanned exactly: a graph walk
@@ -146,7 +146,9 @@ def _nearest(segment: Segment, query: Vectors, *, k: int, mask: Mask | None) -> 
             if mask is not None:
                 found = found[mask[found]]
             if len(found) >= k:
-                return _scored(segment, query, np.unique(found), k)
+                # A graph's keys are distinct: sorting is all `_scored` needs (np.unique
+                # imports numpy.ma on first use, 30 ms of a fresh process's first search).
+                return _scored(segment, query, np.sort(found), k)
             count *= 4
     positions = np.arange(len(segment)) if mask is None else np.flatnonzero(mask)
     return _scored(segment, query, positions, k)

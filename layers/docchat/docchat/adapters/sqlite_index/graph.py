@@ -24,6 +24,9 @@ from numpy.typing import NDArray
 # HNSW's own parameters: edges per node, and the candidate list kept while building.
 CONNECTIVITY = 16
 EXPANSION_ADD = 64
+# Threads that add vectors to a graph (0: one per core). Several threads build a slightly
+# different graph each time; one builds the same graph from the same vectors.
+BUILD_THREADS = 0
 # The candidate list kept while searching ("ef") grows with the square root of the graph's
 # rows: among clustered vectors a larger graph needs a longer list for the same recall.
 EXPANSION_PER_ROOT = 1.5
@@ -50,7 +53,7 @@ class Graph:
         )
         for at in range(0, len(vectors), 65_536):
             block = np.ascontiguousarray(vectors[at : at + 65_536], dtype=np.float32)
-            index.add(np.arange(at, at + len(block), dtype=np.uint64), block)
+            index.add(np.arange(at, at + len(block), dtype=np.uint64), block, threads=BUILD_THREADS)
         index.save(str(path))
 
     @classmethod

@@ -3,6 +3,7 @@ answer as one table of every chunk would; another connection follows each write 
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -184,6 +185,35 @@ def test_closing_flushes_the_rows_written_since_the_last_flush(tmp_path: Path) -
     folders = _segment_files(reopened)
     reopened.close()
     assert _segment_files(reopened) == folders
+
+
+def test_a_leftover_folder_of_the_next_generation_does_not_stop_flushes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given an index whose next flush's folder name is taken: a crash between writing a segment
+    # and listing it, or (as an index of schema 4 upgraded) segments reset beside their folders
+    path = tmp_path / "index.sqlite3"
+    index = SqliteIndex(path, embedding_model="test-words", dimension=64)
+    _put(index, "d0", _texts(0))
+    index.close()
+    [folder] = _segment_files(index)
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM segments")
+        db.execute("UPDATE meta SET value = '0' WHERE key IN ('segments', 'flushed')")
+
+    # When rows are written and the index closes
+    index = SqliteIndex(path, embedding_model="test-words", dimension=64)
+    _put(index, "d1", _texts(1))
+    before = _results(index)
+    index.close()
+
+    # Then they were flushed (the close said nothing), and the next open reads none of them
+    assert "unflushed" not in caplog.text
+    reopened = SqliteIndex(path, embedding_model="test-words", dimension=64)
+    assert reopened._live.rows_read == 0
+    assert reopened.count() == 4 and _results(reopened) == before
+    reopened.close()
+    assert folder.name not in [f.name for f in _segment_files(reopened)]  # the leftover went
 
 
 def test_a_graph_keeps_the_nearest_rows_of_an_exact_scan(

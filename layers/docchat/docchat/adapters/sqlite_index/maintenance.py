@@ -7,13 +7,16 @@ another index on the same file changed the segments first (then the work is drop
 
 A segment's folder is named after the generation that lists it (`meta.segments`), so a folder
 of a generation already passed that no row of `segments` names is a leftover (a crash, or
-work dropped) and can go.
+work dropped) and can go. The name ends in a random part: a leftover of the next generation (a
+crash between writing a folder and listing it, or a file whose segments were reset) never
+stands where the next flush writes, and two writers never write into the same folder.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import secrets
 import shutil
 import sqlite3
 import threading
@@ -220,7 +223,7 @@ def _tier(rows: int) -> int:
 
 def _name(generation: int, segment: Segment) -> str:
     first = int(segment.rows[0]) if len(segment) else 0
-    return f"g{generation:08d}-r{first:012d}"
+    return f"g{generation:08d}-r{first:012d}-{secrets.token_hex(4)}"
 
 
 def _generation(name: str) -> int | None:

@@ -42,6 +42,7 @@ SLOW_PATHS = (
     "tests/infra/test_sam_transform.py",
     "tests/infra/test_security.py",
     "tests/infra/test_e2e.py",
+    "tests/infra/test_convert_build.py",
     "tests/api/test_server.py",
     "tests/api/test_local_guard.py",
     "tests/api/test_page_text.py",

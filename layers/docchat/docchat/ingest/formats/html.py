@@ -127,9 +127,10 @@ def _id(tag: str) -> int:
     return int(_MAKER.create_node(tag).tag_id)
 
 
-_probe = LexborHTMLParser("<p>a<!--c--></p>").css_first("p")
-_TEXT_ID = _probe.child.tag_id if _probe and _probe.child else 2
-_COMMENT_ID = _probe.last_child.tag_id if _probe and _probe.last_child else 4
+# A text node and a comment have no tag name to make them from: lexbor's LXB_TAG__TEXT and
+# LXB_TAG__EM_COMMENT (tag/const.h).
+_TEXT_ID = 2
+_COMMENT_ID = 4
 _DROP_IDS = frozenset(map(_id, _DROP_TAGS))
 _PAGE_EDGE_IDS = frozenset(map(_id, ("header", "footer")))
 _UNWRAP_IDS = frozenset(map(_id, _INLINE - {"-text"}))

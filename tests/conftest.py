@@ -45,6 +45,7 @@ SLOW_PATHS = (
     "tests/infra/test_stack.py",
     "tests/infra/test_security.py",
     "tests/infra/test_e2e.py",
+    "tests/infra/test_convert_build.py",
     "tests/api/test_server.py",
     "tests/api/test_local_guard.py",
     "tests/api/test_page_text.py",

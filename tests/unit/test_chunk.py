@@ -283,3 +283,18 @@ def test_chunk_short_table_is_one_piece_with_its_caption_in_context() -> None:
         (["Costs", "Monthly costs"], table),
         (["Costs"], "Total 1,600."),
     ]
+
+
+def test_a_chunk_spanning_labelled_locations_names_each_location_it_covers() -> None:
+    # The labels were looked up by the chunk's page-break offsets instead of its pages: a
+    # KeyError (every chunk of a document FAILED) or another location's label.
+    pages = [
+        Page(number=1, markdown="First slide text.", chars=15, kind="slide", label="Slide 1: A"),
+        Page(number=2, markdown="", chars=0, kind="slide", label="Slide 2: B"),
+        Page(number=3, markdown="Third slide text.", chars=15, kind="slide", label="Slide 3: C"),
+    ]
+
+    [chunk] = _chunks(pages)
+
+    assert chunk.page_labels == ["Slide 1: A", "Slide 2: B", "Slide 3: C"]
+    assert chunk.label_of(chunk.page_at(chunk.text.index("Third"))) == "Slide 3: C"

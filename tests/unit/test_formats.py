@@ -8,6 +8,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from selectolax.lexbor import LexborHTMLParser
 
 from docchat.errors import (
     CorruptFileError,
@@ -19,7 +20,7 @@ from docchat.errors import (
     UnsupportedFormatError,
     ZipBombError,
 )
-from docchat.ingest.formats import convert
+from docchat.ingest.formats import convert, html
 from docchat.ingest.formats.blocks import Heading, Para, Table, sections_from_blocks, table_lines
 from docchat.ingest.formats.safety import Limits
 from docchat.ingest.formats.sheets import cell_text
@@ -495,3 +496,12 @@ def test_damaged_parts_give_a_typed_reason_never_a_library_error(kind: str) -> N
         except (CorruptFileError, EmptyDocumentError) as exc:
             outcomes.add(exc.code)
     assert "corrupt_file" in outcomes
+
+
+def test_html_walk_knows_lexbors_ids_of_text_and_comment_nodes() -> None:
+    paragraph = LexborHTMLParser("<p>a<!--c--></p>").css_first("p")
+    assert paragraph is not None
+
+    kinds = {node.tag: node.tag_id for node in paragraph.iter(include_text=True)}
+
+    assert kinds == {"-text": html._TEXT_ID, "-comment": html._COMMENT_ID}

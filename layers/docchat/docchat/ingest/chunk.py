@@ -88,7 +88,8 @@ def chunks_from_pages(
             continue
         at = next((i for i, b in enumerate(built) if b[2][0] > number), len(built))
         built.insert(at, ([], heading, [number]))
-    # A non-PDF document's locations carry labels its chunks keep for citations.
+    # A non-PDF document's locations carry labels its chunks keep for citations: one for
+    # each page from page_start to page_end (spans are the first page, then break offsets).
     labels = {p.number: p.where for p in pages} if any(p.label for p in pages) else {}
     chunks = [
         Chunk(
@@ -101,7 +102,9 @@ def chunks_from_pages(
             page_start=spans[0],
             page_end=spans[0] + len(spans[1:]),
             page_breaks=spans[1:],
-            page_labels=[labels[page] for page in spans] if labels else [],
+            page_labels=[labels[page] for page in range(spans[0], spans[0] + len(spans))]
+            if labels
+            else [],
             text=text,
         )
         for n, (headings, text, spans) in enumerate(built)

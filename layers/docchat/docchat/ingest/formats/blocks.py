@@ -128,25 +128,37 @@ def sections_from_blocks(
     cut_level = levels[min(1, len(levels) - 1)] if levels else 0
     stack: list[tuple[int, str]] = []
     sections = [Section(path=[])]
+    section = sections[0]
     for block in blocks:
+        if isinstance(block, Para):  # most blocks: one line, added in place
+            line = block.text
+            if section.chars + len(line) + 1 > max_chars and section.has_body:
+                section = _continued(section)
+                sections.append(section)
+            section.lines.append(line)
+            section.chars += len(line) + 1
+            section.has_body = True
+            continue
         if isinstance(block, Heading):
-            stack = [(lvl, t) for lvl, t in stack if lvl < block.level] + [
-                (block.level, block.text)
-            ]
-            if block.level <= cut_level:
+            level, text = block.level, block.text
+            stack = [(lvl, t) for lvl, t in stack if lvl < level] + [(level, text)]
+            if level <= cut_level:
                 path = [t for lvl, t in stack if lvl <= cut_level]
-                if sections[-1].has_body:
-                    sections.append(Section(path=path))
+                if section.has_body:
+                    section = Section(path=path)
+                    sections.append(section)
                 else:
-                    sections[-1].path = path
+                    section.path = path
         lines = block_lines(block)
         size = sum(len(x) + 1 for x in lines)
         if isinstance(block, Table) and size > max_chars:
             _add_long_table(sections, block, lines, max_chars)
+            section = sections[-1]
             continue
-        if sections[-1].chars + size > max_chars and sections[-1].has_body:
-            sections.append(_continued(sections[-1]))
-        sections[-1].add(lines, body=not isinstance(block, Heading))
+        if section.chars + size > max_chars and section.has_body:
+            section = _continued(section)
+            sections.append(section)
+        section.add(lines, body=not isinstance(block, Heading))
     return [s for s in sections if s.lines]
 
 

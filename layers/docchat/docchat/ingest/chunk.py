@@ -67,27 +67,7 @@ def chunks_from_pages(
             if text:
                 built.append((headings + _captions_left_out(text, captions), text, spans))
         page = page_at(len(content))
-    # A heading with no text under it lives on in the headings of the chunks below it; the
-    # splitter drops one that a heading of its own level follows ("Circumvention of ..." then
-    # "General approach"): it joins the headings of the first chunk under the next heading,
-    # before that heading. One that nothing follows (a one-line PDF whose line is a heading, a
-    # last heading) is a chunk of its own, in page order: never a chunk next to the text it
-    # names, where its words alone would outrank the text (and be quoted as an answer).
-    carried = {heading for headings, _, _ in built for heading in headings}
-    found = _headings(pages)
-    for k, (number, heading) in enumerate(found):
-        if heading in carried:
-            continue
-        carried.add(heading)
-        after = next((later for _, later in found[k + 1 :] if later in carried), None)
-        under = next((i for i, b in enumerate(built) if after and after in b[0]), None)
-        if under is not None:
-            headings, text, spans = built[under]
-            place = headings.index(after) if after in headings else len(headings)
-            built[under] = ([*headings[:place], heading, *headings[place:]], text, spans)
-            continue
-        at = next((i for i, b in enumerate(built) if b[2][0] > number), len(built))
-        built.insert(at, ([], heading, [number]))
+    _keep_lone_headings(built, pages)
     # A non-PDF document's locations carry labels its chunks keep for citations: one for
     # each page from page_start to page_end (spans are the first page, then break offsets).
     labels = {p.number: p.where for p in pages} if any(p.label for p in pages) else {}
@@ -110,6 +90,33 @@ def chunks_from_pages(
         for n, (headings, text, spans) in enumerate(built)
     ]
     return chunks
+
+
+def _keep_lone_headings(
+    built: list[tuple[list[str], str, list[int]]], pages: Sequence[Page]
+) -> None:
+    """Put each heading that no chunk of `built` carries into them (in place)."""
+    # A heading with no text under it lives on in the headings of the chunks below it; the
+    # splitter drops one that a heading of its own level follows ("Circumvention of ..." then
+    # "General approach"): it joins the headings of the first chunk under the next heading,
+    # before that heading. One that nothing follows (a one-line PDF whose line is a heading, a
+    # last heading) is a chunk of its own, in page order: never a chunk next to the text it
+    # names, where its words alone would outrank the text (and be quoted as an answer).
+    carried = {heading for headings, _, _ in built for heading in headings}
+    found = _headings(pages)
+    for k, (number, heading) in enumerate(found):
+        if heading in carried:
+            continue
+        carried.add(heading)
+        after = next((later for _, later in found[k + 1 :] if later in carried), None)
+        under = next((i for i, b in enumerate(built) if after and after in b[0]), None)
+        if under is not None:
+            headings, text, spans = built[under]
+            place = headings.index(after) if after in headings else len(headings)
+            built[under] = ([*headings[:place], heading, *headings[place:]], text, spans)
+            continue
+        at = next((i for i, b in enumerate(built) if b[2][0] > number), len(built))
+        built.insert(at, ([], heading, [number]))
 
 
 def _pieces(

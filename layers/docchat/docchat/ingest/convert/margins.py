@@ -12,6 +12,11 @@ ICON = re.compile(r"[!?*\u2020\u2021\u2022\u25a0-\u27bf]")
 
 _NOTE = re.compile(rf"[A-Z]{{3,15}}|{ICON.pattern}{{1,3}}")
 
+# What a margin note's label starts and ends with: a capital or an icon.
+NOTE_EDGE = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZ!?*\u2020\u2021\u2022" + "".join(map(chr, range(0x25A0, 0x27C0)))
+)
+
 
 def looks_like_note(text: str) -> bool:
     """Whether `text` is a margin note's label: one word in capitals or an icon."""

@@ -63,10 +63,10 @@ def _is_footnote_mark(mark: Line, prev: Line) -> bool:
     baseline by less than a line, within that line's width."""
     height = max(prev.size, 1.0)
     return (
-        bool(_MARK.fullmatch(mark.text.strip()))
-        and mark.size < 0.75 * prev.size
+        mark.size < 0.75 * prev.size  # the geometry first: few lines pass it, to the regex
         and 0 < mark.y - prev.y_end < height
         and prev.x <= mark.x <= prev.right + 0.5 * height
+        and bool(_MARK.fullmatch(mark.text.strip()))
     )
 
 

@@ -50,6 +50,7 @@ _LOOSE_BOX = plain_function(
     "FPDFText_GetLooseCharBox", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p
 )
 _FONT_WEIGHT = plain_function("FPDFText_GetFontWeight", ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
+_IS_GENERATED = plain_function("FPDFText_IsGenerated", ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
 
 
 def text_by_glyph(textpage: pdfium.PdfTextPage, count: int) -> str:
@@ -186,7 +187,7 @@ class Glyphs:
         size = max(self.box(start)[3], 1.0)
         found = []
         for match in _SPACES.finditer(text, start, end):
-            if not pdfium_c.FPDFText_IsGenerated(self._raw, match.start()):
+            if not _IS_GENERATED(self._handle, match.start()):
                 continue  # a space the PDF itself contains separates words, not columns
             before = self.box(match.start() - 1)[2]
             after = self.box(match.end())[0]

@@ -372,3 +372,30 @@ def _ask(library: Library, question: str) -> tuple[str, list[Citation]]:
     text = "".join(e.text for e in events if isinstance(e, DeltaEvent))
     [cited] = [e for e in events if isinstance(e, CitationsEvent)]
     return text, cited.citations
+
+
+def test_a_question_asking_for_no_amount_does_not_put_a_sentence_first_for_its_year() -> None:
+    # The second sentence only names the asked year; before the year-first order was kept to
+    # amount questions it was quoted first (COVID-QA's answer recall fell with it).
+    passages = [
+        _chunk(
+            "The WHO declared the outbreak a public health emergency of international concern.",
+            title="Outbreak report",
+            page=3,
+        ),
+        _chunk(
+            "Many countries closed their borders in 2020, the WHO said.",
+            n=1,
+            title="Outbreak report",
+            page=4,
+        ),
+    ]
+
+    quotes = answer_quotes(
+        "What did the WHO declare about the outbreak in 2020?",
+        passages,
+        threshold=0.25,
+        weights=WEIGHTS,
+    )
+
+    assert [q.page for q in quotes] == [3, 4]

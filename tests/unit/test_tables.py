@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from docchat.ingest.convert.pdf import pages_from_pdf
+from docchat.ingest.convert.tables.find import looks_tabular
 
 ROOT = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 TABLES = ROOT / "tables"
@@ -268,3 +269,22 @@ def test_tables_a_sign_left_in_the_cell_before_goes_to_its_number() -> None:
 
     assert joined[1] == ["Revenues", "$ 39,117", "$ 36,397", "$ 34,350", "$ 32,376"]
     assert joined[2] == rows[2]
+
+
+@pytest.mark.parametrize(
+    ("text", "numbers", "expected"),
+    [
+        # Three rows ending in two numbers, PDFium's \r\n and trailing spaces included.
+        ("Sales 1,234 (56)\r\nCost 12 3.5% \r\nNet — 7\r\n", 2, True),
+        # Calls and index entries end in a parenthesis or a page number, not in two numbers.
+        ("plot(x)\r\nsummary(fit)\r\nlm(y ~ x)\r\nf(1) (2)x\r\n", 2, False),
+        ("Index, 12\r\nPlots, 3\r\nTables, 45\r\n", 1, False),
+        # One number set apart is enough for `numbers=1`; a parenthesis after a percentage too.
+        ("Cash 12\r\nDebt (4%)\r\nEquity 9\r\n", 1, True),
+        # Two rows only, or rows whose numbers are not set apart by a space.
+        ("Sales 1 2\r\nCost 3 4\r\n", 2, False),
+        ("Sales1,2\r\nCost3-4\r\nNet5%6\r\n", 2, False),
+    ],
+)
+def test_looks_tabular_reads_line_ends(text: str, numbers: int, expected: bool) -> None:
+    assert looks_tabular(text, numbers=numbers) is expected

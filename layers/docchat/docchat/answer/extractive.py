@@ -113,7 +113,8 @@ class Quote:
     amount: bool = False  # it holds an amount, and the question asks for one
     leads: bool = False  # quoted before those that do not lead (an amount for the asked terms)
     # It names a year the question asks about (a row: its table's header does), and so comes
-    # before those that do not, after those that lead.
+    # before those that do not, after those that lead; only on an amount question (elsewhere
+    # a sentence naming the year says no more than a better one that does not).
     dated: bool = False
     # A quoted row's cells in the columns of the asked years, named: ("2019: 280,522",).
     figures: tuple[str, ...] = ()
@@ -282,7 +283,8 @@ class _Scorer:
             coverage,
             last,
             amount=amount,
-            dated=bool(self.years & named),
+            # Only where the year picks the figure asked for: on an amount question.
+            dated=self.amounts and bool(self.years & named),
             figures=figures,
         )
 

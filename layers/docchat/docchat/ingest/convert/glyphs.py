@@ -4,16 +4,20 @@ margin notes run into it), footnote marks PDFium put at a line's end."""
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from docchat.ingest.convert.margins import ICON, looks_like_note
+from docchat.ingest.convert.margins import ICON, NOTE_EDGE, looks_like_note
 from docchat.ingest.convert.page import (
     BULLET,
+    BULLET_MARKS,
     MAX_HEADING,
     NEEDS_CLEANING,
     Line,
@@ -28,6 +32,25 @@ _SPACES = re.compile(r" +")
 _SYMBOLIC = 4  # the Symbolic flag of a PDF font descriptor (PDF 32000-1, 9.8.2)
 
 _TRAILING_MARK = re.compile(r" +(\d{1,3}|[*\u2020\u2021]{1,3})$")
+
+
+def plain_function(name: str, restype: Any, *argtypes: Any) -> Any:
+    """A PDFium function bound with plain ctypes types: a third cheaper per call than the
+    typed binding, which counts in the loops every page pays (its objects, its lines' glyphs)."""
+    spec = importlib.util.find_spec("pypdfium2_raw")
+    assert spec is not None and spec.origin is not None, "pypdfium2 ships pypdfium2_raw"
+    library = ctypes.CDLL(str(Path(spec.origin).with_name("libpdfium.so")))
+    function = getattr(library, name)
+    function.restype = restype
+    function.argtypes = argtypes
+    return function
+
+
+_LOOSE_BOX = plain_function(
+    "FPDFText_GetLooseCharBox", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p
+)
+_FONT_WEIGHT = plain_function("FPDFText_GetFontWeight", ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
+_IS_GENERATED = plain_function("FPDFText_IsGenerated", ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
 
 
 def text_by_glyph(textpage: pdfium.PdfTextPage, count: int) -> str:
@@ -54,7 +77,9 @@ class Glyphs:
 
     def __init__(self, textpage: pdfium.PdfTextPage) -> None:
         self._raw = textpage.raw
+        self._handle = ctypes.cast(textpage.raw, ctypes.c_void_p).value
         self._rect = pdfium_c.FS_RECTF()
+        self._rect_at = ctypes.addressof(self._rect)
         # The boxes of the words of a page that table detection read: the lines read after it
         # (without the tables' words) take theirs from here.
         self._kept: dict[int, tuple[float, float, float, float]] = {}
@@ -66,7 +91,7 @@ class Glyphs:
         if found is not None:
             return found
         rect = self._rect
-        pdfium_c.FPDFText_GetLooseCharBox(self._raw, index, rect)
+        _LOOSE_BOX(self._handle, index, self._rect_at)
         return rect.left, rect.bottom, rect.right, rect.top - rect.bottom
 
     def kept_box(self, index: int) -> tuple[float, float, float, float]:
@@ -79,17 +104,18 @@ class Glyphs:
         return float(pdfium_c.FPDFText_GetCharAngle(self._raw, index))
 
     def line(self, text: str, start: int, end: int) -> Line:
-        raw = self._raw
         x, y, _right, size = self.box(start)
         _left, y_end, right, _height = self.box(end - 1)
         # A bullet is set in a font of its own: the line's size and weight are its text's.
-        bullet = BULLET.match(text, start, end)
+        bullet = BULLET.match(text, start, end) if text[start] in BULLET_MARKS else None
         first = start + len(bullet.group()) if bullet and bullet.end() < end else start
         if first != start:
             size = self.box(first)[3]
-        weight = pdfium_c.FPDFText_GetFontWeight
         # Only short lines can be headings; a long line's weight is never asked for.
-        bold = end - start <= MAX_HEADING and weight(raw, first) >= 600 <= weight(raw, end - 1)
+        handle = self._handle
+        bold = end - start <= MAX_HEADING and _FONT_WEIGHT(handle, first) >= 600 <= _FONT_WEIGHT(
+            handle, end - 1
+        )
         content = text[start:end]
         if NEEDS_CLEANING.search(content):
             content = clean(content)
@@ -122,6 +148,8 @@ class Glyphs:
         """Where a margin note set in another size or weight runs into the line's text, at its
         start or its end, apart from it by more than a word space: the space between them."""
         # Most lines neither start nor end with capitals or an icon: no glyph is asked about.
+        if text[start] not in NOTE_EDGE and text[end - 1] not in NOTE_EDGE:
+            return []
         head, tail = text[start : start + 3], text[max(start, end - 3) : end]
         if not (head.isupper() or tail.isupper() or ICON.match(head) or ICON.match(tail[-1])):
             return []
@@ -150,16 +178,16 @@ class Glyphs:
     def _style_differs(self, one: int, other: int) -> bool:
         if size_differs(self.box(one)[3], self.box(other)[3]):
             return True
-        weight = pdfium_c.FPDFText_GetFontWeight
-        bold = bool(weight(self._raw, one) >= 600)
-        return bold != bool(weight(self._raw, other) >= 600)
+        bold: bool = _FONT_WEIGHT(self._handle, one) >= 600
+        other_bold: bool = _FONT_WEIGHT(self._handle, other) >= 600
+        return bold != other_bold
 
     def gaps(self, text: str, start: int, end: int) -> list[Gap]:
         """Places in a line where a column may end: wide gaps and jumps back to the left."""
         size = max(self.box(start)[3], 1.0)
         found = []
         for match in _SPACES.finditer(text, start, end):
-            if not pdfium_c.FPDFText_IsGenerated(self._raw, match.start()):
+            if not _IS_GENERATED(self._handle, match.start()):
                 continue  # a space the PDF itself contains separates words, not columns
             before = self.box(match.start() - 1)[2]
             after = self.box(match.end())[0]

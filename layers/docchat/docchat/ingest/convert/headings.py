@@ -53,8 +53,13 @@ def mark_outline_headings(
             page.paragraphs.insert(at, Paragraph([line], heading_level=level))
 
 
+_NON_WORD = re.compile(r"[\W_]+")
+
+_NUMBERING = re.compile(r"^(chapter|section|part|appendix)?[0-9ivxlcA-Z]{0,6}")
+
+
 def _key(text: str) -> str:
-    return re.sub(r"[\W_]+", "", text.casefold())
+    return _NON_WORD.sub("", text.casefold())
 
 
 def _find_title(paragraphs: list[Paragraph], title: str) -> Paragraph | None:
@@ -65,10 +70,12 @@ def _find_title(paragraphs: list[Paragraph], title: str) -> Paragraph | None:
         if paragraph.heading_level or paragraph.table:
             continue
         first = _key(paragraph.lines[0].text)
-        whole = _key(paragraph.text)
+        whole = first if len(paragraph.lines) == 1 else _key(paragraph.text)
         for candidate in (first, whole):
-            numbered = re.sub(r"^(chapter|section|part|appendix)?[0-9ivxlcA-Z]{0,6}", "", candidate)
-            if candidate == wanted or numbered == wanted:
+            # The title ends the key, numbered or not: most paragraphs are passed over here.
+            if not candidate.endswith(wanted):
+                continue
+            if candidate == wanted or _NUMBERING.sub("", candidate) == wanted:
                 if candidate == whole or len(paragraph.lines) == 1:
                     return paragraph
                 return _split_first_line(paragraphs, paragraph)

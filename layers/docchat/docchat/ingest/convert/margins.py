@@ -12,6 +12,11 @@ ICON = re.compile(r"[!?*\u2020\u2021\u2022\u25a0-\u27bf]")
 
 _NOTE = re.compile(rf"[A-Z]{{3,15}}|{ICON.pattern}{{1,3}}")
 
+# What a margin note's label starts and ends with: a capital or an icon.
+NOTE_EDGE = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZ!?*\u2020\u2021\u2022" + "".join(map(chr, range(0x25A0, 0x27C0)))
+)
+
 
 def looks_like_note(text: str) -> bool:
     """Whether `text` is a margin note's label: one word in capitals or an icon."""
@@ -58,10 +63,10 @@ def _is_footnote_mark(mark: Line, prev: Line) -> bool:
     baseline by less than a line, within that line's width."""
     height = max(prev.size, 1.0)
     return (
-        bool(_MARK.fullmatch(mark.text.strip()))
-        and mark.size < 0.75 * prev.size
+        mark.size < 0.75 * prev.size  # the geometry first: few lines pass it, to the regex
         and 0 < mark.y - prev.y_end < height
         and prev.x <= mark.x <= prev.right + 0.5 * height
+        and bool(_MARK.fullmatch(mark.text.strip()))
     )
 
 

@@ -21,7 +21,7 @@ MAX_HEADING = 120  # characters
 _TABLE_MARKUP = re.compile(r"^\|( --- \|)+$|(?<!\\)\|", re.MULTILINE)  # delimiter row, cell bars
 
 
-@dataclass
+@dataclass(slots=True)
 class Line:
     """One line of text with its first glyph's size and place (PDF points, origin bottom-left)."""
 
@@ -35,7 +35,7 @@ class Line:
     table: bool = False  # a table in markdown (one row a line), its box's top at `y`
 
 
-@dataclass
+@dataclass(slots=True)
 class Paragraph:
     """Lines read as one paragraph (or a heading, at `heading_level`)."""
 
@@ -56,7 +56,7 @@ class Paragraph:
         return self.lines[0].table
 
 
-@dataclass
+@dataclass(slots=True)
 class RawPage:
     """A page as read, before the document-wide steps (running lines, headings) shape it."""
 
@@ -84,7 +84,8 @@ def text_chars(lines: list[Line]) -> int:
 
 # A list item's bullet ("!" is how PDFium reads a symbol font's bullet when the line is not
 # measured glyph by glyph).
-BULLET = re.compile(r"[•▪◦○●■□❏➢►!]\s")
+BULLET_MARKS = "•▪◦○●■□❏➢►!"
+BULLET = re.compile(rf"[{BULLET_MARKS}]\s")
 
 
 def size_differs(a: float, b: float) -> bool:

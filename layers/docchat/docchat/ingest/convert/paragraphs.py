@@ -78,6 +78,8 @@ def page_markdown(page: RawPage) -> str:
             blocks.append(text)  # rows of cells: no line of it is markdown of another kind
         elif paragraph.heading_level:
             blocks.append(f"{'#' * paragraph.heading_level} {text}")
-        else:
+        elif text[0] in "#`~>":
             blocks.append(_MARKDOWN_START.sub(r"\\\1", text))
+        else:
+            blocks.append(text)
     return "\n\n".join(blocks)

@@ -106,9 +106,12 @@ def _ordered(
         ]
     # A margin note run into a line of text is set in another size ("CAUTION to file Form
     # 3520-A" has the note in 4 pt, the text in 9 pt): it becomes a line of its own.
-    cut = [piece for span in spans for piece in pieces(*span, glyphs.note_cuts(text, *span))]
-    if columns or len(cut) != len(spans):
-        lines = [glyphs.line(text, start, end) for start, end in cut]
+    notes = [(i, cuts) for i, span in enumerate(spans) if (cuts := glyphs.note_cuts(text, *span))]
+    if notes:
+        at = dict(notes)
+        spans = [piece for i, span in enumerate(spans) for piece in pieces(*span, at.get(i, []))]
+    if columns or notes:
+        lines = [glyphs.line(text, start, end) for start, end in spans]
     return column_order(lines) if columns else lines
 
 

@@ -25,7 +25,8 @@ _NUM = (
     r"(?:\(?[-\u2212\u2013]?[$€£¥]?\s?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?\)?"
     r"|\(?[-\u2212\u2013]?[$€£¥]?\d+(?:[.,]\d+)?%?\)?|[-\u2013\u2014]{1,2})"
 )
-_ROW_END = re.compile(r"[0-9)%\-\u2013\u2014](?=[ \t]*\r?$)", re.MULTILINE)  # a line's last mark
+_ROW_MARKS = frozenset("0123456789)%-\u2013\u2014")  # what a table row's last cell ends with
+_PAREN_AFTER = frozenset("0123456789%")  # what a closing parenthesis follows in a number
 # A line that ends with two numbers (or dashes) set apart: a table row as PDFium reads it.
 _TAIL = re.compile(rf"(?:^|[ \t]){_NUM}[ \t]+{_NUM}$", re.MULTILINE)
 # A number set apart from the text before it (not a page number after an index entry's comma).
@@ -57,13 +58,31 @@ def looks_tabular(text: str, *, numbers: int = 2) -> bool:
     page of prose costs next to nothing."""
     tail = _TAIL if numbers == 2 else _LAST
     found = 0
-    for end in _ROW_END.finditer(text):
-        start = max(text.rfind("\n", 0, end.start()) + 1, end.start() - 48)
-        if tail.search(text, start, end.end()):
+    start = 0
+    # A loop over the lines: a regex looking for the marks tries every digit and parenthesis
+    # of the page (three times slower on the R manual).
+    for line in text.split("\n"):
+        end = start + len(line.removesuffix("\r").rstrip(" \t"))
+        if (
+            end > start
+            and text[end - 1] in _ROW_MARKS
+            and _may_end_number(text, start, end)
+            and tail.search(text, max(start, end - 49), end)
+        ):
             found += 1
             if found >= _TABULAR_ROWS:
                 return True
+        start += len(line) + 1
     return False
+
+
+def _may_end_number(text: str, start: int, end: int) -> bool:
+    """What `_NUM` needs at a line's end that is cheap to see: a parenthesis closes a number
+    or a percentage ("(1,234)", not "f(x)"), and a space or tab sets the number apart."""
+    if text[end - 1] == ")" and not (end - 2 >= start and text[end - 2] in _PAREN_AFTER):
+        return False
+    window = max(start, end - 49)
+    return text.find(" ", window, end) >= 0 or text.find("\t", window, end) >= 0
 
 
 def find_tables(

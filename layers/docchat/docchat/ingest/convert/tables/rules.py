@@ -5,16 +5,15 @@ and grouped into grids of rules that touch."""
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
+from docchat.ingest.convert.glyphs import plain_function
 from docchat.ingest.convert.tables.words import BBox, Frame
 
 RULE_TOL = 2.0  # points: rules this close are one; a rule this near a crossing touches it
@@ -29,20 +28,8 @@ _FORM = pdfium_c.FPDF_PAGEOBJ_FORM
 _T = TypeVar("_T")
 
 
-def _plain(name: str, restype: Any, *argtypes: Any) -> Any:
-    """A PDFium function bound with plain ctypes types: a third cheaper per call than the
-    typed binding, which counts in the one loop every page pays (its objects)."""
-    spec = importlib.util.find_spec("pypdfium2_raw")
-    assert spec is not None and spec.origin is not None, "pypdfium2 ships pypdfium2_raw"
-    library = ctypes.CDLL(str(Path(spec.origin).with_name("libpdfium.so")))
-    function = getattr(library, name)
-    function.restype = restype
-    function.argtypes = argtypes
-    return function
-
-
-_GET_OBJECT = _plain("FPDFPage_GetObject", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
-_OBJECT_TYPE = _plain("FPDFPageObj_GetType", ctypes.c_int, ctypes.c_void_p)
+_GET_OBJECT = plain_function("FPDFPage_GetObject", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
+_OBJECT_TYPE = plain_function("FPDFPageObj_GetType", ctypes.c_int, ctypes.c_void_p)
 
 
 @dataclass

@@ -4,11 +4,9 @@ margin notes run into it), footnote marks PDFium put at a line's end."""
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pypdfium2 as pdfium
@@ -36,14 +34,12 @@ _TRAILING_MARK = re.compile(r" +(\d{1,3}|[*\u2020\u2021]{1,3})$")
 
 def plain_function(name: str, restype: Any, *argtypes: Any) -> Any:
     """A PDFium function bound with plain ctypes types: a third cheaper per call than the
-    typed binding, which counts in the loops every page pays (its objects, its lines' glyphs)."""
-    spec = importlib.util.find_spec("pypdfium2_raw")
-    assert spec is not None and spec.origin is not None, "pypdfium2 ships pypdfium2_raw"
-    library = ctypes.CDLL(str(Path(spec.origin).with_name("libpdfium.so")))
-    function = getattr(library, name)
-    function.restype = restype
-    function.argtypes = argtypes
-    return function
+    typed binding, which counts in the loops every page pays (its objects, its lines' glyphs).
+    Bound at the address pypdfium2 already loaded, whatever the library's file is called
+    (libpdfium.so on Linux, .dylib on macOS)."""
+    address = ctypes.cast(getattr(pdfium_c, name), ctypes.c_void_p).value
+    assert address is not None, f"pypdfium2 binds {name}"
+    return ctypes.CFUNCTYPE(restype, *argtypes)(address)
 
 
 _LOOSE_BOX = plain_function(

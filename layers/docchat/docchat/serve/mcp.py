@@ -37,8 +37,9 @@ from docchat.answer.events import ChatEvent
 from docchat.answer.tools import input_schema, invalid_input_message
 from docchat.errors import DocchatError, DocumentNotFoundError
 from docchat.search.library import Visible
+from docchat.serve.errors import error_response
 from docchat.serve.identity import page_url
-from docchat.serve.mcp_mount import CallerOf, refusal
+from docchat.serve.mcp_mount import CallerOf
 from docchat.serve.mcp_tools import (
     BY_NAME,
     DOCUMENTS_URI,
@@ -274,10 +275,10 @@ class _Identified:
             try:
                 caller = self.caller_of(Request(scope))
             except HTTPException as exc:
-                await refusal(exc.status_code, exc.detail)(scope, receive, send)
+                await error_response(exc.status_code, exc.detail)(scope, receive, send)
                 return
             except DocchatError as exc:
-                await refusal(401, str(exc))(scope, receive, send)
+                await error_response(401, str(exc))(scope, receive, send)
                 return
             scope.setdefault("state", {})[CALLER_STATE] = caller
         await self.app(scope, receive, send)

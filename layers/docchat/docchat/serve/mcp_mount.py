@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 
 import anyio
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from docchat.answer.backend import ChatBackend
 from docchat.serve.access import AccessOf
+from docchat.serve.errors import error_response
 from docchat.serve.mcp_tools import Caller
 
 if TYPE_CHECKING:
@@ -41,11 +41,6 @@ def caller_of_access(access_of: AccessOf) -> CallerOf:
         return Caller(user=access.user, collections=access.readable)
 
     return caller_of
-
-
-def refusal(status: int, message: str) -> JSONResponse:
-    """The API's error shape: {"error": {"status", "message"}}."""
-    return JSONResponse({"error": {"status": status, "message": message}}, status)
 
 
 class McpMount:
@@ -116,13 +111,13 @@ class McpMount:
         wanted, ready = self._wanted, self._ready
         if wanted is None or ready is None:
             message = "MCP is served while the server runs (under uvicorn with its lifespan)"
-            await refusal(503, message)(scope, receive, send)
+            await error_response(503, message)(scope, receive, send)
             return
         wanted.set()
         await ready.wait()
         app = self._app
         if app is None:
             message = "the MCP server could not start: the server's log says why"
-            await refusal(503, message)(scope, receive, send)
+            await error_response(503, message)(scope, receive, send)
             return
         await app(scope, receive, send)

@@ -45,8 +45,12 @@ def write_pdfs(folder: Path) -> list[Path]:
     return paths
 
 
-def ingested(data_dir: Path, embedder: Embedder) -> dict[str, str]:
-    """The two PDFs indexed into `data_dir` with `embedder`; doc ids by file stem."""
+def ingested(
+    data_dir: Path, embedder: Embedder, *, own_collections: bool = False
+) -> dict[str, str]:
+    """The two PDFs indexed into `data_dir` with `embedder`; doc ids by file stem. With
+    `own_collections`, each file goes into the collection named by its stem (`ferries`,
+    `bridges`)."""
     settings = Settings(data_dir=data_dir)
     index = SqliteIndex(
         settings.index_path, embedding_model=embedder.model_id, dimension=embedder.dimension
@@ -54,8 +58,13 @@ def ingested(data_dir: Path, embedder: Embedder) -> dict[str, str]:
     try:
         ids = {}
         for path in write_pdfs(data_dir.parent / "pdfs"):
-            result = ingest_file(path, index=index, embedder=embedder, settings=settings)
+            collections = [path.stem] if own_collections else []
+            result = ingest_file(
+                path, index=index, embedder=embedder, settings=settings, collections=collections
+            )
             assert result.outcome == "indexed", result.record.error
+            if own_collections:
+                assert result.record.collections == collections
             ids[path.stem] = result.record.doc_id
         return ids
     finally:

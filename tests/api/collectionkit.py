@@ -15,37 +15,11 @@ import httpx
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from docchat.adapters.sqlite_index import SqliteIndex
-from docchat.config import Settings
-from docchat.ingest.local import ingest_file
-from docchat.ports import Embedder
-from tests.mcpkit import write_pdfs
-
 # Each user's question has its best passages in the other user's collection.
 ANA_ASKS_BRIDGES = "Who built the stone bridge in 1320?"
 OTHER_TEXT = ("Monks built", "City bridges", "bridges.pdf")
 
 Call = Callable[..., httpx.Response]
-
-
-def ingested_in_collections(data_dir: Path, embedder: Embedder) -> dict[str, str]:
-    """ferries.pdf into the collection `ferries`, bridges.pdf into `bridges`; ids by stem."""
-    settings = Settings(data_dir=data_dir)
-    index = SqliteIndex(
-        settings.index_path, embedding_model=embedder.model_id, dimension=embedder.dimension
-    )
-    try:
-        ids = {}
-        for path in write_pdfs(data_dir.parent / "pdfs"):
-            result = ingest_file(
-                path, index=index, embedder=embedder, settings=settings, collections=[path.stem]
-            )
-            assert result.outcome == "indexed", result.record.error
-            assert result.record.collections == [path.stem]
-            ids[path.stem] = result.record.doc_id
-        return ids
-    finally:
-        index.close()
 
 
 def streamed(call: Call, path: str, user: Any, body: dict[str, Any]) -> str:

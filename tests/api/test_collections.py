@@ -25,14 +25,13 @@ from tests.api.collectionkit import (
     Matrix,
     chat_events,
     check_mcp,
-    ingested_in_collections,
     mcp_session,
     not_theirs,
     streamed,
 )
 from tests.chatkit import ServedApp, local_parts
 from tests.conftest import WordEmbedder
-from tests.mcpkit import WEB_URL, backend_of
+from tests.mcpkit import WEB_URL, backend_of, ingested
 
 USERS = {
     "users": [
@@ -69,7 +68,7 @@ class Local:
 @pytest.fixture
 def local(tmp_path: Path) -> Iterator[Local]:
     data_dir = tmp_path / "data"
-    ids = ingested_in_collections(data_dir, WordEmbedder())
+    ids = ingested(data_dir, WordEmbedder(), own_collections=True)
     users_path = tmp_path / "users.json"
     users_path.write_text(json.dumps(USERS))
     users = UsersFile.load(users_path)
@@ -178,7 +177,7 @@ def test_an_index_from_before_collections_opens_with_every_document_in_default(
 
     # Given an index as docchat wrote it before collections (no `collections` column), copied
     data_dir = tmp_path / "data"
-    ids = ingested_in_collections(data_dir, WordEmbedder())
+    ids = ingested(data_dir, WordEmbedder(), own_collections=True)
     index_path = Settings(data_dir=data_dir).index_path
     db = sqlite3.connect(index_path)
     db.execute("ALTER TABLE documents DROP COLUMN collections")

@@ -26,13 +26,12 @@ from docchat.wiring.cloud import cloud_app, services
 from tests.api.collectionkit import (
     Matrix,
     check_mcp,
-    ingested_in_collections,
     mcp_session,
     not_theirs,
 )
 from tests.chatkit import ServedApp
 from tests.conftest import WordEmbedder, table_schema
-from tests.mcpkit import WEB_URL
+from tests.mcpkit import WEB_URL, ingested
 from tests.unit.test_conversation_stores import conversations_table
 from tests.web.fake_cognito import FakeCognito, StageGate
 
@@ -73,7 +72,7 @@ def cloud(
     }.items():
         monkeypatch.setenv(name, value)
     embedder = WordEmbedder()
-    ids = ingested_in_collections(tmp_path / "data", embedder)
+    ids = ingested(tmp_path / "data", embedder, own_collections=True)
     index = SqliteIndex(
         tmp_path / "data" / "index.sqlite3",
         embedding_model=embedder.model_id,

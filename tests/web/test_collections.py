@@ -26,7 +26,7 @@ from tests.api.collectionkit import OTHER_TEXT
 from tests.conftest import REPO, WordEmbedder
 from tests.mcpkit import write_pdfs
 from tests.pdfgen import make_pdf
-from tests.web.browser import expect, launched_chromium
+from tests.web.browser import expect
 from tests.web.serving import LocalServer
 
 DESKTOP = {"width": 1280, "height": 800}
@@ -70,11 +70,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
     with LocalServer(data_dir) as running:
         _in_collections(running, data_dir)
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_chromium()
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ import pytest
 
 from docchat.serve.identity import cognito_user
 from tests.pdfgen import make_pdf
-from tests.web.browser import expect, launched_chromium
+from tests.web.browser import expect
 from tests.web.fake_cognito import FakeCognito, StageGate, served
 from tests.web.serving import LocalServer
 
@@ -78,11 +78,6 @@ class Serve:
             self.process.terminate()
             self.process.wait(timeout=20)
             self.process = None
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_chromium()
 
 
 @pytest.fixture

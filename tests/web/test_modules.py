@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.web.browser import expect, launched_chromium
+from tests.web.browser import expect
 from tests.web.serving import LocalServer
 
 WEB = Path(__file__).resolve().parents[2] / "layers/docchat/docchat/web"
@@ -36,11 +36,6 @@ async ([messages, limits]) => {
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
     with LocalServer(tmp_path_factory.mktemp("modules-data")) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_chromium()
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 from docchat.models import DocStatus
 from tests.conftest import squash
 from tests.officegen import docx_file, pptx_file, xlsx_file
-from tests.web.browser import expect, launched_chromium
+from tests.web.browser import expect
 from tests.web.serving import LocalServer
 
 DESKTOP = {"width": 1280, "height": 800}
@@ -68,11 +68,6 @@ def _office_files(folder: Path) -> dict[str, Path]:
     for name, data in made.items():
         (folder / name).write_bytes(data)
     return {name: folder / name for name in made}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_chromium()
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ import pytest
 from docchat.ingest.uploads import upload_path
 from tests.conftest import EXAMPLES, REPO, page_texts, squash
 from tests.pdfgen import make_pdf
-from tests.web.browser import expect, launched_chromium, sync_api
+from tests.web.browser import expect, sync_api
 from tests.web.serving import LocalServer
 
 Page = sync_api.Page
@@ -53,11 +53,6 @@ WATCH = """
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
     with LocalServer(tmp_path_factory.mktemp("web-data")) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_chromium()
 
 
 @pytest.fixture

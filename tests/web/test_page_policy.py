@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.web.browser import expect, launched_chromium
+from tests.web.browser import expect
 from tests.web.fake_cognito import FakeCognito, served
 from tests.web.serving import LocalServer
 from tests.web.test_sign_in import PASSWORD, USER, _served
@@ -25,11 +25,6 @@ window.__violations = [];
 document.addEventListener("securitypolicyviolation",
   (e) => window.__violations.push(`${e.effectiveDirective} ${e.blockedURI} ${e.sourceFile}`));
 """
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_chromium()
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.pdfgen import make_pdf
-from tests.web.browser import expect, launched_chromium
+from tests.web.browser import expect
 from tests.web.serving import LocalServer
 
 DESKTOP = {"width": 1280, "height": 800}
@@ -49,11 +49,6 @@ OFF_SCREEN = """
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
     with LocalServer(tmp_path_factory.mktemp("names-data")) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_chromium()
 
 
 def _page(browser: Any, server: LocalServer, viewport: dict[str, int]) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from docchat.serve.app import SignIn
-from tests.web.browser import expect, launched_chromium
+from tests.web.browser import expect
 from tests.web.fake_cognito import CLIENT_ID, FakeCognito, StageGate, served
 from tests.web.serving import LocalServer
 
@@ -62,11 +62,6 @@ def cognito() -> Iterator[FakeCognito]:
 def stack(tmp_path: Path, cognito: FakeCognito) -> Iterator[Stack]:
     sign_in = cognito.sign_in()
     yield from _served(tmp_path, sign_in, cognito)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_chromium()
 
 
 @pytest.fixture

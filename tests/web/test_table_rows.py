@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import squash
-from tests.web.browser import expect, launched_chromium
+from tests.web.browser import expect
 from tests.web.serving import LocalServer
 from tests.web.test_viewer import DESKTOP, _indexed
 
@@ -44,11 +44,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
         _indexed(running, LOANS)
         _indexed(running, STUDY)
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_chromium()
 
 
 @pytest.mark.parametrize(("pdf", "cited", "question", "expected", "heads"), CASES)

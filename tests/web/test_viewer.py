@@ -27,7 +27,7 @@ from tests.api.test_stop import PAUSE_S, EndlessModel
 from tests.chatkit import tuned_config
 from tests.conftest import EXAMPLES, REPO, page_texts, squash
 from tests.pdfgen import make_pdf
-from tests.web.browser import expect, launched_chromium
+from tests.web.browser import expect
 from tests.web.serving import LocalServer
 
 DESKTOP = {"width": 1280, "height": 800}
@@ -64,11 +64,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
     with LocalServer(tmp_path_factory.mktemp("viewer-data")) as running:
         _indexed(running, DMCA)
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_chromium()
 
 
 class Offline:

@@ -60,6 +60,7 @@ from index_data import (
     SPECS,
     FixedEmbedder,
     Mixture,
+    built,
     chunks_of,
     corpus,
     log,
@@ -772,9 +773,11 @@ def main() -> int:
         jobs = {"open": open_first_search, "memory": loaded_memory, "embed": embedding_memory}
         print(json.dumps(jobs[kind](argument)))
         return 0
-    origin, _, texts = corpus()
+    origin, pieces, texts = corpus()
     asked = queries(args.queries, texts)
     started = time.monotonic()
+    for name in sorted({"10k", "100k", args.large}):  # built once, here when missing
+        built(SPECS[name], origin, pieces)
     rows: list[Row] = []
     sections: list[Callable[[], list[Row]]] = [
         *(lambda n=name: after_write_rows(n, asked, args.rounds) for name in ("100k", args.large)),

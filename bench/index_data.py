@@ -226,6 +226,10 @@ def built(spec: Spec, source: str, pieces: Sequence[tuple[str, str]]) -> Path:
 
 
 def open_index(spec: Spec) -> SqliteIndex:
+    """The index of `spec`, which must have been built: opening a missing one would make an
+    empty index and measure nothing."""
+    if not (spec.path.parent / "stamp.json").is_file():
+        raise FileNotFoundError(f"{spec.path} is not built: run bench/index_data.py {spec.name}")
     return SqliteIndex(spec.path, embedding_model=MODEL_ID, dimension=DIMENSION)
 
 

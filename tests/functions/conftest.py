@@ -17,6 +17,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -204,6 +205,14 @@ def _definition(*, settle_seconds: int = 0) -> str:
 
 @pytest.fixture
 def pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pipeline]:
+    with running_pipeline(monkeypatch, tmp_path) as running:
+        yield running
+
+
+@contextmanager
+def running_pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pipeline]:
+    """The state machine and its handlers over moto's S3, DynamoDB and Step Functions (for
+    the `pipeline` fixture, and for tests elsewhere that need the cloud's ingestion)."""
     env = {
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",

@@ -179,6 +179,9 @@ export function renderDocs() {
   for (const doc of rows) {
     let row = existing.get(doc.doc_id);
     if (!row || Boolean(row.querySelector(".delete")) !== Boolean(doc.deletable)) {
+      // A row made again (an upload the pipeline has just registered gains its delete button)
+      // goes where the old one was: past it, the cursor must not point at a removed row.
+      if (row === cursor) cursor = cursor.nextElementSibling;
       if (row) row.remove();
       row = docRow(doc);
     }

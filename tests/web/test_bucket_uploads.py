@@ -35,7 +35,7 @@ from docchat.wiring.cloud import s3_files, s3_uploads
 from tests.chatkit import SEARCH, ServedApp, tuned_config
 from tests.conftest import REPO
 from tests.functions.conftest import DOCS_BUCKET, REGION, Pipeline, running_pipeline
-from tests.web.browser import expect, launched_chromium
+from tests.web.browser import expect
 
 OFFICE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "office"
 # Real files from markitdown's test suite (see OFFICE / "manifest.json"), each with the media
@@ -78,11 +78,6 @@ def files() -> dict[str, Path]:
     if missing:
         pytest.skip(f"real Office files not available: {missing} absent from {OFFICE}")
     return paths
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_chromium()
 
 
 @pytest.fixture

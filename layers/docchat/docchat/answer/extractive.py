@@ -116,6 +116,11 @@ class Quote:
     # before those that do not, after those that lead; only on an amount question (elsewhere
     # a sentence naming the year says no more than a better one that does not).
     dated: bool = False
+    # On an amount question, a table row whose label holds none but the question's words: how
+    # many it holds ("Total revenues": 2 for "What were total revenues in 2019?"; "Total
+    # non-U.S. revenues": 0). More leads, after those dated: the row named as asked is the
+    # figure asked for, not a total of something else.
+    named: int = 0
     # A quoted row's cells in the columns of the asked years, named: ("2019: 280,522",).
     figures: tuple[str, ...] = ()
 
@@ -285,6 +290,7 @@ class _Scorer:
             amount=amount,
             # Only where the year picks the figure asked for: on an amount question.
             dated=self.amounts and bool(self.years & named),
+            named=_named_as_asked(span, asked.wanted) if self.amounts else 0,
             figures=figures,
         )
 
@@ -311,6 +317,13 @@ def _holds_amount(text: str, *, table_row: bool) -> bool:
     return any(
         _NUMBER_CELL.fullmatch(c) and not _YEAR_CELL.fullmatch(c) for c in row_cells(text)[1:]
     )
+
+
+def _named_as_asked(span: Span, wanted: set[str]) -> int:
+    """How many of the question's words a table row's label holds, when it holds no other."""
+    cells = row_cells(span.text) if span.table_row else []
+    label = terms(cells[0]) if cells else set()
+    return len(label) if label and label <= wanted else 0
 
 
 def year_figures(row: Span, asked: set[str]) -> tuple[str, ...]:
@@ -442,18 +455,19 @@ def _opening_words(sentence: list[str], wanted: set[str], *, list_item: bool) ->
 
 def _diverse(scored: list[Quote], *, limit: int, diversity: float) -> list[Quote]:
     """Up to `limit` quotes, greedily: those that lead first, then those naming an asked year,
-    then the best score less `diversity` times the overlap with those already chosen."""
+    then rows named as asked (more of the question's words first), then the best score less
+    `diversity` times the overlap with those already chosen."""
     chosen: list[Quote] = []
     chosen_terms: list[set[str]] = []
     pool = sorted(scored, key=lambda q: -q.score)
     while pool and len(chosen) < limit:
-        best_i, best_value = -1, (False, False, -math.inf)
+        best_i, best_value = -1, (False, False, 0, -math.inf)
         for i, quote in enumerate(pool):
             found = terms(quote.text)
             overlap = max((_jaccard(found, other) for other in chosen_terms), default=0.0)
             if overlap >= NEAR_DUPLICATE or _repeats(quote, chosen):
                 continue
-            value = (quote.leads, quote.dated, quote.score - diversity * overlap)
+            value = (quote.leads, quote.dated, quote.named, quote.score - diversity * overlap)
             if value > best_value:
                 best_i, best_value = i, value
         if best_i < 0:

@@ -313,7 +313,10 @@ def open_rows(small: str, large: str, runs: int) -> list[Row]:
                 f"  {label}, {large}",
                 f"{median(large, key):.1f} ms",
                 f"{small}: {median(small, key):.1f} ms",
-                f"{median(large, key) / max(median(small, key), 1e-3):.2f}x",
+                # (a 10k index has no graph: nothing to divide by)
+                f"{median(large, key) / median(small, key):.2f}x"
+                if median(small, key) >= 0.1
+                else "-",
             )
             for label, key in parts
         ),

@@ -7,7 +7,7 @@ SQLite index keeps the records and page text only. Against the repository's Open
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import httpx
@@ -16,6 +16,9 @@ import pytest
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.config import Settings
 from docchat.ingest.uploads import LocalUploads
+from docchat.models import Chunk
+from docchat.ports import Embedder, SentenceVectors
+from docchat.search import rerank
 from docchat.wiring.local import guarded_local_app, local_backend, local_uploads_for
 from tests.chatkit import ServedApp
 from tests.lambda_layout.opensearch_stub import OpenSearchStub
@@ -27,7 +30,7 @@ FERRY = make_pdf([[("h1", "Ferries"), ("body", "The ferry to the island leaves e
 class ClusterServer:
     def __init__(self, data: Path, stub: OpenSearchStub) -> None:
         self.stub = stub
-        settings = Settings(
+        self.settings = settings = Settings(
             data_dir=data, opensearch_endpoint=stub.endpoint, opensearch_service="aoss"
         )
         self.backend = local_backend(settings)
@@ -118,3 +121,43 @@ def test_serve_over_a_cluster_writes_chunks_there_and_answers_from_there(
     assert cited == {copy}
     listed = httpx.get(f"{server.url}/documents").json()["documents"]
     assert [d["doc_id"] for d in listed] == [copy]
+
+
+def test_sentence_vectors_of_the_clusters_chunks_are_kept_so_a_restart_embeds_none(
+    server: ClusterServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a document ingested over a cluster (the SQLite file holds none of its chunks)
+    ferry = server.upload("ferry.pdf")
+    registry = server.backend.library.registry
+    assert isinstance(registry, SqliteIndex)
+    chunk_ids = sorted(
+        str(doc["chunk_id"])
+        for index in server.stub.indexes.values()
+        for doc in index.docs.values()
+        if doc["doc_id"] == ferry
+    )
+    # Then ingestion kept each chunk's sentence vectors there, by chunk id
+    assert chunk_ids and sorted(registry.cluster_sentences(chunk_ids)) == chunk_ids
+
+    # When the server starts again and is asked a question never asked before
+    embedded: list[str] = []
+    embed = rerank.sentence_vectors
+
+    def counted(chunks: Sequence[Chunk], embedder: Embedder) -> list[SentenceVectors]:
+        embedded.extend(c.chunk_id for c in chunks)
+        return embed(chunks, embedder)
+
+    monkeypatch.setattr(rerank, "sentence_vectors", counted)
+    again = local_backend(server.settings)
+    try:
+        found = again.library.search("When does the ferry to the island leave?", top_k=3)
+    finally:
+        again.library.registry.close()  # type: ignore[attr-defined]
+
+    # Then it reranks with the kept vectors: no sentence is embedded again
+    assert found.reranked and found.passages[0].chunk.doc_id == ferry
+    assert embedded == []
+
+    # And deleting the document drops them
+    assert httpx.delete(f"{server.url}/documents/{ferry}").status_code in (200, 202)
+    assert registry.cluster_sentences(chunk_ids) == {}

@@ -3,20 +3,21 @@ chunks and vectors go to the cluster through the cloud's adapter (OpenSearchInde
 answers every search; the data directory's SQLite index keeps only the records, the page text
 and the notes, so the server's memory no longer grows with the chunks.
 
-Sentence vectors are not kept on this path (they are kept beside SQLite's chunk rows): each
-process embeds those of the chunks it reranks once, and caches them.
+The sentence reranker's vectors of the cluster's chunks are kept in the SQLite file too (its
+`cluster_sentences`, by chunk id): those ingestion embeds, and those a search embeds first, so
+a question never asked does not embed them again in this process or the next.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from docchat.adapters.opensearch_index import OpenSearchIndex, client_for
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.config import Settings
-from docchat.errors import DocumentNotFoundError
+from docchat.errors import DocumentNotFoundError, StorageError
 from docchat.ingest.decision import copy_chunk
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page
 from docchat.ports import SentenceVectors, Vectors
@@ -67,11 +68,25 @@ class ClusterIndex:
     def clear_chunks(self, doc_id: str) -> None:
         self.chunks.delete_document(doc_id)
         self.records.clear_chunks(doc_id)
+        self.records.keep_cluster_sentences({}, replacing=doc_id)
 
     def delete_document(self, doc_id: str) -> None:
         """Forget a document: its chunks in the cluster, then its record."""
         self.chunks.delete_document(doc_id)
         self.records.delete_document(doc_id)
+        self.records.keep_cluster_sentences({}, replacing=doc_id)
+
+    # --- sentence vectors (ports.SentenceStore) ----------------------------------------------
+
+    def sentence_vectors(self, chunk_ids: Sequence[str]) -> dict[str, SentenceVectors]:
+        """Those kept for these chunks; none from a file that cannot say (they are embedded)."""
+        try:
+            return self.records.cluster_sentences(chunk_ids)
+        except StorageError:  # a read-only file of an earlier docchat lacks the table
+            return {}
+
+    def save_sentence_vectors(self, found: Mapping[str, SentenceVectors]) -> None:
+        self.records.keep_cluster_sentences(found)
 
     def replace_document(
         self,
@@ -84,10 +99,14 @@ class ClusterIndex:
     ) -> None:
         """Write the new version's chunks to the cluster and remove its other versions' there,
         then mark the record indexed (with its page text) here."""
+        if sentences and len(sentences) != len(chunks):
+            raise ValueError(f"{len(chunks)} chunks but {len(sentences)} sets of sentences")
         self.chunks.write_chunks(chunks, vectors)
         self.chunks.finalize_document(record.doc_id, record.version)
         empty = np.zeros((0, self.chunks.dimension), dtype=np.float32)
         self.records.replace_document(record, [], empty, pages=pages)
+        kept = dict(zip([c.chunk_id for c in chunks], sentences, strict=False))
+        self.records.keep_cluster_sentences(kept, replacing=record.doc_id)
         indexed = record.model_copy(update={"status": DocStatus.INDEXED, "chunks": len(chunks)})
         self.records.set_record(indexed)
 
@@ -103,4 +122,12 @@ class ClusterIndex:
         chunks, vectors = self.chunks.document_vectors(from_doc_id, original.version)
         copies = [copy_chunk(chunk, from_doc_id, record) for chunk in chunks]
         pages = self.records.stored_pages(from_doc_id, original.version) or []
-        self.replace_document(record, copies, vectors, pages=pages)
+        kept = self.sentence_vectors([c.chunk_id for c in chunks])
+        sentences = [kept[c.chunk_id] for c in chunks if c.chunk_id in kept]
+        self.replace_document(
+            record,
+            copies,
+            vectors,
+            pages=pages,
+            sentences=sentences if len(sentences) == len(chunks) else (),
+        )

@@ -18,7 +18,7 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
 from docchat.ingest.uploads import LocalUploads
-from docchat.ports import Embedder
+from docchat.ports import Embedder, SentenceStore
 from docchat.search.library import Library
 from docchat.wiring import agent_config, chat_model, chunk_notes, rerank_off, reranker
 
@@ -51,17 +51,19 @@ def local_library(settings: Settings) -> Library:
     embedder = local_embedder(settings)
     index = open_index(settings, embedder)
     chunks = None
+    store: SentenceStore = index
     if settings.opensearch_endpoint:
-        from docchat.adapters.cluster_index import cluster_chunks
+        from docchat.adapters.cluster_index import ClusterIndex, cluster_chunks
 
         chunks = cluster_chunks(
             settings, embedding_model=embedder.model_id, dimension=embedder.dimension
         )
+        store = ClusterIndex(index, chunks)  # sentence vectors kept by chunk id
     return Library(
         index=chunks or index,
         embedder=embedder,
         registry=index,
-        reranker=reranker(settings, embedder, store=None if chunks else index),
+        reranker=reranker(settings, embedder, store=store),
         rerank_off=rerank_off(settings),
         candidates=settings.candidates,
         fusion=settings.fusion,

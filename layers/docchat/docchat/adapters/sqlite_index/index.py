@@ -256,6 +256,23 @@ class SqliteIndex:
         except StorageError:
             return
 
+    def cluster_sentences(self, chunk_ids: Sequence[str]) -> dict[str, SentenceVectors]:
+        """The sentence vectors kept here for these chunks of a cluster (cluster_index.py)."""
+        return texts.cluster_sentence_vectors(self._db, chunk_ids, dimension=self.dimension)
+
+    def keep_cluster_sentences(
+        self, found: Mapping[str, SentenceVectors], *, replacing: str | None = None
+    ) -> None:
+        """Keep these sentence vectors of a cluster's chunks, after dropping those of document
+        `replacing`'s chunks when given; a read-only or busy file keeps nothing."""
+        if self.read_only or not (found or replacing):
+            return
+        try:
+            with self._db.transaction() as db:
+                texts.keep_cluster_sentences(db, found, replacing=replacing)
+        except StorageError:
+            return
+
     def notes(self, keys: Sequence[str]) -> dict[str, str]:
         return texts.notes(self._db, keys)
 

@@ -72,6 +72,41 @@ def sentence_vectors(
         " WHERE c.chunk_id IN (SELECT value FROM json_each(?))",
         (json.dumps(list(chunk_ids)),),
     )
+    return _decoded(rows, dimension)
+
+
+def cluster_sentence_vectors(
+    db: Database, chunk_ids: Sequence[str], *, dimension: int
+) -> dict[str, SentenceVectors]:
+    """The sentence vectors kept for these chunks of a cluster (cluster_index.py)."""
+    if not chunk_ids:
+        return {}
+    rows = db.rows(
+        "SELECT chunk_id, starts, vectors FROM cluster_sentences"
+        " WHERE chunk_id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(chunk_ids)),),
+    )
+    return _decoded(rows, dimension)
+
+
+def keep_cluster_sentences(
+    db: sqlite3.Connection, found: Mapping[str, SentenceVectors], *, replacing: str | None
+) -> None:
+    """Keep these sentence vectors of a cluster's chunks (by chunk id); with `replacing`, those
+    of that document's chunks are dropped first. A chunk id starts with its document's id and
+    a colon (ingest/chunk.py), and a document id holds no colon."""
+    if replacing is not None:
+        db.execute(
+            "DELETE FROM cluster_sentences WHERE chunk_id >= ? AND chunk_id < ?",
+            (f"{replacing}:", f"{replacing};"),  # ";" follows ":"
+        )
+    db.executemany(
+        "INSERT OR REPLACE INTO cluster_sentences (chunk_id, starts, vectors) VALUES (?, ?, ?)",
+        [(chunk_id, *sentence_row(vectors)) for chunk_id, vectors in found.items()],
+    )
+
+
+def _decoded(rows: Sequence[sqlite3.Row], dimension: int) -> dict[str, SentenceVectors]:
     return {
         str(chunk_id): SentenceVectors(
             tuple(int(n) for n in np.frombuffer(starts, dtype=np.int32)),

@@ -63,6 +63,9 @@ CREATE TABLE IF NOT EXISTS doc_chunks (
 CREATE TABLE IF NOT EXISTS sentences (
     row INTEGER PRIMARY KEY, starts BLOB NOT NULL, vectors BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS cluster_sentences (
+    chunk_id TEXT PRIMARY KEY, starts BLOB NOT NULL, vectors BLOB NOT NULL
+) WITHOUT ROWID;
 """
 SCHEMA_VERSION = 7
 # The oldest schema a step below starts from: schema 1 kept no meta worth converting.

@@ -96,7 +96,6 @@ LIST_MARKER = re.compile(
     r"(?:\(?(?:\d{1,3}|[a-zA-Z]|[ivxlcdm]{1,5})[.)](?=\s)|[•\u2022\u25aa\u25cf\u2013\-*!](?=\s))"
 )
 _END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?=\s)")
-_WORD_BEFORE = re.compile(r"(\S+)$")
 _ACRONYM = re.compile(r"(?:[a-z]\.)+[a-z]")
 _INLINE_ITEM = re.compile(r"(?:^|\b(?:and|or))\s*\d{1,2}$")
 _NEXT_START = re.compile(r"\s+([\"'\u201c\u2018(\[]?)(\S)")
@@ -279,9 +278,12 @@ def _ends_sentence(line: str, stop: int, cut: int) -> bool:
         return False
     if line[stop] != ".":
         return True
-    word = _WORD_BEFORE.search(line, 0, stop + 1)
-    token = word.group(1) if word else ""
-    token = token.lstrip("\"'\u201c\u2018([").casefold().rstrip(".")
+    # The word the period ends: the run of non-space characters back from it (a regex
+    # anchored at the end would try every start in the line, for every period in it).
+    begin = stop
+    while begin and not line[begin - 1].isspace():
+        begin -= 1
+    token = line[begin : stop + 1].lstrip("\"'\u201c\u2018([").casefold().rstrip(".")
     if token in ABBREVIATIONS:
         return False
     # An initial ("J."), a dotted acronym ("U.S.A.") or an inline list number ("and 4.") is no end.

@@ -6,6 +6,7 @@ question's words in the sentences the reranker and the extractive answer score.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -59,8 +60,11 @@ _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s", "e
 _JOINED = re.compile(r"(?<=[a-z0-9])[-\u2010\u2011](?=[a-z0-9])")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """A crude stem: cache, cached and caching are one term."""
+    """A crude stem: cache, cached and caching are one term. Remembered: a question's
+    candidate sentences stem thousands of words, most of them seen before (the call holds
+    the GIL, so concurrent questions waited on it)."""
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]

@@ -9,6 +9,7 @@ break before a lower-case word only wraps a sentence.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -321,32 +322,32 @@ class Span:
 
 def chunk_sentences(chunk: Chunk) -> list[Span]:
     """The sentences and table rows of a chunk, in order; none crosses a page break."""
-    spans: list[Span] = []
     bounds = [0, *chunk.page_breaks, len(chunk.text)]
-    for offset, (low, high) in enumerate(pairwise(bounds)):
-        page_text = chunk.text[low:high]
-        rows = table_rows(page_text)
-        for start, end in sentence_spans(page_text):
-            row = rows.get(start)
-            if row is None:
-                start += 1 if _ESCAPE.match(page_text, start) else 0
-            # A row is quoted whole and as it stands: it is one line, its cells verbatim.
-            text = page_text[start:end] if row else quote_text(page_text, start, end)
-            if not _LETTER.search(text):
-                continue
-            spans.append(
-                Span(
-                    chunk=chunk,
-                    page=chunk.page_start + offset,
-                    start=low + start,
-                    end=low + end,
-                    text=text,
-                    list_item=row is None and is_list_item(text),
-                    table_row=row is not None,
-                    table_header=row.header if row else (),
-                )
-            )
-    return spans
+    return [
+        Span(chunk, chunk.page_start + offset, low + start, low + end, text, item, row, header)
+        for offset, (low, high) in enumerate(pairwise(bounds))
+        for start, end, text, item, row, header in _page_spans(chunk.text[low:high])
+    ]
+
+
+@functools.lru_cache(maxsize=4096)
+def _page_spans(page_text: str) -> tuple[tuple[int, int, str, bool, bool, tuple[str, ...]], ...]:
+    """(start, end, text, list_item, table_row, table_header) of each sentence and table row of
+    one page's text in a chunk. Remembered: each question's reranker and extractive answer
+    split the same passages again, with the GIL held."""
+    rows = table_rows(page_text)
+    spans = []
+    for start, end in sentence_spans(page_text):
+        row = rows.get(start)
+        if row is None:
+            start += 1 if _ESCAPE.match(page_text, start) else 0
+        # A row is quoted whole and as it stands: it is one line, its cells verbatim.
+        text = page_text[start:end] if row else quote_text(page_text, start, end)
+        if not _LETTER.search(text):
+            continue
+        list_item = row is None and is_list_item(text)
+        spans.append((start, end, text, list_item, row is not None, row.header if row else ()))
+    return tuple(spans)
 
 
 def quote_text(text: str, start: int, end: int, *, limit: int | None = QUOTE_CHARS) -> str:

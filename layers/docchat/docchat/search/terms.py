@@ -79,7 +79,16 @@ def words(text: str) -> list[str]:
 
 def terms(text: str) -> set[str]:
     """Content words of `text`, crudely stemmed, for overlap scoring."""
-    return {stem(w) for w in _WORD.findall(_JOINED.sub("", text.casefold())) if w not in _STOP}
+    return set(_terms(text))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _terms(text: str) -> frozenset[str]:
+    # Remembered: a question's reranker and extractive answer take the terms of the same
+    # sentences again (and so does the next question), with the GIL held.
+    return frozenset(
+        stem(w) for w in _WORD.findall(_JOINED.sub("", text.casefold())) if w not in _STOP
+    )
 
 
 def query_terms(question: str) -> set[str]:

@@ -41,6 +41,37 @@ def test_local_embedder_keeps_input_order_across_batches() -> None:
     assert done == [2, 2]
 
 
+def test_a_query_is_embedded_once_while_it_is_among_the_last_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A question's hybrid search and its sentence reranker each ask for the query's vector.
+    embedder = LocalEmbedder()
+    runs: list[list[str]] = []
+    embed = embedder._embed_batch
+    monkeypatch.setattr(embedder, "_embed_batch", lambda texts: runs.append(texts) or embed(texts))
+    monkeypatch.setattr(local_embedder, "QUERIES_KEPT", 2)
+
+    first = embedder.embed_query("When does the ferry leave?")
+    again = embedder.embed_query("When does the ferry leave?")
+    embedder.embed_query("Who built the bridge?")
+    embedder.embed_query("What does the museum hold?")  # the ferry is no longer among the last 2
+    embedder.embed_query("When does the ferry leave?")
+
+    assert again is first and not first.flags.writeable
+    assert np.allclose(
+        first, embedder.embed_documents(["When does the ferry leave?"])[0], atol=1e-5
+    )
+    assert [texts[0] for texts in runs[:4]] == [
+        "When does the ferry leave?",
+        "Who built the bridge?",
+        "What does the museum hold?",
+        "When does the ferry leave?",
+    ]
+    assert np.allclose(
+        first, embedder.embed_documents(["When does the ferry leave?"])[0], atol=1e-5
+    )
+
+
 def test_token_budget_batches_group_similar_lengths_within_the_budget() -> None:
     # Texts of 4, 1, 3, 2 tokens: two per batch, and at most 6 tokens with padding
     assert token_budget_batches([4, 1, 3, 2], 2, 100) == [[1, 3], [2, 0]]

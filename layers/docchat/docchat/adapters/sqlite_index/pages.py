@@ -65,28 +65,39 @@ def sentence_vectors(
     db: Database, chunk_ids: Sequence[str], *, dimension: int
 ) -> dict[str, SentenceVectors]:
     """The sentence vectors kept for these chunks."""
-    if not chunk_ids:
-        return {}
-    rows = db.rows(
-        "SELECT c.chunk_id, s.starts, s.vectors FROM sentences s JOIN chunks c ON c.id = s.row"
-        " WHERE c.chunk_id IN (SELECT value FROM json_each(?))",
-        (json.dumps(list(chunk_ids)),),
-    )
-    return _decoded(rows, dimension)
+    return _kept_sentences(db, _OF_CHUNK_ROWS, chunk_ids, dimension)
 
 
 def cluster_sentence_vectors(
     db: Database, chunk_ids: Sequence[str], *, dimension: int
 ) -> dict[str, SentenceVectors]:
     """The sentence vectors kept for these chunks of a cluster (cluster_index.py)."""
+    return _kept_sentences(db, _OF_CLUSTER_CHUNKS, chunk_ids, dimension)
+
+
+# Each selects (chunk id, starts, vectors) for the chunk ids of a JSON list.
+_OF_CHUNK_ROWS = (
+    "SELECT c.chunk_id, s.starts, s.vectors FROM sentences s JOIN chunks c ON c.id = s.row"
+    " WHERE c.chunk_id IN (SELECT value FROM json_each(?))"
+)
+_OF_CLUSTER_CHUNKS = (
+    "SELECT chunk_id, starts, vectors FROM cluster_sentences"
+    " WHERE chunk_id IN (SELECT value FROM json_each(?))"
+)
+
+
+def _kept_sentences(
+    db: Database, query: str, chunk_ids: Sequence[str], dimension: int
+) -> dict[str, SentenceVectors]:
     if not chunk_ids:
         return {}
-    rows = db.rows(
-        "SELECT chunk_id, starts, vectors FROM cluster_sentences"
-        " WHERE chunk_id IN (SELECT value FROM json_each(?))",
-        (json.dumps(list(chunk_ids)),),
-    )
-    return _decoded(rows, dimension)
+    return {
+        str(chunk_id): SentenceVectors(
+            tuple(int(n) for n in np.frombuffer(starts, dtype=np.int32)),
+            np.frombuffer(vectors, dtype=SENTENCE_DTYPE).reshape(-1, dimension).astype(np.float32),
+        )
+        for chunk_id, starts, vectors in db.rows(query, (json.dumps(list(chunk_ids)),))
+    }
 
 
 def keep_cluster_sentences(
@@ -104,16 +115,6 @@ def keep_cluster_sentences(
         "INSERT OR REPLACE INTO cluster_sentences (chunk_id, starts, vectors) VALUES (?, ?, ?)",
         [(chunk_id, *sentence_row(vectors)) for chunk_id, vectors in found.items()],
     )
-
-
-def _decoded(rows: Sequence[sqlite3.Row], dimension: int) -> dict[str, SentenceVectors]:
-    return {
-        str(chunk_id): SentenceVectors(
-            tuple(int(n) for n in np.frombuffer(starts, dtype=np.int32)),
-            np.frombuffer(vectors, dtype=SENTENCE_DTYPE).reshape(-1, dimension).astype(np.float32),
-        )
-        for chunk_id, starts, vectors in rows
-    }
 
 
 def sentence_row(found: SentenceVectors) -> tuple[bytes, bytes]:

@@ -7,7 +7,9 @@ import json
 import os
 import re
 import socket
-from collections.abc import Callable, Iterator, Sequence
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from multiprocessing import forkserver
 from pathlib import Path
 from typing import Any
@@ -143,6 +145,18 @@ def dummy_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "ANTHROPIC_BASE_URL",
     ):
         monkeypatch.delenv(name, raising=False)
+
+
+def fresh_python(code: str, *, env: Mapping[str, str] | None = None, timeout: float = 60) -> str:
+    """What `code` prints when a new Python runs it (what importing does, in a fresh process)."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=True,
+    ).stdout
 
 
 def squash(text: str) -> str:

@@ -6,8 +6,6 @@ Adapter's request-context header), with links to the page the caller reached."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,7 @@ from docchat.serve.mcp_mount import McpMount
 from docchat.serve.state import SignIn
 from docchat.wiring.local import guarded_local_app
 from tests.chatkit import ServedApp
-from tests.conftest import WordEmbedder
+from tests.conftest import WordEmbedder, fresh_python
 from tests.mcpkit import backend_of, ingested
 
 pytestmark = pytest.mark.slow  # two ingested libraries and two uvicorns
@@ -210,8 +208,4 @@ def test_the_chat_api_imports_the_mcp_sdk_only_when_mcp_is_first_called() -> Non
         "    after = 'mcp' in sys.modules\n"
         "print(before, after)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
-    )
-
-    assert result.stdout.split()[-2:] == ["False", "True"]  # after the request logs
+    assert fresh_python(probe).split()[-2:] == ["False", "True"]  # after the request logs

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 from docchat.config import Settings
 from docchat.errors import ConfigError
 from docchat.wiring.cloud import CloudServices
+from tests.conftest import fresh_python
 
 
 def test_cloud_index_is_built_without_a_request_to_opensearch() -> None:
@@ -74,8 +73,6 @@ def test_cloud_wiring_leaves_the_web_app_to_the_chat_function() -> None:
         "print(sorted(m for m in ('fastapi', 'starlette', 'docchat.serve.app', "
         "'docchat.answer.agent') if m in sys.modules))"
     )
-    shown = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
+    shown = fresh_python(code)
 
     assert shown.strip() == "[]"

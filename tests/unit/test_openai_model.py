@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 
 import httpx2
 import pytest
@@ -17,7 +15,7 @@ from docchat.config import Settings
 from docchat.errors import ConfigError, ModelAccessError, ModelError, ModelUnavailableError
 from docchat.llm import Message, ModelEvent, TextDelta, ToolSpec, ToolUse, TurnEnd
 from docchat.wiring import chat_model
-from tests.conftest import REPO
+from tests.conftest import REPO, fresh_python
 
 FIXTURES = REPO / "tests" / "fixtures" / "openai"
 BASE_URL = "http://127.0.0.1:11434/v1"
@@ -363,8 +361,4 @@ def test_chat_side_imports_the_openai_adapter_only_when_configured() -> None:
         "chat_model(Settings(model_provider='anthropic', anthropic_api_key='k'))\n"
         "print('docchat.adapters.openai_model' in sys.modules)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
-    )
-
-    assert result.stdout.strip() == "False"
+    assert fresh_python(probe).strip() == "False"

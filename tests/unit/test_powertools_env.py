@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import yaml
 
-from tests.conftest import REPO
+from tests.conftest import REPO, fresh_python
 from tests.infra.test_statemachine import CloudFormationLoader
 
 # One step through `step_handler` in a fresh interpreter (the Powertools objects are made when
@@ -41,15 +39,10 @@ step_handler("probe", lambda event: Done(doc_id="doc-1"))({}, Context())
 def _run_step(env: dict[str, str]) -> list[dict[str, object]]:
     """The JSON lines a step handler prints (its log line and its metrics)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("POWERTOOLS_")}
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        env={**clean, "POWERTOOLS_TRACE_DISABLED": "true", **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
+    printed = fresh_python(
+        PROBE, env={**clean, "POWERTOOLS_TRACE_DISABLED": "true", **env}, timeout=120
     )
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return [json.loads(line) for line in printed.splitlines() if line.startswith("{")]
 
 
 def test_step_handlers_take_service_and_namespace_from_the_environment() -> None:

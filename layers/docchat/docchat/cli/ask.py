@@ -68,7 +68,7 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
                     sys.stdout.flush()
             case ToolCallEvent() if not args.json:
                 call = escape(f"{event.name} {json.dumps(event.input, ensure_ascii=False)}")
-                common.err.print(f"[dim]{call}[/dim]", soft_wrap=True)
+                common.err.print(f"[dim]{call}[/dim]")
             case CitationsEvent():
                 citations = event.citations
             case ErrorEvent():

@@ -18,6 +18,9 @@ from docchat.wiring.local import local_embedder, open_index
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
+# Wrapped between words in a terminal; one line each where stderr is a pipe or a log file, so
+# that a path or an id in an error stays whole (rich would break it at 80 columns).
+err.soft_wrap = not err.is_terminal
 
 MAX_TOP_K = 50
 #: The `docchat` command's subcommands, to which each module adds its own.

@@ -45,6 +45,9 @@ class Settings(BaseModel):
     chunk_size: int = Field(1500, ge=100, le=8000, description="characters per chunk")
     chunk_overlap: int = Field(200, ge=0, description="characters shared by adjacent chunks")
     embed_batch_size: int = Field(32, ge=1, le=512, description="texts per embedding call")
+    embed_threads: int = Field(
+        0, ge=0, le=256, description="cores one local embedding call may use (0: all)"
+    )
     max_pages: int = Field(5000, ge=1, description="PDFs with more pages are refused")
     convert_timeout_s: float = Field(
         300.0, gt=0, description="time budget for one PDF's conversion"

@@ -70,6 +70,10 @@ class LocalEmbedder:
         self._queries: dict[str, Vectors] = {}  # by text, oldest first
         self._lock = threading.Lock()
 
+    def load(self) -> None:
+        """Load the model and tokenizer now, not on the first text embedded."""
+        _ = self._session, self._tokenizer
+
     @cached_property
     def _session(self) -> Any:
         import onnxruntime

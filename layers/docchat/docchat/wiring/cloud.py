@@ -120,7 +120,9 @@ class CloudServices:
         if settings.embedder == "local":
             from docchat.adapters.local_embedder import LocalEmbedder
 
-            return LocalEmbedder(batch_size=settings.embed_batch_size)
+            return LocalEmbedder(
+                batch_size=settings.embed_batch_size, threads=settings.embed_threads
+            )
         from docchat.adapters.bedrock_embedder import embedder_for
 
         return embedder_for(

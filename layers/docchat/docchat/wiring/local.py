@@ -35,7 +35,7 @@ REQUIRED: tuple[str, ...] = ()
 
 
 def local_embedder(settings: Settings) -> LocalEmbedder:
-    return LocalEmbedder(batch_size=settings.embed_batch_size)
+    return LocalEmbedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
 
 
 def open_index(settings: Settings, embedder: Embedder) -> SqliteIndex:

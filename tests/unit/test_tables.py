@@ -152,6 +152,28 @@ def test_tables_income_statement_keeps_header_caption_and_units() -> None:
     assert "See accompanying notes" in markdown[markdown.rindex("|") :]
 
 
+def test_tables_header_set_above_the_rules_of_a_ruled_statement_heads_it() -> None:
+    # Nike's 2019 10-K rules its income statement from "Revenues" down and prints the years
+    # above the rules: they were left a paragraph, and "Revenues | $ 39,117 | ..." headed the
+    # table, so no number had its year.
+    pytest.importorskip("reportlab", reason="reportlab draws the statement")
+    markdown = pages_from_pdf(_income_statement(ruled_rows=True)).pages[0].markdown
+
+    table = [line for line in markdown.split("\n") if line.startswith("|")]
+    assert table[:4] == [
+        "|  | Year Ended December 31, |  |  |",
+        "|  | 2017 | 2018 | 2019 |",
+        "| --- | --- | --- | --- |",
+        "| Net sales: |  |  |  |",
+    ]
+    assert "| Net product sales | $ 118,573 | $ 141,915 | $ 160,408 |" in table
+    assert "| Total net sales | 177,866 | 232,887 | 280,522 |" in table
+    # The header's words are in the table, not also a paragraph; the title and units stay text
+    above = markdown[: markdown.index("\n|")]
+    assert "2017" not in above and "Year Ended" not in above
+    assert above.rstrip().endswith("(in millions, except per share data)")
+
+
 def test_tables_a_page_that_is_all_table_converts() -> None:
     # A page holding nothing but a table (Amazon's 2019 10-K has one) read as columns before
     # its table was found, and failed the whole PDF with "min() arg is an empty sequence".
@@ -197,10 +219,12 @@ ROWS = [
 ]
 
 
-def _income_statement(*, only_table: bool = False) -> bytes:
+def _income_statement(*, only_table: bool = False, ruled_rows: bool = False) -> bytes:
     """A page set as a 10-K sets its income statement: title, units line, a spanning header
     with a rule under it over the years, label rows, dollar signs in their own column; or,
-    `only_table`, the years and rows alone (a statement's second page)."""
+    `only_table`, the years and rows alone (a statement's second page); or, `ruled_rows`, a
+    rule above and under every row from the first label down and rules between the columns
+    there, none in the header (as Nike's 2019 10-K sets it)."""
     from reportlab.lib.pagesizes import letter
     from reportlab.pdfgen import canvas
 
@@ -214,19 +238,27 @@ def _income_statement(*, only_table: bool = False) -> bytes:
         c.drawCentredString(306, 703, "(in millions, except per share data)")
         c.drawCentredString(432, 680, "Year Ended December 31,")
         c.setLineWidth(0.5)
-        c.line(300, 676, 534, 676)
+        if not ruled_rows:
+            c.line(300, 676, 534, 676)
     for x, year in zip((372, 452, 532), ("2017", "2018", "2019"), strict=True):
         c.drawRightString(x, 666, year)
-    if not only_table:
+    if not only_table and not ruled_rows:
         c.line(300, 662, 534, 662)
     y = 650
+    if ruled_rows:
+        c.line(72, y + 10, 534, y + 10)
     for label, indent, values, dollars in ROWS:
+        if ruled_rows:
+            c.line(72, y - 3, 534, y - 3)
         c.drawString(72 + indent, y, label)
         for x, value in zip((372, 452, 532), values or (), strict=False):
             c.drawRightString(x, y, value)
             if dollars:
                 c.drawString(x - 60, y, "$")
         y -= 12
+    if ruled_rows:
+        for x in (300, 382, 462):  # and between the columns, from the first row down
+            c.line(x, y + 9, x, 660)
     if not only_table:
         c.setFont("Helvetica", 8)
         c.drawString(72, y - 14, "See accompanying notes to consolidated financial statements.")

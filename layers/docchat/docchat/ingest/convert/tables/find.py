@@ -13,7 +13,7 @@ from docchat.ingest.convert.glyphs import Glyphs
 from docchat.ingest.convert.page import Line
 from docchat.ingest.convert.tables.aligned import whitespace_tables
 from docchat.ingest.convert.tables.cells import Table, has_numeric_column
-from docchat.ingest.convert.tables.ruled import ruled_table
+from docchat.ingest.convert.tables.ruled import header_above, ruled_table
 from docchat.ingest.convert.tables.rules import grids, page_rules
 from docchat.ingest.convert.tables.words import Word, is_number, page_words, text_frame
 
@@ -113,7 +113,7 @@ def find_tables(
         rules = rules.turned(frame)
         found = grids(rules)
     words = page_words(glyphs, text, frame)
-    ruled = [t for grid in found if (t := ruled_table(grid, words)) is not None]
+    ruled = [header_above(t, words) for grid in found if (t := ruled_table(grid, words))]
     probe.record(found=bool(ruled))
     width = frame.height if frame.turns % 2 else frame.width
     aligned = whitespace_tables(_outside(words, ruled), rules.across, width)

@@ -19,11 +19,14 @@ from docchat.ingest.convert.tables.cells import (
 from docchat.ingest.convert.tables.rules import RULE_TOL, Grid, Rule, runs
 from docchat.ingest.convert.tables.words import (
     ENUMERATOR,
+    YEAR,
+    BBox,
     Word,
     WordLine,
     box_of,
     cell_text,
     glyph_ranges,
+    is_numeric_cell,
     segment_text,
     separators,
     visual_lines,
@@ -31,6 +34,9 @@ from docchat.ingest.convert.tables.words import (
 
 Cell = tuple[int, int]  # row, column
 _RULED_SHARE = 0.75  # of the cell edges inside a frame: fewer, and it is a drawing
+_HEAD_GAP = 2.6  # line heights from a table's top to a header line set above it
+_MAX_HEADS = 5
+_HEAD_WORDS = 6  # a header cell over numbers: a year, "% of total", "Six Months Ended June 30,"
 
 
 def ruled_table(grid: Grid, words: list[Word]) -> Table | None:
@@ -65,6 +71,85 @@ def ruled_table(grid: Grid, words: list[Word]) -> Table | None:
     box = box_of(kept)
     bbox = left, max(bottom, box[1] - 2), right, min(top, box[3] + 2)
     return Table(rows, header, bbox, "ruled", glyph_ranges(kept), boxes)
+
+
+def header_above(table: Table, words: list[Word]) -> Table:
+    """A ruled table whose rows are all body (numbers in its data columns, or labels alone
+    before them: "Net sales:"), with the header lines set just above its top rule as rows of
+    their own: 10-K statements rule their rows from "Revenues" down and print the years
+    ("(In millions) 2019 2018 2017") and the span over them ("YEAR ENDED MAY 31,") above. A
+    line joins when each of its segments stands over a column of its own, one or more over
+    the number columns with a few words each; a line of one segment over the number columns
+    joins as the span over such a line's number columns (its text in the first of them)."""
+    if table.kind != "ruled" or table.header_rows != 1 or len(table.rows) < 3 or not table.boxes:
+        return table
+    numbered = next(
+        (i for i, row in enumerate(table.rows) if any(map(is_numeric_cell, row[1:]))), None
+    )
+    if numbered is None or any(any(row[1:]) for row in table.rows[:numbered]):
+        return table  # a header of its own: text over the number columns before the numbers
+    extents = [_extent([row[c] for row in table.boxes]) for c in range(len(table.rows[0]))]
+    if any(e is None for e in extents):
+        return table
+    spans = [e for e in extents if e is not None]
+    bounds = [-1e9] + [(a[1] + b[0]) / 2 for a, b in itertools.pairwise(spans)] + [1e9]
+    left, _, right, top = table.bbox
+    above = [w for w in words if w.yc > top and left - 1 <= w.xc <= right + 1]
+    heads: list[list[list[Word]]] = []
+    reference = top
+    for line in reversed(visual_lines(above)):  # the nearest first
+        if line.y - reference > _HEAD_GAP * line.size:
+            break
+        cells: list[list[Word]] = [[] for _ in spans]
+        for seg in line.segments:  # in the first column it reaches over (a span's first)
+            x0, x1 = seg[0].x0, seg[-1].x1
+            over = [c for c, (a, b) in enumerate(spans) if min(x1, b) > max(x0, a)]
+            cells[over[0] if over else slot(bounds, (x0 + x1) / 2)].extend(seg)
+        filled = [c for c, ws in enumerate(cells) if ws]
+        if len(line.segments) >= 2:
+            if len(filled) < len(line.segments) or filled[-1] == 0:
+                break
+            if any(_not_a_head(cells[c]) for c in filled if c > 0):
+                break  # a body row above the rules, or prose
+        else:
+            under = [c for c, ws in enumerate(heads[0]) if ws and c > 0] if heads else []
+            if len(under) < 2 or line.segments[0][0].x0 < bounds[1]:
+                break
+            cells = [[] for _ in spans]
+            cells[under[0]] = list(line.segments[0])
+        heads.insert(0, cells)
+        reference = max(w.top for w in line.words)
+        if len(heads) == _MAX_HEADS:
+            break
+    if not heads or not any(sum(bool(ws) for ws in row) >= 2 for row in heads):
+        return table
+    head_words = [w for row in heads for ws in row for w in ws]
+    return Table(
+        [[cell_text(ws) for ws in row] for row in heads] + table.rows,
+        len(heads),  # every ruled row is body
+        (table.bbox[0], table.bbox[1], table.bbox[2], max(top, *(w.top for w in head_words))),
+        table.kind,
+        sorted(glyph_ranges(head_words) + table.chars),
+        [[box_of(ws) if ws else None for ws in row] for row in heads] + table.boxes,
+        table.size,
+    )
+
+
+def _not_a_head(words: list[Word]) -> bool:
+    """Not what heads a column of numbers: more than a few words, or a number (a year
+    aside)."""
+    text = segment_text(words)
+    return len(words) > _HEAD_WORDS or (
+        is_numeric_cell(text) and not YEAR.fullmatch(text.strip("()*"))
+    )
+
+
+def _extent(boxes: list[BBox | None]) -> tuple[float, float] | None:
+    """The x range a column's cells cover."""
+    found = [b for b in boxes if b is not None]
+    if not found:
+        return None
+    return min(b[0] for b in found), max(b[2] for b in found)
 
 
 @dataclass

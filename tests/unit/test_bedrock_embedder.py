@@ -117,6 +117,27 @@ def test_titan_embedder_sends_a_single_space_for_blank_text(
     assert vector.shape == (1024,) and vector[0] == 1.0
 
 
+@pytest.mark.parametrize("kind", ["titan", "cohere"])
+def test_a_question_asked_again_is_not_embedded_again(
+    stubbed: tuple[Any, Stubber], kind: str
+) -> None:
+    # A question's hybrid search, its sentence reranker and its extractive answer each ask for
+    # its vector: each was a Bedrock call (the reranker remembered one query, for itself).
+    client, stubber = stubbed
+    answer = {"embedding": axis(0, 1024)} if kind == "titan" else {"embeddings": [axis(1, 1024)]}
+    for _ in range(2):
+        stubber.add_response("invoke_model", streaming(answer))
+    embedder = TitanEmbedder(client=client) if kind == "titan" else CohereEmbedder(client=client)
+
+    first = embedder.embed_query("When does the ferry leave?")
+    again = embedder.embed_query("When does the ferry leave?")
+    other = embedder.embed_query("Who built the bridge?")
+
+    assert again is first and not first.flags.writeable
+    assert other.shape == first.shape
+    stubber.assert_no_pending_responses()  # two calls: one per distinct question
+
+
 class EchoClient:
     """Answers Titan calls on many threads: text "t<n>" embeds as axis n, after a jittered wait."""
 

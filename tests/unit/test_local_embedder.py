@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from docchat.adapters import local_embedder
+from docchat.adapters import embedding, local_embedder
 from docchat.adapters.embedding import token_budget_batches
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.errors import ModelFileError
@@ -49,7 +49,7 @@ def test_a_query_is_embedded_once_while_it_is_among_the_last_ones(
     runs: list[list[str]] = []
     embed = embedder._embed_batch
     monkeypatch.setattr(embedder, "_embed_batch", lambda texts: runs.append(texts) or embed(texts))
-    monkeypatch.setattr(local_embedder, "QUERIES_KEPT", 2)
+    monkeypatch.setattr(embedding, "QUERIES_KEPT", 2)
 
     first = embedder.embed_query("When does the ferry leave?")
     again = embedder.embed_query("When does the ferry leave?")

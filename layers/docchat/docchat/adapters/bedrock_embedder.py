@@ -19,7 +19,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from docchat.adapters.embedding import unit_length
+from docchat.adapters.embedding import RecentQueries, unit_length
 from docchat.errors import (
     ConfigError,
     EmbeddingAccessDeniedError,
@@ -211,6 +211,7 @@ class TitanEmbedder:
         self._model = BedrockModel(model_id=model_id, client=client, region=region)
         self._dimension = dimension
         self._concurrency = concurrency
+        self._queries = RecentQueries()
 
     @property
     def model_id(self) -> str:
@@ -236,9 +237,8 @@ class TitanEmbedder:
         )
 
     def embed_query(self, text: str) -> Vectors:
-        """The normalised vector of one query."""
-        vector: Vectors = self._embed_group([text])[0]
-        return vector
+        """The normalised vector of one query (read-only; the last ones are remembered)."""
+        return self._queries.vector(text, lambda t: self._embed_group([t])[0])
 
     def _embed_group(self, texts: list[str]) -> Vectors:
         (text,) = texts
@@ -266,6 +266,7 @@ class CohereEmbedder:
         check_concurrency(concurrency)
         self._model = BedrockModel(model_id=model_id, client=client, region=region)
         self._concurrency = concurrency
+        self._queries = RecentQueries()
 
     @property
     def model_id(self) -> str:
@@ -291,9 +292,9 @@ class CohereEmbedder:
         )
 
     def embed_query(self, text: str) -> Vectors:
-        """The normalised vector of one query (embedded as a `search_query`)."""
-        vector: Vectors = self._embed([text], input_type="search_query")[0]
-        return vector
+        """The normalised vector of one query (embedded as a `search_query`; read-only, the
+        last ones are remembered)."""
+        return self._queries.vector(text, lambda t: self._embed([t], input_type="search_query")[0])
 
     def _embed_documents(self, texts: list[str]) -> Vectors:
         return self._embed(texts, input_type="search_document")

@@ -1,14 +1,45 @@
-"""What the embedder adapters share: batches of similar length, and unit-length rows."""
+"""What the embedder adapters share: batches of similar length, unit-length rows, and the
+queries they embedded last."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from docchat.ports import Vectors
+
+# Query vectors each embedder remembers.
+QUERIES_KEPT = 64
+
+
+class RecentQueries:
+    """The vectors of the last QUERIES_KEPT queries an embedder embedded, by text, read-only:
+    a question's hybrid search, its sentence reranker and its extractive answer each ask for
+    the query's vector, and a Bedrock embedder would call the model for each."""
+
+    def __init__(self) -> None:
+        self._vectors: OrderedDict[str, Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def vector(self, text: str, embed: Callable[[str], Vectors]) -> Vectors:
+        """`text`'s vector: remembered, or `embed(text)` (outside the lock) and remembered."""
+        with self._lock:
+            vector = self._vectors.get(text)
+            if vector is not None:
+                self._vectors.move_to_end(text)
+                return vector
+        vector = embed(text)
+        vector.setflags(write=False)
+        with self._lock:
+            self._vectors[text] = vector
+            while len(self._vectors) > QUERIES_KEPT:
+                self._vectors.popitem(last=False)
+        return vector
 
 
 def token_budget_batches(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import threading
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from docchat.adapters.embedding import token_budget_batches, unit_length
+from docchat.adapters.embedding import RecentQueries, token_budget_batches, unit_length
 from docchat.errors import ModelFileError
 from docchat.ports import Vectors
 
@@ -32,8 +31,6 @@ MAX_TOKENS = 256
 # 1.5 GiB, 16 at 0.86 GiB for 4 % more time (turning the arena off: 1.0 GiB, 29 % more time;
 # bench/index.py). Short texts (sentences) still go 32 at a time.
 MAX_BATCH_TOKENS = 16 * MAX_TOKENS
-# Query vectors remembered (embed_query).
-QUERIES_KEPT = 64
 
 
 def packaged_file(package: str, relative: str) -> Path:
@@ -67,8 +64,7 @@ class LocalEmbedder:
     def __init__(self, *, batch_size: int = 32, threads: int = 0) -> None:
         self._batch_size = batch_size
         self._threads = threads
-        self._queries: dict[str, Vectors] = {}  # by text, oldest first
-        self._lock = threading.Lock()
+        self._queries = RecentQueries()
 
     def load(self) -> None:
         """Load the model and tokenizer now, not on the first text embedded."""
@@ -109,18 +105,8 @@ class LocalEmbedder:
         return out
 
     def embed_query(self, text: str) -> Vectors:
-        """The query's vector (read-only). The last QUERIES_KEPT are remembered: a question's
-        hybrid search and its sentence reranker each embed it."""
-        with self._lock:
-            vector = self._queries.get(text)
-        if vector is None:
-            vector = self._embed_batch([text])[0]
-            vector.setflags(write=False)
-            with self._lock:
-                self._queries[text] = vector
-                while len(self._queries) > QUERIES_KEPT:
-                    self._queries.pop(next(iter(self._queries)))
-        return vector
+        """The query's vector (read-only; the last ones are remembered, see RecentQueries)."""
+        return self._queries.vector(text, lambda t: self._embed_batch([t])[0])
 
     def _embed_batch(self, texts: list[str]) -> Vectors:
         encodings = self._tokenizer.encode_batch(texts)

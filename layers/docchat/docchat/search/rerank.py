@@ -64,9 +64,6 @@ class SentenceReranker:
         self.store = store
         self._cached = cached
         self._lock = threading.Lock()  # the cache is shared by concurrent searches
-        # The last query and its vector: the extractive answer asks `similarities` for the
-        # query just reranked. One tuple, replaced whole, so threads never see a torn pair.
-        self._last_query: tuple[str, Vectors] | None = None
         self._sentences: OrderedDict[str, _Sentences] = OrderedDict()
 
     def rerank(self, query: str, passages: Sequence[Passage], *, top_n: int) -> list[Passage]:
@@ -97,12 +94,9 @@ class SentenceReranker:
         }
 
     def _query_vector(self, query: str) -> Vectors:
-        last = self._last_query
-        if last is not None and last[0] == query:
-            return last[1]
-        vector = self.embedder.embed_query(query).reshape(-1)
-        self._last_query = (query, vector)
-        return vector
+        # Embedders remember their last queries (RecentQueries): the search just before and
+        # the extractive answer just after ask for the same one.
+        return self.embedder.embed_query(query).reshape(-1)
 
     def _best_sentences(self, query: str, passages: list[_Sentences]) -> list[float]:
         """Per passage, its best sentence's cosine with the query plus `sentence_words` times the

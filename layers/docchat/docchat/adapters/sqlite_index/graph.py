@@ -7,7 +7,8 @@ clustered (a document's chunks share a topic), where a graph needs a longer sear
 grows: at 1M chunks (three 320,000-row graphs and two of 20,000) the re-scored top 10 held 0.958
 of the exact one with ef = 0.25 sqrt(rows), 0.972 with 0.5, 0.981 with 1, 0.987 with 1.5 and
 0.991 with 2, at 0.06x, 0.07x, 0.11x, 0.15x and 0.17x an exact numpy scan. Opening a view still
-walks every node to locate it (usearch's view: about 40 ms per 320,000 rows), the one cost of
+does work per node (usearch 2.26's view counts removed keys by reading every node and calls its
+progress callback per node, taking the GIL: about 18 ms per 320,000 rows), the one cost of
 opening that grows with the rows.
 """
 

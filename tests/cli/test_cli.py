@@ -310,3 +310,32 @@ def test_cli_collections_and_move_print_through_the_clis_console(
     assert "(notes.pdf) is in bridges" in before
     assert re.search(r"│ bridges\s+│\s+1 │", after) and "│ notes" not in after
     assert capsys.readouterr().out == ""
+
+
+def test_cli_refuses_a_collection_no_document_is_in(
+    library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given notes.pdf in the collection `notes`
+    data = str(tmp_path / "data")
+    _run(capsys, "ingest", str(library / "notes.pdf"), "--collection", "notes", "--data-dir", data)
+
+    # When a command names a collection no document is in, it says so instead of answering
+    # from nothing (a mistyped name was an empty search, exit 0)
+    for argv in (["search", "notes"], ["ask", "What are the notes about?"], ["status"]):
+        code, out, err = _run(capsys, *argv, "--collection", "nope", "--data-dir", data)
+        assert code != 0, argv
+        assert "no collection 'nope'" in err, (argv, out, err)
+    # And the collections that hold documents (and the default one) still answer
+    assert _run(capsys, "search", "notes", "--collection", "notes", "--data-dir", data)[0] == 0
+    assert _run(capsys, "status", "--collection", "default", "--data-dir", data)[0] == 0
+
+
+def test_cli_prints_its_version(capsys: pytest.CaptureFixture[str]) -> None:
+    # `docchat --version` was "error: the following arguments are required: command"
+    from importlib import metadata
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"docchat {metadata.version('docchat')}"

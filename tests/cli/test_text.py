@@ -129,6 +129,19 @@ def test_text_rejects_a_page_range_that_is_not_one(
     assert "'two' is not a page range" in capsys.readouterr().err
 
 
+def test_text_rejects_a_page_range_that_ends_before_it_starts(
+    indexed: tuple[str, list[Path]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "3-1" was taken as a range and refused as out of range ("ask for 1-18")
+    with pytest.raises(SystemExit) as exit_:
+        main(["text", ODD_NAMES[0], "--pages", "3-1", "--data-dir", indexed[0]])
+
+    assert exit_.value.code == 2
+    assert "'3-1' ends before it starts: give the first page first (1-3)" in " ".join(
+        capsys.readouterr().err.split()
+    )
+
+
 def test_text_of_document_indexed_before_pages_were_kept_says_to_ingest_again(
     indexed: tuple[str, list[Path]], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

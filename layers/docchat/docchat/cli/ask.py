@@ -53,7 +53,7 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
     if args.top_k:
         backend.config.top_k = args.top_k
     index = common.closed_later(cast(SqliteIndex, backend.library.index))
-    scope = visible(args)
+    scope = visible(args, index.documents())
     backend = backend if scope is None else backend.within(scope)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
     events = backend.agent().run([{"role": "user", "content": text}], doc_ids=doc_ids)
@@ -146,7 +146,7 @@ def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[
     require_index(settings)
     library = local_library(settings)
     index = common.closed_later(cast(SqliteIndex, library.index))
-    scope = visible(args)
+    scope = visible(args, index.documents())
     library = library if scope is None else library.within(scope)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
     return library.search(query, top_k=args.top_k or settings.top_k, doc_ids=doc_ids).passages

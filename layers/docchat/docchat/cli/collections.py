@@ -48,17 +48,30 @@ def add_collection_option(parser: argparse.ArgumentParser, help: str, *, many: b
     )
 
 
-def visible(args: argparse.Namespace) -> Visible | None:
-    """What --collection lets a command see (None: every collection)."""
+def visible(args: argparse.Namespace, records: Sequence[DocumentRecord]) -> Visible | None:
+    """What --collection lets a command see among `records` (None: every collection); a name
+    no document is in is refused, so that a mistyped one is not an empty answer."""
+    wanted = _named(args)
+    if wanted is None:
+        return None
+    unknown = sorted(wanted - set(counts(records)))
+    if unknown:
+        raise DocumentNotFoundError(
+            f"no collection {unknown[0]!r}: `docchat collections` lists the collections"
+        )
+    return Visible(collections=wanted)
+
+
+def _named(args: argparse.Namespace) -> frozenset[str] | None:
     names = getattr(args, "collection", None)
     if not names:
         return None
-    return Visible(collections=frozenset([names] if isinstance(names, str) else names))
+    return frozenset([names] if isinstance(names, str) else names)
 
 
 def within(records: Sequence[DocumentRecord], args: argparse.Namespace) -> list[DocumentRecord]:
     """The records --collection lets a command see."""
-    seen = visible(args)
+    seen = visible(args, records)
     return [r for r in records if seen is None or seen.admits(r)]
 
 
@@ -80,7 +93,8 @@ def totals_within(stats: dict[str, Any], documents: Sequence[DocumentRecord]) ->
 
 def check_in(record: DocumentRecord, args: argparse.Namespace, ref: str) -> DocumentRecord:
     """`record`, or DocumentNotFoundError when --collection leaves it out."""
-    if not within([record], args):
+    wanted = _named(args)
+    if wanted is not None and not Visible(collections=wanted).admits(record):
         raise DocumentNotFoundError(
             f"no document {ref!r} in the collection {args.collection!r}: `docchat status "
             f"--collection {args.collection}` lists its documents"

@@ -82,6 +82,10 @@ def page_range(value: str) -> tuple[int | None, int | None]:
     last = int(match.group(3)) if match.group(3) else None
     if not match.group(2):
         last = first
+    if first is not None and last is not None and last < first:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} ends before it starts: give the first page first ({last}-{first})"
+        )
     return first, last
 
 

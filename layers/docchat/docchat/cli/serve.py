@@ -36,7 +36,7 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
         default="127.0.0.1",
         help="address to bind (default 127.0.0.1); any other than loopback needs --token",
     )
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     serve.add_argument(
         "--token",
         default=None,

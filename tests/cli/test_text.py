@@ -142,6 +142,24 @@ def test_text_rejects_a_page_range_that_ends_before_it_starts(
     )
 
 
+def test_text_of_a_document_that_failed_to_index_says_why(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # An empty file fails to index; its text was "not kept ... documents indexed before docchat
+    # kept page text have none", as if the index were old
+    empty = tmp_path / "empty.pdf"
+    empty.write_bytes(b"")
+    data = str(tmp_path / "data")
+    assert _run(capsys, "ingest", str(empty), "--data-dir", data)[0] == 1
+
+    code, _, err = _run(capsys, "text", "empty.pdf", "--data-dir", data)
+
+    said = " ".join(err.split())
+    assert code == 2
+    assert "has no page text: it failed to index: the file is empty" in said
+    assert "indexed before docchat kept page text" not in said
+
+
 def test_text_of_document_indexed_before_pages_were_kept_says_to_ingest_again(
     indexed: tuple[str, list[Path]], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -18,7 +18,7 @@ from docchat.errors import (
     PageTextMissingError,
 )
 from docchat.ingest.artifacts import pages_key, pages_prefix
-from docchat.models import DocumentRecord, Page
+from docchat.models import DocStatus, DocumentRecord, Page
 from docchat.ports import Objects, PageStore
 
 
@@ -69,6 +69,9 @@ def extracted_pages(
             f"no document with id {doc_ref!r}: GET /documents or `docchat status` lists them"
         )
     pages = store.stored_pages(record.doc_id, record.version) if store else None
+    if pages is None and record.status == DocStatus.FAILED:
+        why = record.error or "add its file again"
+        raise PageTextMissingError(f"{record.doc_id} has no page text: it failed to index: {why}")
     if pages is None:
         raise PageTextMissingError(
             f"the page text of {record.doc_id} was not kept (status {record.status.value}; "

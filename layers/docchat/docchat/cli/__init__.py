@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from docchat import VERSION
 from docchat.cli import ask, collections, common, documents, evaluate, serve
 from docchat.cli.display import shown
 from docchat.config import Settings
@@ -43,7 +44,7 @@ def parser() -> argparse.ArgumentParser:
         help="where the index lives (default: $DOCCHAT_DATA_DIR or .docchat/)",
     )
     command = argparse.ArgumentParser(prog="docchat", description="Chat with your documents.")
-    command.add_argument("--version", action="version", version=f"docchat {_version()}")
+    command.add_argument("--version", action="version", version=f"docchat {VERSION}")
     commands = command.add_subparsers(dest="command", required=True)
     documents.add_ingest(commands, common)
     ask.add_commands(commands, common)
@@ -52,13 +53,3 @@ def parser() -> argparse.ArgumentParser:
     evaluate.add_commands(commands, common)
     collections.add_collection_commands(commands, common)
     return command
-
-
-def _version() -> str:
-    """The installed package's version ("unknown" when run from a source tree)."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("docchat")
-    except metadata.PackageNotFoundError:
-        return "unknown"

@@ -20,6 +20,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.routing import Route
 
+from docchat import VERSION
 from docchat.answer.backend import ChatBackend
 from docchat.ingest.uploads import MAX_UPLOAD_BYTES
 from docchat.ports import ConversationStore
@@ -94,7 +95,7 @@ def create_app(
     app = FastAPI(
         lifespan=lifespan,
         title="docchat",
-        version="0.1.0",
+        version=VERSION,
         middleware=[
             Middleware(RequestIds),
             Middleware(Unexpected),

@@ -32,6 +32,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from docchat import VERSION
 from docchat.answer.backend import ChatBackend
 from docchat.answer.events import ChatEvent
 from docchat.answer.tools import input_schema, invalid_input_message
@@ -74,7 +75,7 @@ def mcp_server(
     handlers = _Handlers(backend, web_url=web_url, default_caller=default_caller)
     return Server(
         "docchat",
-        version="0.1.0",
+        version=VERSION,
         title="docchat",
         instructions=INSTRUCTIONS,
         on_list_tools=handlers.list_tools,

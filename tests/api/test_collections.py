@@ -47,10 +47,15 @@ USERS = {
             "read": ["bridges"],
             "write": ["bridges"],
         },
+        {
+            "name": "cy",
+            "token_sha256": token_sha256("cy-token"),
+            "write": ["ferries", "bridges"],
+        },
         {"name": "root", "token_sha256": token_sha256("root-token"), "admin": True},
     ]
 }
-ROOT = {"authorization": "Bearer root-token"}
+ROOT, CY = {"authorization": "Bearer root-token"}, {"authorization": "Bearer cy-token"}
 ANA, BO = {"authorization": "Bearer ana-token"}, {"authorization": "Bearer bo-token"}
 
 

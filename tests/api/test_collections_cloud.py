@@ -42,8 +42,12 @@ GROUPS = {
     "groups": {
         "ferry-team": {"read": ["ferries"], "write": ["ferries"]},
         "bridge-team": {"read": ["bridges"], "write": ["bridges"]},
+        "both-teams": {"write": ["ferries", "bridges"]},
     },
 }
+
+#: Each user's Cognito groups.
+USERS = {"ana": ["ferry-team"], "bo": ["bridge-team"], "cy": ["both-teams"], "root": ["admins"]}
 
 
 @dataclass
@@ -101,8 +105,8 @@ def cloud(
         live = services()
         live.__dict__.update(index=index, embedder=embedder, page_store=index, reranker=None)
         cognito = FakeCognito(
-            users={"ana@example.com": "a", "bo@example.com": "b"},
-            groups={"ana@example.com": ["ferry-team"], "bo@example.com": ["bridge-team"]},
+            users={f"{name}@example.com": name[0] for name in USERS},
+            groups={f"{name}@example.com": groups for name, groups in USERS.items()},
         )
         app = ServedApp(StageGate(cloud_app(), cognito))
         access_of = cognito_access_for(
@@ -116,8 +120,8 @@ def cloud(
         mcp_app.start()
         try:
             tokens = {
-                "ana": cognito.tokens("ana@example.com", refresh=False)["id_token"],
-                "bo": cognito.tokens("bo@example.com", refresh=False)["id_token"],
+                name: cognito.tokens(f"{name}@example.com", refresh=False)["id_token"]
+                for name in USERS
             }
             yield Cloud(
                 f"http://127.0.0.1:{app.port}/v1",

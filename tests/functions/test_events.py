@@ -13,6 +13,7 @@ from docchat.ingest.decision import doc_id_for
 from docchat.ingest.steps import register
 from docchat.models import DocStatus
 from docchat.payloads import StepEvent
+from docchat.serve.access import ADMIN
 from tests.aws_events import EVENTS, documented, encoded_key, execution_event, s3_event
 from tests.functions.conftest import DOCS_BUCKET, FakeContext, Pipeline, _load_handler
 from tests.functions.test_ingest_pipeline import _pdf
@@ -296,7 +297,7 @@ def test_a_page_upload_is_the_document_its_ticket_names(pipeline: Pipeline) -> N
     # Given the page asked for an upload URL for a file with an odd name
     registry = pipeline.services.registry
     ticket = S3Uploads(client=pipeline.s3, bucket=DOCS_BUCKET, registry=registry).upload_url(
-        "My Report (final) é.pdf", size=1000
+        "My Report (final) é.pdf", size=1000, collection="default", writer=ADMIN
     )
 
     # When the browser PUTs it and S3 sends the documented event

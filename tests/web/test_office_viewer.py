@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from docchat.models import DocStatus
+from docchat.serve.access import ADMIN
 from tests.conftest import squash
 from tests.officegen import docx_file, pptx_file, xlsx_file
 from tests.web.browser import expect
@@ -203,7 +204,9 @@ def test_document_text_goes_in_as_text_never_as_html(browser: Any, tmp_path: Pat
         "The gate code is <b>4711</b> and <script>window.__ran = 1</script> stays text.\n"
     )
     with LocalServer(tmp_path / "data") as server:
-        record = server.uploads.receive(hostile.name, hostile.read_bytes())
+        record = server.uploads.receive(
+            hostile.name, hostile.read_bytes(), collection="default", writer=ADMIN
+        )
         context = browser.new_context(viewport=DESKTOP)
         opened = context.new_page()
         dialogs: list[str] = []

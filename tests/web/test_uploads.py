@@ -32,6 +32,7 @@ from docchat.ingest.uploads import (
 from docchat.models import DocStatus, DocumentRecord
 from docchat.search.library import Library
 from docchat.serve import app as api
+from docchat.serve.access import ADMIN
 from docchat.serve.app import create_app
 from tests.chatkit import SEARCH, local_parts, tuned_config
 from tests.conftest import EXAMPLES, WordEmbedder
@@ -436,4 +437,4 @@ def test_too_large_is_reported_before_signing() -> None:
     uploads = S3Uploads(client=None, bucket=BUCKET, registry=Registry())
 
     with pytest.raises(UploadTooLargeError, match="more than the 100 MB"):
-        uploads.upload_url("a.pdf", size=200 * 1024 * 1024)
+        uploads.upload_url("a.pdf", size=200 * 1024 * 1024, collection="default", writer=ADMIN)

@@ -22,6 +22,7 @@ import pytest
 
 from docchat.answer.backend import ChatBackend
 from docchat.models import DocStatus
+from docchat.serve.access import ADMIN
 from docchat.serve.mcp_tools import page_link
 from tests.api.test_stop import PAUSE_S, EndlessModel
 from tests.chatkit import tuned_config
@@ -47,7 +48,7 @@ if not (VENDOR / "pdf.min.mjs").is_file():
 
 def _indexed(server: LocalServer, pdf: Path) -> str:
     """Upload `pdf` the way the page does and wait until it is indexed; its doc_id."""
-    record = server.uploads.receive(pdf.name, pdf.read_bytes())
+    record = server.uploads.receive(pdf.name, pdf.read_bytes(), collection="default", writer=ADMIN)
     deadline = time.monotonic() + 60
     while (current := server.index.document(record.doc_id)) is None or current.status not in (
         DocStatus.INDEXED,

@@ -6,7 +6,7 @@ them over typed as these ports, so mypy checks each adapter against the port it 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
@@ -16,7 +16,6 @@ import numpy.typing as npt
 from docchat.answer.conversations import Conversation, ConversationSummary, StoredMessage
 from docchat.llm import Message, ModelEvent, ToolSpec
 from docchat.models import (
-    DEFAULT_COLLECTION,
     Chunk,
     DocumentRecord,
     FileLink,
@@ -220,6 +219,15 @@ class LocalIndex(DocumentIndex, Protocol):
     def read_only(self) -> bool: ...
 
 
+class Writer(Protocol):
+    """Who adds a document: an upload that lands on an existing document changes it in every
+    collection it is in (serve.access.Access is one)."""
+
+    def check_change(self, collections: Iterable[str], *, what: str, instead: str = ...) -> None:
+        """AccessDeniedError unless the writer may write every one of `collections`."""
+        ...
+
+
 class Uploads(Protocol):
     """How documents enter and leave: `direct` (this server indexes them) or `presigned` (S3)."""
 
@@ -227,11 +235,11 @@ class Uploads(Protocol):
     def kind(self) -> Literal["direct", "presigned"]: ...
 
     def receive(
-        self, filename: str, data: bytes, *, collection: str = DEFAULT_COLLECTION
+        self, filename: str, data: bytes, *, collection: str, writer: Writer
     ) -> DocumentRecord: ...
 
     def upload_url(
-        self, filename: str, *, size: int, collection: str = DEFAULT_COLLECTION
+        self, filename: str, *, size: int, collection: str, writer: Writer
     ) -> UploadTicket: ...
 
     def remove(self, doc_id: str) -> Removal: ...

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import PurePosixPath
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
@@ -21,7 +22,7 @@ from docchat.ingest.uploads import (
     UPLOAD_PREFIX,
     check_name,
     check_size,
-    upload_path,
+    placed_upload,
 )
 from docchat.models import (
     COLLECTIONS_PREFIX,
@@ -33,7 +34,7 @@ from docchat.models import (
     collection_name,
     collections_of,
 )
-from docchat.ports import DocumentRegistry
+from docchat.ports import DocumentRegistry, Writer
 
 PRESIGN_EXPIRES_S = 15 * 60
 # The viewer fetches the PDF at once: a link that outlives that is only a link to leak.
@@ -66,23 +67,31 @@ class S3Uploads:
         self.expires_s = expires_s
 
     def receive(
-        self, filename: str, data: bytes, *, collection: str = DEFAULT_COLLECTION
+        self, filename: str, data: bytes, *, collection: str, writer: Writer
     ) -> DocumentRecord:
         raise UploadRouteError(S3_UPLOAD_ROUTE)
 
     def upload_url(
-        self, filename: str, *, size: int, collection: str = DEFAULT_COLLECTION
+        self, filename: str, *, size: int, collection: str, writer: Writer
     ) -> UploadTicket:
         """A URL that accepts exactly this many bytes of a readable type (a PDF, an Office,
         HTML, Markdown or text file) at `uploads/<key>/<name>`, or
-        `collections/<collection>/uploads/<key>/<name>` (the key places it: Register)."""
+        `collections/<collection>/uploads/<key>/<name>` (the key places a new document:
+        Register). The key is the one of the document of that name in `collection`, when
+        `writer` may change it (placed_upload), else a new document's."""
         from docchat.ingest.decision import doc_id_for
 
         media_type = check_name(filename).media_type
         check_size(size)
-        key = UPLOAD_PREFIX + upload_path(filename).as_posix()
-        if collection != DEFAULT_COLLECTION:
-            key = f"{COLLECTIONS_PREFIX}{collection_name(collection)}/{key}"
+        placed = placed_upload(
+            filename,
+            collection,
+            document_at=lambda path: self.registry.document(
+                doc_id_for(f"{self.bucket}/{_key_of(collection, path)}")
+            ),
+            writer=writer,
+        )
+        key = _key_of(collection, placed)
         url = self.client.generate_presigned_url(
             "put_object",
             Params={
@@ -134,6 +143,15 @@ class S3Uploads:
                 f"document {doc_id} changed while it was being moved: move it again"
             ) from exc
         return record.model_copy(update={"collections": names})
+
+
+def _key_of(collection: str, placed: PurePosixPath) -> str:
+    """`uploads/<key>/<name>`, under `collections/<collection>/` but for the default collection:
+    Register reads the collection from the key."""
+    key = UPLOAD_PREFIX + placed.as_posix()
+    if collection == DEFAULT_COLLECTION:
+        return key
+    return f"{COLLECTIONS_PREFIX}{collection_name(collection)}/{key}"
 
 
 class S3Files:

@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
-from pathlib import Path, PurePath, PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import IO, Literal
 
 from docchat.config import Settings
@@ -28,6 +28,7 @@ from docchat.errors import (
     StorageError,
     StorageFullError,
     UnsupportedUploadError,
+    UploadError,
     UploadRouteError,
     UploadTooLargeError,
 )
@@ -42,7 +43,7 @@ from docchat.models import (
     collection_name,
     collections_of,
 )
-from docchat.ports import Embedder, LocalIndex
+from docchat.ports import Embedder, LocalIndex, Writer
 
 # docchat.ingest.local (and with it the PDF engine and the text splitter) is imported only where a
 # file is indexed or named: the chat Lambda loads this module and should start light.
@@ -52,6 +53,8 @@ UPLOAD_PREFIX = "uploads/"
 PDF_MAGIC = b"%PDF-"
 MAX_NAME_BYTES = 200  # of UTF-8, below the 255 a file name may have on common file systems
 KEY_CHARS = 32  # hex digits of the name's SHA-256: the folder that makes an upload unique
+#: How many documents of one name a collection's uploads can tell apart (see placed_upload).
+UPLOAD_SLOTS = 16
 _WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL"} | {
     f"{kind}{n}" for kind in ("COM", "LPT") for n in range(1, 10)
 }
@@ -91,9 +94,49 @@ def collection_folder(collection: str) -> PurePosixPath:
     return PurePosixPath("collections", collection_name(collection))
 
 
-def upload_path(filename: str) -> PurePath:
-    """`<key>/<display name>`: where an upload lives under the uploads folder or prefix."""
-    return PurePath(upload_key(filename), display_name(filename))
+def upload_path(filename: str, slot: int = 0) -> PurePosixPath:
+    """`<key>/<display name>`: where an upload lives under its collection's uploads folder or
+    prefix. A slot past the first (`<key>-2/...`) holds another document of the same name, one
+    uploaded after the first was moved out of the collection (placed_upload)."""
+    key = upload_key(filename) if slot == 0 else f"{upload_key(filename)}-{slot + 1}"
+    return PurePosixPath(key, display_name(filename))
+
+
+def placed_upload(
+    filename: str,
+    collection: str,
+    *,
+    document_at: Callable[[PurePosixPath], DocumentRecord | None],
+    writer: Writer,
+) -> PurePosixPath:
+    """Where an upload of `filename` into `collection` goes (`<key>/<name>`, within the
+    collection's uploads), `document_at` telling the document that lives at such a path.
+
+    The same name in the same collection again is the next revision of that document, and that
+    changes it in every collection it is in now: the writer must be allowed to write each of
+    them (AccessDeniedError otherwise, naming only the collections they may read). A document
+    of that name that was moved out of `collection` is left as it is: the upload becomes a
+    document of its own beside it, in `collection` alone."""
+    free: PurePosixPath | None = None
+    for slot in range(UPLOAD_SLOTS):
+        path = upload_path(filename, slot)
+        current = document_at(path)
+        if current is None:
+            free = free or path
+        elif collection in current.collections:
+            writer.check_change(
+                current.collections,
+                what=f"a new version of {display_name(filename)!r} changes that document in "
+                "every collection it is in",
+                instead="upload the file under another name, or ask an admin for write access",
+            )
+            return path
+    if free is None:
+        raise UploadError(
+            f"{UPLOAD_SLOTS} documents named {display_name(filename)!r} that were uploaded into "
+            f"{collection!r} are in other collections now: upload this file under another name"
+        )
+    return free
 
 
 def check_size(size: int) -> None:
@@ -152,7 +195,7 @@ class LocalUploads:
         self.settings = settings
         self.notes = notes
         self.folder = (settings.data_dir / "uploads").resolve()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # receive holds it around _queue
         self._latest: dict[str, str] = {}  # doc_id -> the version its newest upload has
         self._jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="docchat-ingest")
         # Held while this server may index here: `docchat status` tells work in progress from
@@ -162,24 +205,33 @@ class LocalUploads:
             self._resume()
 
     def receive(
-        self, filename: str, data: bytes, *, collection: str = DEFAULT_COLLECTION
+        self, filename: str, data: bytes, *, collection: str, writer: Writer
     ) -> DocumentRecord:
         """Save the document and queue it for indexing into `collection`; its record says
         QUEUED until work starts. The same name in the same collection again is the next
-        revision of that document (`revision` says which); bytes already indexed under another
-        name in the same collections are a document of their own at once, copied from the
-        other (nothing embedded)."""
+        revision of that document (`revision` says which; placed_upload says who may write
+        it); bytes already indexed under another name in the same collections are a document
+        of their own at once, copied from the other (nothing embedded)."""
+        from docchat.ingest.decision import doc_id_for
+
         check_upload(filename, data)
         if self.index.read_only:
             raise ReadOnlyStorageError(
                 f"the data directory {self.settings.data_dir} is read-only: this server only "
                 "searches it; add documents where it is writable"
             )
-        path = self.folder / collection_folder(collection) / upload_path(filename)
-        return self._queue(path, data, write=True, collections=[collection])
+        folder = self.folder / collection_folder(collection)
+        with self._lock:  # a move of the document it lands on waits until it is queued
+            placed = placed_upload(
+                filename,
+                collection,
+                document_at=lambda path: self.index.document(doc_id_for(str(folder / path))),
+                writer=writer,
+            )
+            return self._queue(folder / placed, data, write=True, collections=[collection])
 
     def upload_url(
-        self, filename: str, *, size: int, collection: str = DEFAULT_COLLECTION
+        self, filename: str, *, size: int, collection: str, writer: Writer
     ) -> UploadTicket:
         raise UploadRouteError(
             "this server takes uploads directly: POST the PDF to /documents?filename=<name>"

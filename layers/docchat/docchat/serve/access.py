@@ -49,6 +49,7 @@ GROUPS_KEY = "access/groups.json"
 #: How long the cloud keeps the mapping before reading it again.
 GROUPS_TTL_S = 60.0
 GROUPS_CLAIM = "cognito:groups"
+WRITE_ACCESS = "ask an admin for write access"
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,22 @@ class Access:
             readable = wanted if readable is None else wanted & readable
         doc_ids = frozenset(scope.doc_ids) if scope and scope.doc_ids else None
         return Visible(collections=readable, doc_ids=doc_ids)
+
+    def check_change(
+        self, collections: Iterable[str], *, what: str, instead: str = WRITE_ACCESS
+    ) -> None:
+        """AccessDeniedError (403) unless the user may write every one of `collections`, the
+        ones a document is in (`what` says what the change would do, `instead` what the user
+        can do). The refusal names only the collections the user may read."""
+        refused = sorted({name for name in collections if not self.may_write(name)})
+        if not refused:
+            return
+        named = [repr(name) for name in refused if self.may_read(name)]
+        if len(named) < len(refused):
+            named.append("a collection you cannot see")
+        raise AccessDeniedError(
+            f"{what}, and it is in {' and '.join(named)}, which you may not write: {instead}"
+        )
 
     def check_write(self, collection: str) -> None:
         """AccessDeniedError (403) unless the user may write `collection`."""

@@ -258,7 +258,8 @@ async def upload(
 ) -> ShownDocument:
     """Index the document (a PDF, an Office, HTML, Markdown or text file) sent as the body
     under `filename` into `collection` (in the background: QUEUED first)."""
-    state.access(request).check_write(collection)
+    access = state.access(request)
+    access.check_write(collection)
     store = await run_in_threadpool(lambda: state.uploads)
     if store.kind != "direct":
         raise UploadRouteError(S3_UPLOAD_ROUTE)
@@ -273,7 +274,9 @@ async def upload(
             f"{wanted}"
         )
     data = await request.body()  # BodyLimit stops it at the upload limit
-    received = await run_in_threadpool(lambda: store.receive(filename, data, collection=collection))
+    received = await run_in_threadpool(
+        lambda: store.receive(filename, data, collection=collection, writer=access)
+    )
     return shown(received)
 
 
@@ -281,8 +284,11 @@ async def upload(
 def upload_url(body: UploadUrlRequest, http: Request, state: State) -> UploadTicket:
     """A presigned PUT of exactly this PDF into the documents bucket (cloud uploads), under
     `collections/<collection>/` unless it goes into the default collection."""
-    state.access(http).check_write(body.collection)
-    return state.uploads.upload_url(body.filename, size=body.size, collection=body.collection)
+    access = state.access(http)
+    access.check_write(body.collection)
+    return state.uploads.upload_url(
+        body.filename, size=body.size, collection=body.collection, writer=access
+    )
 
 
 @router.delete(
@@ -298,9 +304,9 @@ def delete(doc_id: str, http: Request, state: State) -> JSONResponse:
     The caller must be allowed to write every collection it is in (it leaves them all)."""
     uploads = state.uploads  # a server that takes no uploads deletes nothing: 501 for any id
     record = known(state.reader(http), doc_id)
-    access = state.access(http)
-    for name in record.collections:
-        access.check_write(name)
+    state.access(http).check_change(
+        record.collections, what=f"deleting document {doc_id} removes it from every collection"
+    )
     removal = uploads.remove(doc_id)
     return JSONResponse(removal.model_dump(), 200 if removal.status == "deleted" else 202)
 
@@ -321,11 +327,14 @@ class MoveRequest(BaseModel):
 )
 def move(doc_id: str, body: MoveRequest, http: Request, state: State) -> ShownDocument:
     """Put a document in exactly these collections: its registry entry changes, nothing is
-    embedded or indexed again. The caller must be allowed to write every collection it
-    leaves and every one it enters."""
+    embedded or indexed again. The caller must be allowed to write every collection it is
+    in now and every one it enters."""
     record = known(state.reader(http), doc_id)
     wanted = collections_of(body.collections)
     access = state.access(http)
-    for name in set(record.collections) ^ set(wanted):
+    access.check_change(
+        record.collections, what=f"moving document {doc_id} changes every collection it is in"
+    )
+    for name in sorted(set(wanted) - set(record.collections)):
         access.check_write(name)
     return shown(state.uploads.move(doc_id, wanted))

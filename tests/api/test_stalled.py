@@ -126,6 +126,23 @@ def test_a_head_trickled_byte_by_byte_is_closed_at_its_deadline(port: int) -> No
     assert took < HEAD_S + MARGIN_S
 
 
+def test_a_client_still_sending_after_the_408_is_not_reset(port: int) -> None:
+    # Given a client that answered 408 for a stalled head
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as conn:
+        conn.sendall(b"GET /documents HTTP/1.1\r\n")
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+        _timed_out(answer, "head")
+
+        # When it sends on, as a trickling client's next bytes are already on their way
+        conn.sendall(b"X-Late: a\r\n")
+        time.sleep(0.3)
+        # Then the server still drains them for a moment (a lingering close) instead of
+        # answering with a reset: a reset that arrives before the client read the 408 drops it
+        conn.sendall(b"X-Later: b\r\n")
+
+
 def test_a_half_sent_body_is_closed_within_the_bound(port: int) -> None:
     body = QUESTION.encode()
 

@@ -12,8 +12,11 @@ body=20,MinRate=500`):
   arrived. Time the server itself stopped reading (its buffer full while the app reads slowly)
   does not count.
 A request that misses its deadline gets 408 in the API's error shape, if nothing was answered
-yet, and the connection is closed. Once a request is read, its answer may take as long as it
-takes (a streamed answer can last minutes).
+yet, and the connection is closed: after a 408, lingering (as nginx's lingering_close does),
+writing shut and what the client still sends read and dropped for up to LINGER_S, because
+closing a socket with unread bytes, or a byte arriving at a closed one, makes the kernel answer
+with a reset, and a reset can drop the 408 before the client reads it. Once a request is read,
+its answer may take as long as it takes (a streamed answer can last minutes).
 
 `docchat serve` runs it (docchat.cli), and so does the chat function
 (functions/chat/run.sh: `uvicorn --http docchat.serve.protocol:DeadlineH11Protocol`).
@@ -32,6 +35,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 HEAD_TIMEOUT_S = 20.0
 BODY_TIMEOUT_S = 20.0
 BODY_MIN_RATE = 500  # bytes per second that extend the body's deadline by one second
+LINGER_S = 2.0
 logger = logging.getLogger(__name__)
 
 
@@ -49,12 +53,15 @@ class DeadlineH11Protocol(H11Protocol):
         self._head_by: float | None = None
         self._body_from: float | None = None
         self._body_bytes = 0
+        self._lingering = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._watch()
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return  # read and dropped until the close
         if self.conn.their_state is h11.SEND_BODY:
             self._body_bytes += len(data)
         super().data_received(data)
@@ -108,9 +115,16 @@ class DeadlineH11Protocol(H11Protocol):
             return
         part = "body" if self.conn.their_state is h11.SEND_BODY else "head"
         logger.info("closed a connection whose request %s stalled", part)
-        if self.cycle is None or not self.cycle.response_started:
-            self.transport.write(_request_timeout(part))
-        self.transport.close()
+        if self.cycle is not None and self.cycle.response_started:
+            self.transport.close()  # the answer is cut off: nothing more to say
+            return
+        self.transport.write(_request_timeout(part))
+        self._lingering = True
+        if self.cycle is not None:  # the app waiting for the body hears of the end now
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
+        self.transport.write_eof()  # the 408, then end of stream; the client's close ends it
+        self.loop.call_later(LINGER_S, self.transport.close)
 
 
 def _request_timeout(part: str) -> bytes:

@@ -235,3 +235,21 @@ def check_mcp(found: dict[str, Any], mine: str, theirs: str) -> None:
     assert "Monks" not in json.dumps(found["ask"].structured_content)
     assert found["page"].contents[0].text
     assert theirs not in json.dumps([str(r.uri) for r in found["resources"].resources])
+
+
+def check_health(call: Call, admin: Any, *readers: Any) -> None:
+    """/health counts, for each reader, the documents and chunks of their collections only
+    (each of the two collections holds one document); an admin's are the stack's totals."""
+
+    def counts(user: Any) -> tuple[int, int]:
+        response = call("GET", "/health", user)
+        assert response.status_code == 200, response.text
+        checks = response.json()["checks"]
+        return checks["registry"]["documents"], checks["index"]["chunks"]
+
+    documents, chunks = counts(admin)
+    seen = [counts(user) for user in readers]
+    assert documents == 2
+    assert [d for d, _ in seen] == [1] * len(readers)
+    assert all(0 < c < chunks for _, c in seen), (chunks, seen)
+    assert sum(c for _, c in seen) == chunks

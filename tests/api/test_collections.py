@@ -24,6 +24,7 @@ from tests.api.collectionkit import (
     OTHER_TEXT,
     Matrix,
     chat_events,
+    check_health,
     check_mcp,
     mcp_session,
     not_theirs,
@@ -113,6 +114,10 @@ def test_mcp_tools_and_resources_see_only_the_callers_collections(local: Local) 
     check_mcp(mcp_session(local.mcp_url, ANA, ferries, bridges), ferries, bridges)
     refused = httpx.post(local.mcp_url, json={}, headers={"authorization": "Bearer nobody"})
     assert refused.status_code == 401
+
+
+def test_health_counts_only_what_the_caller_may_read(local: Local) -> None:
+    check_health(local.call, ROOT, ANA, BO)
 
 
 def test_a_token_not_in_the_users_file_is_refused_even_from_this_machine(local: Local) -> None:

@@ -25,6 +25,7 @@ from docchat.serve.mcp_mount import caller_of_access
 from docchat.wiring.cloud import cloud_app, services
 from tests.api.collectionkit import (
     Matrix,
+    check_health,
     check_mcp,
     mcp_session,
     not_theirs,
@@ -144,6 +145,10 @@ def test_each_cognito_group_sees_only_its_collection_on_every_route(cloud: Cloud
     # The presigned GET is of the caller's own document's object
     link = cloud.call("GET", f"/documents/{ferries}/file", "ana").json()
     assert "/collections/ferries/uploads/" in link["url"]
+
+
+def test_health_counts_only_what_the_cognito_groups_may_read(cloud: Cloud) -> None:
+    check_health(cloud.call, "root", "ana", "bo")
 
 
 def test_mcp_over_the_stage_sees_only_the_callers_collection(cloud: Cloud) -> None:

@@ -4,7 +4,8 @@ GET /             the chat page (docchat/web), with its Content-Security-Policy
 GET /config       what the page needs to know: upload kind, size limits, answer mode, chat limits
 GET /auth-config  how the page signs in (open in the cloud stack, like / and /static/)
 GET /ready        the Web Adapter's readiness check (touches no backend)
-GET /health       each dependency's state (registry, index, model); 503 if one fails
+GET /health       each dependency's state (registry, index, model); 503 if one fails. Its
+                  counts are of the documents the caller may read (an admin's: the stack's)
 GET /.well-known/oauth-protected-resource
                   the MCP endpoint's protected-resource metadata (RFC 9728): where its tokens
                   come from (the stack's Cognito user pool), as MCP's authorization asks
@@ -19,6 +20,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel
 
+from docchat.answer.backend import ChatBackend
 from docchat.ingest.uploads import MAX_UPLOAD_BYTES
 from docchat.limits import (
     MAX_DOC_IDS,
@@ -27,6 +29,8 @@ from docchat.limits import (
     MAX_TITLE_CHARS,
     MAX_TOTAL_CHARS,
 )
+from docchat.models import DocStatus
+from docchat.serve.access import Access
 from docchat.serve.errors import documented, error_response, hide_paths
 from docchat.serve.identity import page_url
 from docchat.serve.state import WEB, AppState, SignIn, State
@@ -100,15 +104,19 @@ def ready() -> dict[str, str]:
     return {"status": "ready"}
 
 
-@router.get("/health", responses=documented(503))
-def health(state: State) -> JSONResponse:
-    checks, problems = _dependency_checks(state)
+@router.get("/health", responses=documented(401, 503))
+def health(state: State, request: Request) -> JSONResponse:
+    """Each dependency's state. The document and chunk counts are of what the caller may read:
+    a reader of one collection learns nothing of the others' size; an admin (and the single
+    local user) gets the stack's totals, the chunks as the index itself counts them."""
+    access = state.access(request)
+    checks, problems = _dependency_checks(state, access)
     if problems:
         return error_response(503, f"a dependency failed: {'; '.join(problems)}", checks=checks)
     return JSONResponse({"status": "ok", "checks": checks})
 
 
-def _dependency_checks(state: AppState) -> tuple[dict[str, Any], list[str]]:
+def _dependency_checks(state: AppState, access: Access) -> tuple[dict[str, Any], list[str]]:
     """Each dependency's state for /health, and what failed. Any exception is a finding here,
     not an error: reporting it is the route's job."""
     checks: dict[str, Any] = {}
@@ -131,9 +139,8 @@ def _dependency_checks(state: AppState) -> tuple[dict[str, Any], list[str]]:
     if problems:
         return checks, problems
     live = state.backend
-    probe("registry", lambda: {"documents": len(live.library.documents())})
-    count = getattr(live.library.index, "count", None)
-    probe("index", lambda: {"chunks": count() if callable(count) else None})
+    probe("registry", lambda: {"documents": len(_readable(live, access).library.documents())})
+    probe("index", lambda: {"chunks": _chunks(live, access)})
     checks["model"] = {"status": "ok" if live.model else "none", "mode": live.mode}
     library = live.library
     checks["reranker"] = (
@@ -142,3 +149,18 @@ def _dependency_checks(state: AppState) -> tuple[dict[str, Any], list[str]]:
         else {"status": "ok" if library.reranker else "none"}
     )
     return checks, problems
+
+
+def _readable(live: ChatBackend, access: Access) -> ChatBackend:
+    return live if access.admin else live.within(access.visible())
+
+
+def _chunks(live: ChatBackend, access: Access) -> int | None:
+    """The index's own count for an admin; for a reader, the chunks of the indexed documents
+    they may read (the index is still asked, so that an unreachable one fails the check)."""
+    count = getattr(live.library.index, "count", None)
+    total = count() if callable(count) else None
+    if access.admin:
+        return total
+    records = _readable(live, access).library.documents()
+    return sum(r.chunks for r in records if r.status == DocStatus.INDEXED)

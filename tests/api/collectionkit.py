@@ -161,9 +161,22 @@ class Matrix:
         scoped = {**body, "doc_ids": [self.theirs]}
         outside = self.call("POST", "/chat", self.user, json=scoped)
         assert outside.status_code == 404
+        self.refused_scope("/chat", body)
+
+    def refused_scope(self, path: str, body: dict[str, Any]) -> None:
+        """Asking inside a collection the user cannot read is refused (403), naming only the
+        collection asked for, whether or not it exists, and none of the user's own."""
         other = "bridges" if self.own == "ferries" else "ferries"
-        text = streamed(self.call, "/chat", self.user, {**body, "scope": {"collections": [other]}})
-        assert self.theirs not in text and self.mine not in text
+        for asked in ([other], [self.own, other], ["no-such-collection"]):
+            refused = self.call(
+                "POST", path, self.user, json={**body, "scope": {"collections": asked}}
+            )
+            assert refused.status_code == 403, refused.text
+            error = refused.json()["error"]
+            assert error["code"] == "access_denied"
+            named = asked[-1]
+            assert f"may not read the collection {named!r}" in error["message"], error
+            assert self.own not in error["message"] and self.theirs not in refused.text
 
     def openai(self) -> None:
         question = "Who built the stone bridge?" if self.own == "ferries" else "ferry ticket?"
@@ -176,6 +189,7 @@ class Matrix:
             "POST", "/v1/chat/completions", self.user, json={**body, "doc_ids": [self.theirs]}
         )
         assert outside.status_code == 404
+        self.refused_scope("/v1/chat/completions", body)
 
     def conversations(self) -> None:
         body = {

@@ -116,6 +116,20 @@ def test_mcp_tools_and_resources_see_only_the_callers_collections(local: Local) 
     assert refused.status_code == 401
 
 
+def test_a_401_with_a_users_file_asks_for_the_users_own_token(local: Local) -> None:
+    # Given a server started with a users file (and no --token)
+    for headers in ({}, {"authorization": "Bearer mallory"}, {"authorization": "Basic eA=="}):
+        # When a request comes without a token of the file's users
+        refused = httpx.get(local.url + "/documents", headers=headers, timeout=30)
+        # Then the 401 asks for the person's own token, not the server's --token
+        assert refused.status_code == 401
+        message = refused.json()["error"]["message"]
+        assert "your own token" in message, message
+        assert "--token" not in message and "DOCCHAT_API_TOKEN" not in message
+    refused = httpx.post(local.mcp_url, json={}, headers={"authorization": "Bearer nobody"})
+    assert "your own token" in refused.json()["error"]["message"]
+
+
 def test_health_counts_only_what_the_caller_may_read(local: Local) -> None:
     check_health(local.call, ROOT, ANA, BO)
 

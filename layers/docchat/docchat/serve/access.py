@@ -50,6 +50,12 @@ GROUPS_KEY = "access/groups.json"
 GROUPS_TTL_S = 60.0
 GROUPS_CLAIM = "cognito:groups"
 WRITE_ACCESS = "ask an admin for write access"
+#: The 401 of a server with a users file: each person sends their own token, not --token.
+USER_TOKEN_NEEDED = (
+    "this docchat server knows its users by their tokens: send your own token as "
+    "'Authorization: Bearer <token>' (the one whose SHA-256 the server's users file holds for "
+    "you; its admin gives it to you)"
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,19 @@ class Access:
             readable = wanted if readable is None else wanted & readable
         doc_ids = frozenset(scope.doc_ids) if scope and scope.doc_ids else None
         return Visible(collections=readable, doc_ids=doc_ids)
+
+    def check_read(self, collections: Iterable[str]) -> None:
+        """AccessDeniedError (403) unless the user may read every one of `collections`, the
+        ones a question is asked in. The refusal names only what was asked for, and reads the
+        same for a collection that exists and one that does not."""
+        refused = sorted({name for name in collections if not self.may_read(name)})
+        if not refused:
+            return
+        names = " or ".join(repr(name) for name in refused)
+        raise AccessDeniedError(
+            f"you may not read the collection {names}: ask without a scope to search every "
+            "collection you may read, or ask an admin for read access to it"
+        )
 
     def check_change(
         self, collections: Iterable[str], *, what: str, instead: str = WRITE_ACCESS
@@ -179,10 +198,7 @@ class UsersFile(BaseModel):
         scheme, _, given = request.headers.get("authorization", "").partition(" ")
         access = self.by_token(given.strip()) if scheme.lower() == "bearer" else None
         if access is None:
-            raise CallerUnknownError(
-                "this docchat server needs one of its users' tokens: send it as "
-                "'Authorization: Bearer <token>' (the users file given to docchat serve --users)"
-            )
+            raise CallerUnknownError(USER_TOKEN_NEEDED)
         return access
 
 

@@ -16,7 +16,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from docchat.serve.access import UsersFile
+from docchat.serve.access import USER_TOKEN_NEEDED, UsersFile
 from docchat.serve.errors import refusal
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -26,6 +26,10 @@ PAGE = "/"
 PAGE_FILES = "/static/"
 # Marks the local server's own 401, so the page tells it apart from a gateway's.
 TOKEN_CHALLENGE = 'Bearer realm="docchat-serve"'
+API_TOKEN_NEEDED = (
+    "this docchat server needs its API token: send it as 'Authorization: Bearer <token>' "
+    "(the token given to docchat serve with --token or DOCCHAT_API_TOKEN)"
+)
 
 
 class LocalGuard:
@@ -85,8 +89,7 @@ class LocalGuard:
         return refusal(
             scope,
             401,
-            "this docchat server needs its API token: send it as 'Authorization: Bearer <token>' "
-            "(the token given to docchat serve with --token or DOCCHAT_API_TOKEN)",
+            API_TOKEN_NEEDED if self.users is None else USER_TOKEN_NEEDED,
             headers={"WWW-Authenticate": TOKEN_CHALLENGE},
         )
 

@@ -168,6 +168,13 @@ class AppState:
         collections they may read (and the scope) exists in it."""
         return self.backend.within(self.access(request).visible(scope))
 
+    def asker(self, request: Request, scope: Scope) -> ChatBackend:
+        """The backend a question in `scope` is answered from: a scope naming a collection the
+        caller may not read is refused (AccessDeniedError, a 403), not answered from nothing."""
+        access = self.access(request)
+        access.check_read(scope.collections or ())
+        return self.backend.within(access.visible(scope))
+
     def user(self, request: Request) -> str:
         """Who is asking (CallerUnknownError, a 401, when the request does not say)."""
         return self.parts.user_of(request)

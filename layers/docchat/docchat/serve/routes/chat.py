@@ -103,7 +103,7 @@ _SSE: dict[int | str, dict[str, Any]] = {
 @router.post(
     "/chat",
     response_class=EventStream,
-    responses={**_SSE, **documented(404, 409, 501, 502, 503, 507, body=True)},
+    responses={**_SSE, **documented(403, 404, 409, 501, 502, 503, 507, body=True)},
 )
 def chat(body: ChatRequest, http: Request, state: State) -> EventStream:
     """Answer the conversation's last question, streamed as Server-Sent Events."""
@@ -111,7 +111,7 @@ def chat(body: ChatRequest, http: Request, state: State) -> EventStream:
     if body.conversation_id is not None:
         saving = (state.user(http), state.conversations, body.conversation_id)
     scope = question_scope(body.scope, body.doc_ids)
-    live = state.reader(http, scope)
+    live = state.asker(http, scope)
     check_doc_ids(live, scope.doc_ids)
     asked = body.asked()
     messages: list[Message] = [{"role": m.role, "content": m.content} for m in asked]

@@ -55,12 +55,12 @@ def model(model: str) -> ModelCard | JSONResponse:
 @router.post(
     "/chat/completions",
     response_model=Completion,
-    responses={**_STREAMED, **documented(404, 501, 502, 503, 507, body=True, openai=True)},
+    responses={**_STREAMED, **documented(403, 404, 501, 502, 503, 507, body=True, openai=True)},
 )
 def completions(body: CompletionRequest, http: Request, state: State) -> Completion | EventStream:
     """Answer the conversation's last question as an OpenAI chat completion."""
     scope = question_scope(body.scope, body.doc_ids)
-    live = state.reader(http, scope)
+    live = state.asker(http, scope)
     check_doc_ids(live, scope.doc_ids)
     answer = live.agent().run(body.conversation(), doc_ids=scope.doc_ids)
     events = logged_answer(answer, route="/v1/chat/completions")

@@ -40,6 +40,11 @@ ANTHROPIC_MODEL_ID = "claude-sonnet-4-6"
 # jp. keep requests in that geography. Sonnet 4.6 is on Bedrock's InvokeModel API with an
 # ARN-versioned id, which this module's request shape (anthropic_version in the body) targets:
 # https://platform.claude.com/docs/en/build-with-claude/claude-on-amazon-bedrock-legacy
+# Read 2026-12-01 for issue 40 (Anthropic lists Sonnet 4.6 as Legacy): Anthropic's "Claude on
+# Amazon Bedrock (legacy)" page, whose table's newest Sonnet is still Sonnet 4.6 (global: yes),
+# and its "Model IDs and versioning" page name no newer Sonnet with a Bedrock inference profile
+# id; newer models are on the Messages-API endpoint ("Claude in Amazon Bedrock"), a page not found
+# then. So the default stays; /health says when Bedrock marks it LEGACY (adapters.bedrock_models).
 BEDROCK_MODEL_ID = "global.anthropic.claude-sonnet-4-6"
 # What the Bedrock user guide requires in an InvokeModel body for Claude.
 BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
@@ -58,6 +59,7 @@ def create_app(
     user_of: UserOf = local_user,
     page_origins: Callable[[], Sequence[str]] = no_origins,
     access_of: AccessOf = local_admin,
+    model_lifecycle: Callable[[], dict[str, Any]] | None = None,
     middleware: Sequence[Middleware] = (),
 ) -> FastAPI:
     """The app over these parts (docchat.serve.state.Parts says what each is), each built on
@@ -72,6 +74,7 @@ def create_app(
         user_of=user_of,
         page_origins=page_origins,
         access_of=access_of,
+        model_lifecycle=model_lifecycle,
     )
     upload_limit = (
         MAX_UPLOAD_BYTES,

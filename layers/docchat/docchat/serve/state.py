@@ -83,7 +83,8 @@ class Parts:
     `conversations` none are saved; `user_of` names the caller whose conversations a request
     reads and changes; `page_origins` are the other origins the page may fetch from (the
     documents bucket of presigned uploads and views); `access_of` says which collections the
-    caller may read and write (docchat.serve.access)."""
+    caller may read and write (docchat.serve.access); `model_lifecycle` what Bedrock says of
+    the chat model (ACTIVE or LEGACY), for /health."""
 
     backend: Callable[[], ChatBackend]
     uploads: UploadsFactory | None = None
@@ -93,6 +94,8 @@ class Parts:
     user_of: UserOf = local_user
     page_origins: Callable[[], Sequence[str]] = no_origins
     access_of: AccessOf = local_admin
+    # What Bedrock says of the chat model's lifecycle, for /health (None: not on Bedrock).
+    model_lifecycle: Callable[[], dict[str, Any]] | None = None
 
 
 @dataclass

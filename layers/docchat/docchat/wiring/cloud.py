@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from functools import cache, cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from docchat.config import Settings
 from docchat.wiring import (
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from docchat.adapters.bedrock_embedder import CohereEmbedder, TitanEmbedder
+    from docchat.adapters.bedrock_models import BedrockModelLifecycle
     from docchat.adapters.dynamodb_conversations import DynamoConversations
     from docchat.adapters.dynamodb_registry import DynamoRegistry
     from docchat.adapters.local_embedder import LocalEmbedder
@@ -242,6 +243,28 @@ def s3_files(*, bucket: str, region: str) -> S3Files:
     return S3Files(client=client, bucket=bucket)
 
 
+def bedrock_client(region: str) -> Any:
+    """Bedrock's control plane (GetFoundationModel), for the chat model's lifecycle."""
+    import boto3
+
+    return boto3.client("bedrock", region_name=region or None)
+
+
+def model_lifecycle(live: CloudServices) -> BedrockModelLifecycle | None:
+    """What Bedrock says of the chat model (ACTIVE or LEGACY) for /health, when it is Claude
+    on Bedrock; asked on the first /health, never at start or by /ready."""
+    if live.settings.chat_provider != "bedrock":
+        return None
+    from docchat.adapters.bedrock_models import BedrockModelLifecycle
+
+    def model_id() -> str:
+        return live.model.model_id if live.model else ""
+
+    return BedrockModelLifecycle(
+        client=lambda: bedrock_client(live.settings.region), model_id=model_id
+    )
+
+
 def cloud_app() -> FastAPI:
     """The app the chat Lambda runs; its settings are checked here, as the process starts."""
     from docchat.errors import NotOfferedError
@@ -285,4 +308,5 @@ def cloud_app() -> FastAPI:
         user_of=user_of,
         page_origins=page_origins,
         access_of=cognito_access_for(groups.mapping, user_of),
+        model_lifecycle=model_lifecycle(live),
     )

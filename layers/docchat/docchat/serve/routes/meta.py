@@ -142,6 +142,9 @@ def _dependency_checks(state: AppState, access: Access) -> tuple[dict[str, Any],
     probe("registry", lambda: {"documents": len(_readable(live, access).library.documents())})
     probe("index", lambda: {"chunks": _chunks(live, access)})
     checks["model"] = {"status": "ok" if live.model else "none", "mode": live.mode}
+    lifecycle = state.parts.model_lifecycle
+    if lifecycle is not None:
+        checks["model"]["lifecycle"] = _model_lifecycle(lifecycle)
     library = live.library
     checks["reranker"] = (
         {"status": "off", "note": library.rerank_off}
@@ -164,3 +167,12 @@ def _chunks(live: ChatBackend, access: Access) -> int | None:
         return total
     records = _readable(live, access).library.documents()
     return sum(r.chunks for r in records if r.status == DocStatus.INDEXED)
+
+
+def _model_lifecycle(lifecycle: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Whether Bedrock marks the chat model LEGACY. Not a failed dependency either way: a
+    LEGACY model still answers, and a lookup the role may not make says what to grant."""
+    try:
+        return lifecycle()
+    except Exception as exc:
+        return {"status": "unknown", "problem": hide_paths(str(exc))}

@@ -22,3 +22,17 @@ def test_readme_settings_table_is_the_one_the_settings_model_makes() -> None:
     assert with_settings_table(readme) == readme, (
         "the README's settings table is out of date: run .venv/bin/python bench/readme_tables.py"
     )
+
+
+def test_readme_on_aws_says_which_regions_have_every_default() -> None:
+    readme = (REPO / "README.md").read_text()
+    on_aws = readme.split("\n## On AWS\n", 1)[1].split("\n## ", 1)[0]
+    regions = on_aws.split("\n### Regions\n", 1)[1].split("\n### ", 1)[0]
+
+    for needed in (
+        "ap-northeast-1, ca-central-1,\n  eu-central-1, us-east-1 and us-west-2",
+        "CollectionGeneration=CLASSIC",
+        "`global.` profile",
+        "QEMU's binfmt",
+    ):
+        assert needed in regions, needed

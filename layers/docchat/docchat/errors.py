@@ -436,3 +436,24 @@ class AccessDeniedError(DocchatError):
     """The caller may read a collection or document but not change it."""
 
     code = "access_denied"
+
+
+@registered
+class CloudServiceError(DocchatError):
+    """An AWS service refused or failed a call the code has no answer of its own for."""
+
+    code = "aws_error"
+
+
+@registered
+class CloudAccessDeniedError(CloudServiceError):
+    """An AWS service refused a call: the function's IAM role does not allow it."""
+
+    code = "aws_access_denied"
+
+
+@registered
+class CloudThrottledError(CloudServiceError):
+    """An AWS service is throttling this account's calls."""
+
+    code = "aws_throttled"

@@ -29,6 +29,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from docchat.errors import (
     AccessDeniedError,
     CallerUnknownError,
+    CloudAccessDeniedError,
+    CloudServiceError,
+    CloudThrottledError,
     CollectionNameError,
     ConfigError,
     ConversationFullError,
@@ -110,6 +113,8 @@ STATUS: dict[type[DocchatError], int] = {
     CallerUnknownError: 401,
     CollectionNameError: 400,
     AccessDeniedError: 403,
+    CloudServiceError: 502,
+    CloudThrottledError: 503,
 }
 # Errors about the server's own files: only the last part of a path in their message is sent.
 _PATHS_HIDDEN = (StorageError, DocumentFileError, IndexSchemaError)
@@ -188,6 +193,48 @@ async def _docchat_error(request: Request, exc: Exception) -> JSONResponse:
     if status >= 500:
         logger.warning("%s: %s", exc.code, exc)
     return refusal(request, status, message, code=exc.code)
+
+
+# AWS error codes (botocore's ClientError `Error.Code`) of a refused call and of throttling.
+_AWS_DENIED = frozenset({"AccessDeniedException", "AccessDenied", "UnauthorizedOperation"})
+_AWS_THROTTLED = frozenset(
+    {
+        "ThrottlingException",
+        "Throttling",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "SlowDown",
+    }
+)
+
+
+def cloud_error(exc: Exception) -> CloudServiceError:
+    """The typed error of an AWS call no adapter turned into one (botocore's ClientError):
+    what was refused, and what an operator does about it."""
+    response = getattr(exc, "response", None) or {}
+    error = response.get("Error", {}) if isinstance(response, dict) else {}
+    code = str(error.get("Code", "Unknown"))
+    said = str(error.get("Message", "")).strip()
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    operation = str(getattr(exc, "operation_name", "") or "an AWS operation")
+    aws = f"AWS said: {code}{': ' + said if said else ''}"
+    if code in _AWS_DENIED or status == 403:
+        return CloudAccessDeniedError(
+            f"AWS refused {operation}: this function's IAM role does not allow it. Add the "
+            f"operation's action on its resource to the function's role (template.yaml) and "
+            f"deploy again. {aws}"
+        )
+    if code in _AWS_THROTTLED:
+        return CloudThrottledError(f"AWS is throttling {operation}: try again shortly. {aws}")
+    return CloudServiceError(
+        f"AWS failed {operation}: check the service's status and this function's log "
+        f"under the request id. {aws}"
+    )
+
+
+async def _aws_error(request: Request, exc: Exception) -> JSONResponse:
+    return await _docchat_error(request, cloud_error(exc))
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -289,6 +336,11 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(ClientDisconnect, _client_gone)
+    try:  # local installs may have no AWS SDK; nothing raises its errors there
+        from botocore.exceptions import ClientError
+    except ImportError:  # pragma: no cover
+        return
+    app.add_exception_handler(ClientError, _aws_error)
 
 
 class Unexpected:

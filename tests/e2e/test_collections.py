@@ -111,6 +111,14 @@ def test_stack_two_cognito_users_see_only_their_collections(
                 assert ids[other] not in json.dumps(reply.passages)
                 body = {"messages": [{"role": "user", "content": "x"}], "doc_ids": [ids[other]]}
                 assert api.call("POST", "chat", body).status_code == 404
+                # A move is a DynamoDB UpdateItem the chat function's role must allow (issue
+                # 40: it answered 500 on every stack); into the collection it is in, a no-op.
+                move = {"collections": [mapping[side]]}
+                moved = api.call("PUT", f"documents/{ids[side]}/collections", move)
+                assert moved.status_code == 200, moved.text[:300]
+                assert moved.json()["collections"] == [mapping[side]]
+                outside = api.call("PUT", f"documents/{ids[other]}/collections", move)
+                assert outside.status_code == 404
     finally:
         for side, key in keys.items():
             leave_no_trace(session, stack, key, ids[side])

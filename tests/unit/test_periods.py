@@ -139,3 +139,31 @@ def test_a_row_with_amounts_only_in_its_label_holds_no_amount() -> None:
         ("| Net loss attributable to the company | (636) | 10,460 |", True),
         (carryovers, False),
     ]
+
+
+def test_a_year_chooses_among_one_companys_reports_and_passes_over_no_other_company(
+    tmp_path: Path,
+) -> None:
+    # Given one shelf: Amazon's 10-Ks of two years, an 8-K whose title names no year and another
+    # company's 10-K of the year asked about (FinanceBench's setting: all filings in one store)
+    titles = {
+        **TITLES,
+        "jnj-8k": "Johnson & Johnson Form 8-K",
+        "amcor-2023": "Amcor plc Form 10-K, fiscal year ended June 30, 2023",
+    }
+    pages = {
+        "amzn-2017": [_page(38, AMAZON_2017_PAGE)],
+        "amzn-2019": [_page(37, AMAZON_PAGE)],
+        "jnj-8k": [_page(4, "Kenvue shares exchanged on August 30, 2023 for cash proceeds.")],
+        "amcor-2023": [_page(66, "Net sales were $14,694 million in fiscal 2023.")],
+    }
+    catalog = _library(tmp_path, pages, titles=titles).catalog()
+
+    # When a question names a year, only a report of the same company naming another year is
+    # passed over; the undated 8-K and the other companies' reports are still searched
+    assert sorted(catalog.dated("What were Amazon's total net sales in 2019?")) == [
+        "amcor-2023",
+        "amzn-2019",
+        "jnj-8k",
+    ]
+    assert catalog.dated("What were the cash proceeds as of August 30, 2023?") == []

@@ -157,17 +157,25 @@ class Catalog:
     def dated(self, query: str, doc_ids: Sequence[str] | None = None) -> list[str]:
         """The documents (of `doc_ids`, when given) whose title names a year that `query`
         names ("in 2019", "fiscal 2019": "Amazon.com, Inc. Form 10-K, fiscal year ended December
-        31, 2019"); none when the query names no year or no title names one it names. A 10-K
-        holds the two years before its own too, so a title that names another year is only
-        passed over when one names the asked year."""
+        31, 2019"), beside every other document still to be searched; none when nothing is
+        passed over. A year chooses among one company's reports: a 10-K holds the two years
+        before its own too, so a title that names another year is passed over only when a title
+        of the same company names the asked year. A title naming no year (an 8-K's cover has no
+        period) or no company, and the other companies' reports, are never passed over: on a
+        shelf of many companies' filings they say nothing of which one a question is about."""
         asked = years(query)
         if not asked:
             return []
-        return [
-            doc_id
-            for doc_id, record in self.records.items()
-            if (doc_ids is None or doc_id in doc_ids) and asked & years(record.title)
-        ]
+        pool = [d for d in self.records if doc_ids is None or d in doc_ids]
+        by_company: dict[str, list[str]] = {}
+        for doc_id in pool:
+            by_company.setdefault(company_name(self.records[doc_id].title), []).append(doc_id)
+        passed_over: set[str] = set()
+        for company, documents in by_company.items():
+            named = {d: years(self.records[d].title) for d in documents}
+            if company and any(asked & found for found in named.values()):
+                passed_over.update(d for d, found in named.items() if found and not asked & found)
+        return [d for d in pool if d not in passed_over] if passed_over else []
 
     @cached_property
     def _names(self) -> dict[tuple[str, str], list[tuple[int, int, str, str]]]:

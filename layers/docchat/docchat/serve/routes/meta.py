@@ -21,6 +21,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel
 
 from docchat.answer.backend import ChatBackend
+from docchat.errors import CallerUnknownError
 from docchat.ingest.uploads import MAX_UPLOAD_BYTES
 from docchat.limits import (
     MAX_DOC_IDS,
@@ -109,11 +110,28 @@ def health(state: State, request: Request) -> JSONResponse:
     """Each dependency's state. The document and chunk counts are of what the caller may read:
     a reader of one collection learns nothing of the others' size; an admin (and the single
     local user) gets the stack's totals, the chunks as the index itself counts them."""
-    access = state.access(request)
-    checks, problems = _dependency_checks(state, access)
+    access, checks, problems = _caller(state, request)
+    found, failed = _dependency_checks(state, access)
+    checks.update(found)
+    problems += failed
     if problems:
         return error_response(503, f"a dependency failed: {'; '.join(problems)}", checks=checks)
     return JSONResponse({"status": "ok", "checks": checks})
+
+
+def _caller(state: AppState, request: Request) -> tuple[Access, dict[str, Any], list[str]]:
+    """The caller's access, and a failed `access` check when their rights could not be read
+    (the cloud's groups mapping lives in S3): then they are counted as a reader of nothing,
+    and /health still reports every dependency instead of failing itself. An unknown caller
+    is a 401 as on every route."""
+    try:
+        return state.access(request), {}, []
+    except CallerUnknownError:
+        raise
+    except Exception as exc:
+        said = hide_paths(str(exc))
+        check = {"status": "failed", "problem": f"{type(exc).__name__}: {said}"}
+        return Access(user=""), {"access": check}, [f"access: {said}"]
 
 
 def _dependency_checks(state: AppState, access: Access) -> tuple[dict[str, Any], list[str]]:

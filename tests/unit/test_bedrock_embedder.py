@@ -435,7 +435,7 @@ def test_client_is_created_on_first_use_once_with_adaptive_retries(
     (only,) = made
     assert only["service"] == "bedrock-runtime" and only["region_name"] == "eu-central-1"
     config = only["config"]
-    assert config.retries == {"mode": "adaptive", "max_attempts": 8}
+    assert config.retries == {"mode": "adaptive", "total_max_attempts": 9}
     assert (config.connect_timeout, config.read_timeout) == (5, 60)
 
 

@@ -35,8 +35,10 @@ COHERE_DIMENSION = 1024
 COHERE_MAX_TEXTS = 96
 # Bedrock refuses Cohere v3 texts longer than this many characters, whatever `truncate` says.
 COHERE_MAX_CHARS = 2048
+# Nine attempts in all, said as a total: botocore's `max_attempts` counts retries only, and newer
+# botocore releases rewrite it into `total_max_attempts`.
 CLIENT_CONFIG = Config(
-    retries={"mode": "adaptive", "max_attempts": 8}, connect_timeout=5, read_timeout=60
+    retries={"mode": "adaptive", "total_max_attempts": 9}, connect_timeout=5, read_timeout=60
 )
 # Still failing after the client's own retries, but likely to pass later.
 TRANSIENT_CODES = frozenset(

@@ -1,55 +1,23 @@
 """The `docchat` command, a module per group of commands: documents.py (ingest, status, text,
-rm), ask.py (ask, search), serve.py (serve, mcp), evaluate.py (eval); common.py is what they
-share and display.py how names and the status show in a terminal."""
+rm), ask.py (ask, search), serve.py (serve, mcp), evaluate.py (eval); commands.py parses and runs
+them, common.py is what they share and display.py how names and the status show in a terminal.
+
+This module imports nothing heavy: the commands (the index, the PDF engine, numpy) load inside
+`main`, where a Ctrl-C during that second of imports is an interruption like any other.
+"""
 
 from __future__ import annotations
 
-import argparse
-import os
+import sys
 from collections.abc import Sequence
-from pathlib import Path
-
-from rich.markup import escape
-
-from docchat import VERSION
-from docchat.cli import ask, collections, common, documents, evaluate, serve
-from docchat.cli.display import shown
-from docchat.config import Settings
-from docchat.errors import DocchatError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one `docchat` command; its exit status (2 for an error it explains)."""
-    args = parser().parse_args(argv)
+    """Run one `docchat` command; its exit status (130 when interrupted)."""
     try:
-        settings = Settings.from_env(os.environ, data_dir=args.data_dir)
-        return int(args.run(args, settings))
-    except DocchatError as exc:
-        common.err.print(f"[red]error:[/red] {escape(shown(str(exc)))}", markup=True)
-        return 2
+        from docchat.cli.commands import run
+
+        return run(argv)
     except KeyboardInterrupt:
-        common.err.print("interrupted")
+        sys.stderr.write("interrupted\n")
         return 130
-    finally:
-        common.close_opened()
-
-
-def parser() -> argparse.ArgumentParser:
-    """The `docchat` command line: every command with `--data-dir`."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help="where the index lives (default: $DOCCHAT_DATA_DIR or .docchat/)",
-    )
-    command = argparse.ArgumentParser(prog="docchat", description="Chat with your documents.")
-    command.add_argument("--version", action="version", version=f"docchat {VERSION}")
-    commands = command.add_subparsers(dest="command", required=True)
-    documents.add_ingest(commands, common)
-    ask.add_commands(commands, common)
-    serve.add_commands(commands, common)
-    documents.add_listing(commands, common)
-    evaluate.add_commands(commands, common)
-    collections.add_collection_commands(commands, common)
-    return command

@@ -16,10 +16,12 @@ import multiprocessing
 import os
 import resource
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from multiprocessing import forkserver
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
 from typing import Any, Literal
@@ -167,7 +169,23 @@ def _context() -> ForkServerContext | SpawnContext | ForkContext:
         return multiprocessing.get_context("fork")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
+    _start_forkserver()
     return context
+
+
+def _start_forkserver() -> None:
+    """Start the forkserver ignoring SIGINT, a disposition it and every child it forks inherit.
+    Ctrl-C reaches the terminal's whole process group: the forkserver, importing PRELOAD in its
+    first second, and a child converting printed a KeyboardInterrupt traceback each under the
+    command's own "interrupted". The caller stops its children itself (_run_isolated kills the
+    one it waits for; the forkserver ends when the caller does)."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may set a handler; the first Process starts it instead
+    ignored = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, ignored)
 
 
 def _crashed(exitcode: int | None, memory_mib: int) -> Exception:

@@ -339,3 +339,30 @@ def test_cli_prints_its_version(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert exit_.value.code == 0
     assert capsys.readouterr().out.strip() == f"docchat {metadata.version('docchat')}"
+
+
+def test_cli_ingest_not_to_a_terminal_prints_a_line_per_document_and_stage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given two documents, and stderr that is not a terminal (captured, as a CI log is)
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    (folder / "a.pdf").write_bytes(make_pdf([[("h1", "Alpha"), ("body", "The alpha text.")]]))
+    (folder / "b.pdf").write_bytes(
+        make_pdf([[("body", "Bravo, page one.")], [("body", "Bravo, page two.")]])
+    )
+
+    # When they are ingested
+    code, _, err = _run(capsys, "ingest", str(folder), "--data-dir", str(tmp_path / "data"))
+
+    # Then each stage of each document is a plain line of its own, and no bar is drawn
+    assert code == 0
+    lines = [re.sub(r"in [\d.]+ s$", "in N s", line) for line in err.splitlines()]
+    assert lines == [
+        "a.pdf: convert (1 page)",
+        "a.pdf: embed (1 chunk)",
+        "a.pdf: indexed in N s",
+        "b.pdf: convert (2 pages)",
+        "b.pdf: embed (1 chunk)",  # two short pages: one chunk
+        "b.pdf: indexed in N s",
+    ]

@@ -6,6 +6,8 @@ import argparse
 import json
 import re
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.progress import (
@@ -31,6 +33,9 @@ from docchat.ingest.pagetext import extracted_pages
 from docchat.models import DocStatus, DocumentRecord, file_name
 from docchat.wiring import chunk_notes
 from docchat.wiring.local import local_embedder, open_index
+
+#: What a document's ingest reports its progress to: (stage, done, total).
+IngestProgress = Callable[[str, int, int], None]
 
 
 def add_ingest(commands: Commands, common_parser: argparse.ArgumentParser) -> None:
@@ -141,21 +146,9 @@ def _ingest_files(
     notes = chunk_notes(settings, index)
     results: list[IngestResult] = []
     stopped: StorageFullError | None = None
-    columns = (
-        TextColumn("{task.description}", markup=False),  # a file name's "[draft]" is text
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[stage]}"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=common.err, transient=False) as progress:
+    with _reporter() as report:
         for path in files:
-            task = progress.add_task(shown(name_of(path)[:40]), total=None, stage="")
-
-            def update(stage: str, done: int, total: int, task: TaskID = task) -> None:
-                label = {"convert": "pages", "embed": "chunks"}.get(stage, stage)
-                progress.update(task, completed=done, total=total, stage=label)
-
+            update = report.start(shown(name_of(path)))
             try:
                 result = ingest_file(
                     path,
@@ -169,11 +162,89 @@ def _ingest_files(
             except StorageError as exc:  # this file fails; a full disk stops the rest
                 result = _storage_failure(path, exc)
                 stopped = exc if isinstance(exc, StorageFullError) else None
-            progress.update(task, stage=result.outcome)
+            report.end(result.outcome)
             results.append(result)
             if stopped:
                 break
     return results, stopped
+
+
+#: What a stage's progress counts, as the progress shows it.
+_COUNTED = {"convert": "page", "embed": "chunk", "notes": "chunk", "sentences": "chunk"}
+
+
+class _Bars:
+    """A progress bar per document, for a terminal."""
+
+    def __init__(self) -> None:
+        columns = (
+            TextColumn("{task.description}", markup=False),  # a file name's "[draft]" is text
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[stage]}"),
+            TimeElapsedColumn(),
+        )
+        self.progress = Progress(*columns, console=common.err, transient=False)
+        self.task: TaskID | None = None
+
+    def start(self, name: str) -> IngestProgress:
+        task = self.task = self.progress.add_task(name[:40], total=None, stage="")
+
+        def update(stage: str, done: int, total: int) -> None:
+            label = {"convert": "pages", "embed": "chunks"}.get(stage, stage)
+            self.progress.update(task, completed=done, total=total, stage=label)
+
+        return update
+
+    def end(self, outcome: str) -> None:
+        if self.task is not None:
+            self.progress.update(self.task, stage=outcome)
+
+    def __enter__(self) -> _Bars:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+
+class _Lines:
+    """One plain line per document and stage, printed as it begins, for output that is not a
+    terminal (a CI log, `make demo > log`): rich's bars are drawn there only when the run ends,
+    so a long run printed nothing for minutes."""
+
+    def __init__(self) -> None:
+        self.name = ""
+        self.stage = ""
+        self.started = 0.0
+
+    def start(self, name: str) -> IngestProgress:
+        self.name, self.stage, self.started = name, "", time.monotonic()
+
+        def update(stage: str, done: int, total: int) -> None:
+            if stage != self.stage:
+                self.stage = stage
+                counted = plural(total, _COUNTED.get(stage, "step"))
+                self._line(f"{stage} ({counted})")
+
+        return update
+
+    def end(self, outcome: str) -> None:
+        self._line(f"{outcome} in {time.monotonic() - self.started:.1f} s")
+
+    def _line(self, what: str) -> None:
+        common.err.print(f"{self.name}: {what}", markup=False, highlight=False)
+
+    def __enter__(self) -> _Lines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _reporter() -> _Bars | _Lines:
+    """How the run shows its progress: bars in a terminal, plain lines anywhere else."""
+    return _Bars() if common.err.is_terminal else _Lines()
 
 
 def _storage_failure(path: Path, exc: StorageError) -> IngestResult:

@@ -3,7 +3,7 @@ the documents' status at any terminal width."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from rich.console import Console, Group, RenderableType
 from rich.measure import Measurement
@@ -46,16 +46,19 @@ def print_status(
     *,
     title: str,
     interrupted: Collection[str],
+    working: Mapping[str, str] | None = None,
 ) -> None:
     """The documents as a table when it fits the terminal (or the output is not one), else as
-    one block per document; ids are never cut, as `rm`, `text` and `--doc` take them."""
-    table = _status_table(documents, title=title, interrupted=interrupted)
-    narrowest = _status_table(documents, title=title, interrupted=interrupted, most=_READABLE)
+    one block per document; ids are never cut, as `rm`, `text` and `--doc` take them. `working`
+    is the progress of the documents a process is ingesting now, by id."""
+    notes = _Notes(interrupted, working or {})
+    table = _status_table(documents, title=title, notes=notes)
+    narrowest = _status_table(documents, title=title, notes=notes, most=_READABLE)
     if console.is_terminal and _width(console, narrowest) > console.width:
         console.print(Text(title))
         for document in documents:
             console.print()
-            console.print(_status_block(document, interrupted=interrupted))
+            console.print(_status_block(document, notes=notes))
         console.print()
         return
     if console.is_terminal:
@@ -75,17 +78,26 @@ def _pages(document: DocumentRecord) -> str:
     return str(document.pages)
 
 
-def _reason(document: DocumentRecord, interrupted: Collection[str]) -> str:
-    if document.doc_id in interrupted:
-        return _INTERRUPTED
-    return shown(document.error or "") if document.status == DocStatus.FAILED else ""
+class _Notes:
+    """What the reason column says beside a document's own error."""
+
+    def __init__(self, interrupted: Collection[str], working: Mapping[str, str]) -> None:
+        self.interrupted = interrupted
+        self.working = working
+
+    def reason(self, document: DocumentRecord) -> str:
+        if document.doc_id in self.working:
+            return self.working[document.doc_id]
+        if document.doc_id in self.interrupted:
+            return _INTERRUPTED
+        return shown(document.error or "") if document.status == DocStatus.FAILED else ""
 
 
 def _status_table(
     documents: Sequence[DocumentRecord],
     *,
     title: str,
-    interrupted: Collection[str],
+    notes: _Notes,
     most: int | None = None,
 ) -> Table:
     """The table; `most` caps the width of the columns that wrap (title, file, reason)."""
@@ -105,12 +117,12 @@ def _status_table(
             d.status.value,
             _pages(d),
             str(d.chunks),
-            Text(_reason(d, interrupted)),
+            Text(notes.reason(d)),
         )
     return table
 
 
-def _status_block(document: DocumentRecord, *, interrupted: Collection[str]) -> RenderableType:
+def _status_block(document: DocumentRecord, *, notes: _Notes) -> RenderableType:
     """One document: its id on a line of its own, then its facts, each wrapped beside its label."""
     facts = Table.grid(padding=(0, 2, 0, 0))
     facts.add_column(no_wrap=True, min_width=len("status"))  # the same in every block
@@ -122,7 +134,7 @@ def _status_block(document: DocumentRecord, *, interrupted: Collection[str]) -> 
     facts.add_row("status", f"{document.status.value} · {pages} · {chunks}")
     facts.add_row("title", Text(shown(document.title)))
     facts.add_row("file", Text(shown(file_name(document.source))))
-    if reason := _reason(document, interrupted):
+    if reason := notes.reason(document):
         facts.add_row("reason", Text(reason))
     heading = Text(document.doc_id, style="bold", no_wrap=True, overflow="ignore")
     return Group(heading, Padding(facts, (0, 0, 0, 2)))

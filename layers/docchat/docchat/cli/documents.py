@@ -27,6 +27,8 @@ from docchat.cli.common import Commands, existing_index, name_of, plural, shown_
 from docchat.cli.display import print_status, shown
 from docchat.config import Settings
 from docchat.errors import DocchatError, StorageError, StorageFullError
+from docchat.ingest import claims
+from docchat.ingest.decision import doc_id_for
 from docchat.ingest.formats import READABLE
 from docchat.ingest.local import IngestResult, document_paths, ingest_file, source_of
 from docchat.ingest.pagetext import extracted_pages
@@ -123,7 +125,8 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
         + (f"; {failed} failed (reasons above)" if failed else "")
     )
     if stopped:
-        untried = files[len(results) :]
+        tried = {r.source for r in results}
+        untried = [p for p in files if source_of(p) not in tried]
         skipped = (
             f", so {plural(len(untried), 'file')} {'was' if len(untried) == 1 else 'were'} "
             f"not tried ({', '.join(shown_name(p) for p in untried)})"
@@ -140,32 +143,64 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
 def _ingest_files(
     files: list[Path], settings: Settings, collection: str | None = None
 ) -> tuple[list[IngestResult], StorageFullError | None]:
-    """Each file's result, and the full disk that stopped the run before the rest, if one did."""
+    """Each file's result, and the full disk that stopped the run before the rest, if one did.
+    A file another process is ingesting (ingest/claims.py) waits until the rest are done, and
+    then for that process: the same file is never converted and embedded twice at once (once
+    the other is done, it is usually unchanged)."""
     embedder = local_embedder(settings)
     index = common.closed_later(open_index(settings, embedder))
     notes = chunk_notes(settings, index)
     results: list[IngestResult] = []
     stopped: StorageFullError | None = None
+
+    def ingest(path: Path, held: claims.Claim, update: IngestProgress) -> None:
+        nonlocal stopped
+
+        def progress(stage: str, done: int, total: int) -> None:
+            held.report(stage, done, total)
+            update(stage, done, total)
+
+        try:
+            result = ingest_file(
+                path,
+                index=index,
+                embedder=embedder,
+                settings=settings,
+                on_progress=progress,
+                notes=notes,
+                collections=[collection] if collection else (),
+            )
+        except StorageError as exc:  # this file fails; a full disk stops the rest
+            result = _storage_failure(path, exc)
+            stopped = exc if isinstance(exc, StorageFullError) else None
+        report.end(result.outcome)
+        results.append(result)
+
     with _reporter() as report:
+        later: list[Path] = []
         for path in files:
-            update = report.start(shown(name_of(path)))
-            try:
-                result = ingest_file(
-                    path,
-                    index=index,
-                    embedder=embedder,
-                    settings=settings,
-                    on_progress=update,
-                    notes=notes,
-                    collections=[collection] if collection else (),
-                )
-            except StorageError as exc:  # this file fails; a full disk stops the rest
-                result = _storage_failure(path, exc)
-                stopped = exc if isinstance(exc, StorageFullError) else None
-            report.end(result.outcome)
-            results.append(result)
             if stopped:
                 break
+            source = source_of(path)
+            held = claims.claim(settings.data_dir, doc_id_for(source), source=source)
+            if held is None:
+                later.append(path)
+                continue
+            with held:
+                ingest(path, held, report.start(shown(name_of(path))))
+        for path in later:
+            if stopped:
+                break
+            source = source_of(path)
+            update = report.start(shown(name_of(path)))
+            other = claims.holder(settings.data_dir, doc_id_for(source))
+            report.note(
+                f"waiting for the docchat process ({other.pid if other else '?'}) ingesting it"
+            )
+            with claims.claim_when_free(
+                settings.data_dir, doc_id_for(source), source=source
+            ) as held:
+                ingest(path, held, update)
     return results, stopped
 
 
@@ -196,9 +231,12 @@ class _Bars:
 
         return update
 
-    def end(self, outcome: str) -> None:
+    def note(self, what: str) -> None:
         if self.task is not None:
-            self.progress.update(self.task, stage=outcome)
+            self.progress.update(self.task, stage=what)
+
+    def end(self, outcome: str) -> None:
+        self.note(outcome)
 
     def __enter__(self) -> _Bars:
         self.progress.start()
@@ -229,6 +267,9 @@ class _Lines:
 
         return update
 
+    def note(self, what: str) -> None:
+        self._line(what)
+
     def end(self, outcome: str) -> None:
         self._line(f"{outcome} in {time.monotonic() - self.started:.1f} s")
 
@@ -249,8 +290,6 @@ def _reporter() -> _Bars | _Lines:
 
 def _storage_failure(path: Path, exc: StorageError) -> IngestResult:
     """A file the index could not take, with the reason (the index keeps what it had)."""
-    from docchat.ingest.decision import doc_id_for
-
     source = source_of(path)
     record = DocumentRecord(
         doc_id=doc_id_for(source),
@@ -284,14 +323,22 @@ def _summary(results: list[IngestResult]) -> Table:
 
 
 def run_status(args: argparse.Namespace, settings: Settings) -> int:
-    """The documents, each with its status, and the index's totals."""
+    """The documents, each with its status, and the index's totals; a document another
+    process is ingesting now is listed with its stage and progress, new or not."""
     from docchat.ingest.uploads import interrupted
 
     index = existing_index(settings)
-    documents = within(index.documents(), args)
-    stopped = interrupted(settings, documents)
+    working = {w.doc_id: w for w in claims.in_progress(settings.data_dir)}
+    # A new document has no record until it is indexed; a new version keeps its old one.
+    known = index.documents()
+    ids = {d.doc_id for d in known}
+    new = [_being_ingested(w) for w in working.values() if w.doc_id not in ids]
+    documents = within(sorted([*known, *new], key=lambda d: (d.source, d.doc_id)), args)
+    indexed = [d for d in documents if d.doc_id in ids]
+    stopped = interrupted(settings, indexed) - working.keys()
+    progress = {doc_id: _progress(w) for doc_id, w in working.items()}
     # With --collection, the totals are those of the documents shown.
-    stats = totals_within(index.stats(), documents) if args.collection else index.stats()
+    stats = totals_within(index.stats(), indexed) if args.collection else index.stats()
     if args.json:
         payload = {
             "stats": stats,
@@ -300,6 +347,7 @@ def run_status(args: argparse.Namespace, settings: Settings) -> int:
                     **d.model_dump(mode="json"),
                     "file_name": file_name(d.source),
                     "interrupted": d.doc_id in stopped,
+                    "ingesting": _working_json(working.get(d.doc_id)),
                 }
                 for d in documents
             ],
@@ -312,6 +360,7 @@ def run_status(args: argparse.Namespace, settings: Settings) -> int:
         documents,
         title=f"documents in {settings.data_dir}",
         interrupted=stopped,
+        working=progress,
     )
     out.print(
         f"{plural(stats['documents'], 'document')}, {plural(stats['chunks'], 'chunk')}, "
@@ -320,6 +369,40 @@ def run_status(args: argparse.Namespace, settings: Settings) -> int:
         soft_wrap=not out.is_terminal,  # wrapped between words in a terminal, one line piped
     )
     return 0
+
+
+#: The status a document being ingested is in, by the stage its progress last named.
+_STAGE_STATUS = {
+    "notes": DocStatus.CHUNKING,
+    "embed": DocStatus.EMBEDDING,
+    "sentences": DocStatus.EMBEDDING,
+}
+
+
+def _being_ingested(work: claims.Work) -> DocumentRecord:
+    """The record a document another process is ingesting has until it is indexed."""
+    return DocumentRecord(
+        doc_id=work.doc_id,
+        source=work.source,
+        title=Path(work.source).stem,
+        status=_STAGE_STATUS.get(work.stage, DocStatus.CONVERTING),
+    )
+
+
+def _progress(work: claims.Work) -> str:
+    """ "ingesting (process 123, 2 min): convert 12 of 190 pages"."""
+    minutes = max(0, int((time.time() - work.started) // 60))
+    where = f"ingesting (process {work.pid}, {minutes} min)"
+    if not work.stage:
+        return f"{where}: starting"
+    counted = _COUNTED.get(work.stage, "step")
+    return f"{where}: {work.stage} {work.done} of {plural(work.total, counted)}"
+
+
+def _working_json(work: claims.Work | None) -> dict[str, object] | None:
+    if work is None:
+        return None
+    return {"stage": work.stage, "done": work.done, "total": work.total, "pid": work.pid}
 
 
 def run_text(args: argparse.Namespace, settings: Settings) -> int:

@@ -144,6 +144,13 @@ class ZipBombError(FileTooLargeError):
 
 
 @registered
+class NestingTooDeepError(FileTooLargeError):
+    """An HTML page whose elements nest deeper than a conversion follows (Limits)."""
+
+    code = "nested_too_deep"
+
+
+@registered
 class UnsafeXmlError(ConversionError):
     """An XML part with a DTD (entity declarations): Office never writes one; attacks do."""
 

@@ -23,6 +23,7 @@ import mammoth
 from docchat.errors import EmptyDocumentError, UnsupportedFormatError
 from docchat.ingest.formats.blocks import Block, Heading, sections_from_blocks
 from docchat.ingest.formats.html import docx_html_blocks, page_blocks
+from docchat.ingest.formats.nesting import check_nesting, too_deep
 from docchat.ingest.formats.safety import Limits, open_package, read_by_library
 from docchat.ingest.formats.sheets import sheets_from_xlsx
 from docchat.ingest.formats.slides import slides_from_pptx
@@ -78,7 +79,12 @@ def xlsx(name: str, data: bytes, limits: Limits) -> ConvertedDocument:
 
 def html(name: str, data: bytes, limits: Limits) -> ConvertedDocument:
     """A web page's main content, its chrome (navigation, scripts, forms...) removed."""
-    title, blocks = page_blocks(decoded(name, data, limits, markup=True))
+    page = decoded(name, data, limits, markup=True)
+    check_nesting(name, page, max_depth=limits.max_html_depth)
+    try:
+        title, blocks = page_blocks(page)
+    except RecursionError as exc:  # deeper than the count of its tags said
+        raise too_deep(name, limits.max_html_depth) from exc
     return _sectioned(name, "html", title or _stem(name), blocks)
 
 

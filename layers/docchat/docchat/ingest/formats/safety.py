@@ -80,6 +80,9 @@ class Limits:
     max_slides: int = 2_000
     max_sheet_cells: int = 2_000_000  # cells scanned, empty ones between filled ones included
     max_text_chars: int = 50_000_000  # HTML / Markdown / text, decoded
+    # How deep an HTML page's elements may nest: Chromium's parser stops at 512 levels too;
+    # real pages nest 15-40 (the Wikipedia page of the test set: 31).
+    max_html_depth: int = 512
 
 
 DEFAULT_LIMITS = Limits()

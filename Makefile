@@ -24,7 +24,7 @@ PDFS ?= examples/pdfs
 QUESTION ?= What does the DMCA say about circumvention of technological protection measures?
 DEMO_DIR ?= .docchat-demo
 
-.PHONY: demo test unit e2e destroy reindex install inspector lint clean
+.PHONY: demo test unit e2e destroy reindex install inspector lint clean sam-local
 
 # ingest exits 1 when some PDF failed (the others are indexed: go on and ask), 2 on unusable input.
 demo: $(STAMP)
@@ -36,6 +36,13 @@ test: $(STAMP) $(SAM_STAMP) $(SCAN_STAMP) $(CHROMIUM) $(INSPECTOR_STAMP)
 	$(BIN)/ruff check layers tests bench infra
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+
+# `sam build` of the whole stack and `sam local invoke` of every function in containers
+# (tests/sam_local, with infra/sam_local): Docker from Debian when absent, its daemon started and
+# stopped here, a stand-in for the Lambda Python base image built once and kept. `make test`
+# runs the same tests in its suite; this runs them alone.
+sam-local: $(STAMP) $(SAM_STAMP)
+	$(BIN)/python -m pytest tests/sam_local $(PYTEST_ARGS)
 
 # The post-deploy check of a deployed stack (tests/e2e), with the caller's AWS credentials:
 # `make e2e STACK=<stack name>` (E2E_ARGS go to pytest). Without STACK it prints what it needs in

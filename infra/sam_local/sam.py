@@ -1,0 +1,153 @@
+"""The SAM CLI commands a user runs (`sam build`, `sam local invoke`, `sam local start-lambda`),
+with the environment that keeps them here: no telemetry, no AWS account (the stand-ins'
+credentials), Python 3.13 first on PATH for the zip builds, the docchat layer for x86_64."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from infra.sam_local.tools import run, sam_binary
+
+REGION = "us-east-1"
+BUILD_TIMEOUT_S = 1500
+
+
+def sam_environment(python_bin: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        SAM_CLI_TELEMETRY="0",
+        AWS_DEFAULT_REGION=REGION,
+        AWS_REGION=REGION,
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_SESSION_TOKEN="testing",
+        AWS_EC2_METADATA_DISABLED="true",
+        AWS_CONFIG_FILE="/nonexistent/aws-config",
+        AWS_SHARED_CREDENTIALS_FILE="/nonexistent/aws-credentials",
+        PATH=os.pathsep.join([str(python_bin), env.get("PATH", "")]),
+        # The layer's makefile build learns its architecture only from this.
+        LAYER_ARCH="x86_64",
+    )
+    return env
+
+
+def sam_build(template: Path, out: Path, *, python_bin: Path, log: Path) -> Path:
+    """`sam build` of the whole stack (zip functions, the docchat layer, the OCR image); the
+    built template."""
+    run(
+        [
+            str(sam_binary()),
+            "build",
+            "--template-file",
+            str(template),
+            "--build-dir",
+            str(out),
+            "--no-cached",
+            "--parallel",
+            "--region",
+            REGION,
+        ],
+        timeout=BUILD_TIMEOUT_S,
+        log=log,
+        cwd=template.parent,
+        env=sam_environment(python_bin),
+    )
+    return out / "template.yaml"
+
+
+@dataclass
+class Invoked:
+    function: str
+    returncode: int
+    result: Any  # the function's answer, parsed (None if it printed none)
+    log: str  # SAM's and the function's output
+
+    def ok(self) -> Any:
+        raised = isinstance(self.result, dict) and "errorType" in self.result
+        if self.returncode != 0 or raised or self.result is None:
+            raise AssertionError(
+                f"sam local invoke {self.function} failed (exit {self.returncode}): "
+                f"{json.dumps(self.result, indent=2)}\n--- sam and function log ---\n"
+                f"{self.log[-6000:]}"
+            )
+        return self.result
+
+
+def sam_local_invoke(
+    built: Path,
+    function: str,
+    event: Path,
+    *,
+    env_vars: Path,
+    layer_cache: Path,
+    python_bin: Path,
+    timeout: float,
+) -> Invoked:
+    """`sam local invoke <function> -e <event>` on the built template, as a user runs it (the
+    layers from `layer_cache`: infra/sam_local/layers.py)."""
+    command = [
+        str(sam_binary()),
+        "local",
+        "invoke",
+        function,
+        "--template-file",
+        str(built),
+        "--event",
+        str(event),
+        "--env-vars",
+        str(env_vars),
+        "--layer-cache-basedir",
+        str(layer_cache),
+        "--skip-pull-image",
+        "--region",
+        REGION,
+    ]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=built.parent,
+        env=sam_environment(python_bin),
+    )
+    return Invoked(function, done.returncode, _last_json(done.stdout), done.stderr + done.stdout)
+
+
+def _last_json(stdout: str) -> Any:
+    """The function's answer: SAM prints it as the last line of its standard output."""
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            continue
+    return None
+
+
+def start_lambda_command(built: Path, *, env_vars: Path, layer_cache: Path, port: int) -> list[str]:
+    """`sam local start-lambda`: Lambda's Invoke API on 127.0.0.1:<port> for every function."""
+    return [
+        str(sam_binary()),
+        "local",
+        "start-lambda",
+        "--template-file",
+        str(built),
+        "--env-vars",
+        str(env_vars),
+        "--layer-cache-basedir",
+        str(layer_cache),
+        "--skip-pull-image",
+        "--warm-containers",
+        "LAZY",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--region",
+        REGION,
+    ]

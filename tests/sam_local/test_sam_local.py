@@ -1,0 +1,141 @@
+"""`sam build` of the whole stack and `sam local invoke` of every function with its sample event,
+in containers from the stand-in for the Lambda Python 3.13 image (infra/sam_local), against moto
+and the Bedrock and OpenSearch stand-ins, as tests/lambda_layout/test_rie.py checks the same
+events without Docker. Here the task root is the read-only /var/task of a container with the
+function's memory size, only /tmp writable and its environment from the template, as on Lambda.
+
+Not run: the Lambda Web Adapter (its layer is an ARN that cannot be downloaded here), so the
+chat function's run.sh is started in the image `sam local` built with the function's layers and
+its readiness path answered from inside the container (test_sam_local_chat_...)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from docchat.ingest.convert.pageocr import ocr_pages
+from docchat.ingest.ocr import OcrOptions
+from tests.conftest import EXAMPLES, REPO
+from tests.lambda_layout.conftest import DOCS_BUCKET, PDF_KEY
+
+pytestmark = pytest.mark.slow
+
+DOC_ID = "dmca-75433a68"
+VERSION = "931f4374c255bcf28690c0567ba7be8e53513bce682e3db8086a831b92fcdfb6"
+EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:docchat-ingest:example-run"
+BATCH_KEY = f"artifacts/{DOC_ID}/{VERSION}/chunks/00000.json"
+DOC = {
+    "doc_id": DOC_ID, "version": VERSION, "bucket": DOCS_BUCKET, "key": PDF_KEY,
+    "execution_id": EXECUTION,
+}  # fmt: skip
+
+
+def _event(name: str) -> Any:
+    return json.loads((REPO / "events" / f"{name}.json").read_text())
+
+
+def _ok(run: dict[str, Any], name: str) -> Any:
+    """The function's answer; a failed invocation fails the test with SAM's and its log."""
+    step = run["steps"][name]
+    result = step["result"]
+    if (
+        step["returncode"] != 0
+        or result is None
+        or (isinstance(result, dict) and "errorType" in result)
+    ):
+        raise AssertionError(
+            f"sam local invoke {step['function']} -e events/{name}.json failed "
+            f"(exit {step['returncode']}): {json.dumps(result, indent=2)}\n"
+            f"--- sam and function log ---\n{step['log']}"
+        )
+    return result
+
+
+def _item(run: dict[str, Any], name: str, **expected: Any) -> None:
+    item = run["steps"][name]["item_after"]
+    assert item is not None, f"{name}: the document vanished from the registry"
+    assert {k: item.get(k) for k in expected} == expected, f"{name}: {item}"
+
+
+def test_sam_local_every_function_is_invoked_with_its_sample_event(
+    sam_run: dict[str, Any],
+) -> None:
+    handlers = {p.parent.name for p in (REPO / "functions").glob("*/app.py")}
+    events = {p.stem for p in (REPO / "events").glob("*.json")}
+    assert handlers == events == set(sam_run["steps"])
+    # and the build holds every function of the template, the OCR image and chat included
+    assert set(sam_run["functions"]) == handlers | {"chat"}
+
+
+def test_sam_local_register_claims_the_uploaded_pdf(sam_run: dict[str, Any]) -> None:
+    assert _ok(sam_run, "register") == {"action": "process", "reason": "", "doc": DOC}
+    _item(sam_run, "register", status="QUEUED", execution_id=EXECUTION)
+
+
+def test_sam_local_convert_stores_the_pages(sam_run: dict[str, Any]) -> None:
+    sample = _event("chunk")  # what the state machine hands Chunk is what Convert returned
+    assert _ok(sam_run, "convert") == {
+        "doc": DOC,
+        "title": sample["title"],
+        "pages": sample["pages"],
+        "pages_key": f"pages/{DOC_ID}/{VERSION}.json",
+        "ocr_ranges": [],
+    }
+    _item(sam_run, "convert", status="CHUNKING", pages=sample["pages"])
+
+
+def test_sam_local_ocr_image_reads_the_page_as_ocr_here_does(sam_run: dict[str, Any]) -> None:
+    event = _event("ocr")
+    result = _ok(sam_run, "ocr")
+    expected = ocr_pages((EXAMPLES / "dmca.pdf").read_bytes(), [1], options=OcrOptions(dpi=150))
+    assert result == {
+        "doc": event["doc"], "key": event["range"]["key"], "pages": 1,
+        "lines": len(expected[0].lines),
+    }  # fmt: skip
+    [page] = sam_run["steps"]["ocr"]["artifact"]
+    assert [line["text"] for line in page["lines"]] == [line.text for line in expected[0].lines]
+
+
+def test_sam_local_chunk_embed_and_index_handle_the_batch(sam_run: dict[str, Any]) -> None:
+    chunked = _ok(sam_run, "chunk")
+    assert (chunked["doc"], chunked["batches"]) == (DOC, [BATCH_KEY])
+    assert chunked["chunks"] == _event("finalize")["chunks"]
+    expected = {"doc": DOC, "batch_key": BATCH_KEY, "chunks": chunked["chunks"]}
+    assert _ok(sam_run, "embed") == expected
+    assert _ok(sam_run, "index") == expected
+    assert sam_run["bulk_requests"] >= 2  # Index wrote, Remove deleted
+    assert set(sam_run["index_docs_after"].values()) == {0}  # Remove left no chunk behind
+
+
+def test_sam_local_finalize_marks_the_document_indexed(sam_run: dict[str, Any]) -> None:
+    result = _ok(sam_run, "finalize")
+    assert (result["doc_id"], result["status"]) == (DOC_ID, "INDEXED")
+    _item(sam_run, "finalize", status="INDEXED", chunks=_event("finalize")["chunks"])
+
+
+def test_sam_local_mark_failed_and_watchdog_leave_an_indexed_document_alone(
+    sam_run: dict[str, Any],
+) -> None:
+    unchanged = {"doc_id": DOC_ID, "status": "unchanged", "detail": "another run owns it"}
+    assert _ok(sam_run, "mark_failed") == unchanged
+    assert _ok(sam_run, "watchdog") == unchanged
+    _item(sam_run, "watchdog", status="INDEXED")
+
+
+def test_sam_local_remove_forgets_the_deleted_pdf(sam_run: dict[str, Any]) -> None:
+    assert _ok(sam_run, "remove") == {"doc_id": DOC_ID, "status": "removed", "detail": ""}
+    assert sam_run["steps"]["remove"]["item_after"] is None
+
+
+def test_sam_local_chat_run_sh_gets_ready_without_the_web_adapter(
+    sam_run: dict[str, Any],
+) -> None:
+    # The Lambda Web Adapter's layer (LambdaAdapterLayerArm64) cannot be had here: run.sh, the
+    # adapter's handler script, is run in the image with the chat function's layers at /opt,
+    # and its readiness path (AWS_LWA_READINESS_CHECK_PATH) must answer below 500.
+    chat = sam_run["chat"]
+    assert chat.get("returncode") == 0, chat
+    status = int(chat["output"].split()[0])
+    assert 100 <= status < 500, chat["output"]

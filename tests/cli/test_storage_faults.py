@@ -5,6 +5,7 @@ fails one file and keeps the rest, a file name that is not UTF-8 is indexed like
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import sqlite3
@@ -294,3 +295,37 @@ def test_a_file_name_that_is_not_utf8_is_indexed_with_the_rest_of_the_folder(
     status = json.loads(_cli("status", "--json", "--data-dir", tmp_path / "data").stdout)
     names = {Path(d["source"]).name: d["status"] for d in status["documents"]}
     assert names == {"caf\\xe9.pdf": "INDEXED", "zebra.pdf": "INDEXED"}
+
+
+def test_full_disk_at_the_final_flush_exits_non_zero_and_keeps_what_was_indexed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from docchat.adapters.sqlite_index import maintenance
+    from docchat.cli import main
+
+    # Given a disk that fills up as the ingest saves its last rows as a search segment
+    folder, data = tmp_path / "pdfs", tmp_path / "data"
+    folder.mkdir()
+    (folder / "notes.pdf").write_bytes(NOTES)
+    saved = maintenance.Segment.save
+
+    def full(self: object, *args: object, **kwargs: object) -> object:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(maintenance.Segment, "save", full)
+
+    # When it ends
+    code = main(["ingest", str(folder), "--data-dir", str(data)])
+    out = " ".join(capsys.readouterr().out.split())
+
+    # Then it says the disk is full and exits 1, not 0 with a warning in the log
+    assert code == 1, out
+    assert "the disk holding" in out and "is full: every document indexed is kept" in out, out
+    assert "stopped: the disk is full, what was indexed is kept" in out, out
+    # And what was indexed is there once there is room
+    monkeypatch.setattr(maintenance.Segment, "save", saved)
+    assert main(["status", "--json", "--data-dir", str(data)]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert [(d["status"], d["chunks"]) for d in status["documents"]] == [("INDEXED", 2)]
+    assert main(["search", "bridge reopens", "--data-dir", str(data)]) == 0
+    assert "The bridge reopens on Monday" in capsys.readouterr().out

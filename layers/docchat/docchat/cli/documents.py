@@ -133,8 +133,12 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
             if untried
             else ""
         )
+        kept = "" if untried else ", what was indexed is kept"
+        if not untried:  # the last save of the index met it: the files show no reason
+            out.print(shown(str(stopped)), markup=False)
         out.print(
-            f"stopped: the disk is full{skipped}: free some space and run the same command again",
+            f"stopped: the disk is full{skipped}{kept}: free some space and run the same "
+            "command again",
             markup=False,
         )
     return 1 if failed or stopped else 0
@@ -201,6 +205,11 @@ def _ingest_files(
                 settings.data_dir, doc_id_for(source), source=source
             ) as held:
                 ingest(path, held, update)
+    if stopped is None:
+        try:  # said here, not as a warning when the command closes the index and exits 0
+            index.flush()
+        except StorageFullError as exc:
+            stopped = exc
     return results, stopped
 
 

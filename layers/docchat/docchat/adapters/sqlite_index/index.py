@@ -4,6 +4,7 @@ touches only its documents' rows, and the next search applies it without reading
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import threading
@@ -24,7 +25,7 @@ from docchat.adapters.sqlite_index.schema import prepare
 from docchat.adapters.sqlite_index.search import Hit
 from docchat.adapters.sqlite_index.store import Database
 from docchat.adapters.sqlite_index.wanted import EVERY_ROW, Wanted, wanted_rows
-from docchat.errors import DocumentNotFoundError, StorageError
+from docchat.errors import DocumentNotFoundError, StorageError, StorageFullError
 from docchat.ingest.decision import copy_chunk
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page
 from docchat.ports import SentenceVectors, Vectors
@@ -77,15 +78,32 @@ class SqliteIndex:
     def read_only(self) -> bool:
         return self._db.read_only
 
+    def flush(self) -> None:
+        """Save the rows written since the last flush as segments (the next open then reads
+        none of them from the index file). StorageFullError when the disk is full: the rows
+        stay in the index file, which holds every row, and the next open that has room saves
+        them; nothing indexed is lost."""
+        if self._maintenance is None or self._closed:
+            return
+        try:
+            self._maintenance.run(everything=True)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise StorageFullError(
+                f"the disk holding {self.path.parent} is full: every document indexed is kept, "
+                "but the search files could not be saved (the next docchat command that has "
+                "room saves them)"
+            ) from exc
+
     def close(self) -> None:
-        """Flush the rows written since the last flush (where writable: the next open then
-        reads none of them from the file), then close the file. A flush that fails leaves
-        them in the file, which holds every row: the next open reads them."""
-        if self._maintenance is not None and not self._closed:
-            try:
-                self._maintenance.run(everything=True)
-            except (StorageError, OSError) as exc:
-                logger.warning("rows left unflushed at close", extra={"reason": str(exc)})
+        """Flush the rows written since the last flush (where writable), then close the file.
+        A flush that fails leaves them in the file, which holds every row: the next open reads
+        them. A caller that must say so flushes first (`flush`)."""
+        try:
+            self.flush()
+        except (StorageError, OSError) as exc:
+            logger.warning("rows left unflushed at close", extra={"reason": str(exc)})
         self._close_file()
 
     def _close_file(self) -> None:

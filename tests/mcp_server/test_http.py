@@ -167,3 +167,15 @@ def test_a_foreign_host_name_is_refused(server: Server) -> None:
     answer = httpx.post(server.url, json=LIST_TOOLS, headers=headers, timeout=10)
 
     assert answer.status_code == 421
+
+
+def test_a_get_for_an_event_stream_is_answered_at_once_with_405(server: Server) -> None:
+    # A stateless server can send nothing on a stream of its own: the SDK held each GET open
+    # until the client left
+    headers = {"Accept": "text/event-stream", "Authorization": "Bearer bob"}
+
+    answer = httpx.get(server.url, headers=headers, timeout=5)
+
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == "POST"
+    assert "offers no event stream" in answer.json()["error"]["message"]

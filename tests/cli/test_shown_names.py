@@ -138,3 +138,21 @@ def test_status_in_a_wide_terminal_is_a_table(data: str, monkeypatch: pytest.Mon
     assert re.search(r"┃ id\s+┃ title\s+┃ file\s+┃ status\s+┃ pages ┃ chunks ┃ reason", table)
     assert max(map(cell_len, table.splitlines())) <= 200
     assert f"│ {ESCAPED}" in table and "│ Quarterly financial" in table
+
+
+def test_a_name_with_a_zero_width_character_is_shown_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given two files whose names look the same: one holds a zero width space
+    (tmp_path / "report.pdf").write_bytes(make_pdf([[("body", "The bell rings at noon.")]]))
+    (tmp_path / "rep\u200bort.pdf").write_bytes(make_pdf([[("body", "The gate opens at six.")]]))
+    data = str(tmp_path / "d")
+    assert main(["ingest", str(tmp_path), "--data-dir", data]) == 0
+    capsys.readouterr()
+
+    code, out, _ = _run(capsys, "status", "--data-dir", data)
+
+    # Then the one with the invisible character says it has one
+    assert code == 0
+    assert "rep<U+200B>ort.pdf" in out and "report.pdf" in out
+    assert "\u200b" not in out

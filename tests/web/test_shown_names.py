@@ -166,3 +166,20 @@ def test_a_long_file_name_keeps_every_button_on_screen(
     assert page.evaluate(OFF_SCREEN) == []
     page.screenshot(path=str(folder / f"long-name-answer-{kind}.png"))
     page.context.close()
+
+
+def test_a_name_with_a_zero_width_character_is_shown_escaped(
+    browser: Any, server: LocalServer
+) -> None:
+    page = _page(browser, server, DESKTOP)
+    # Given a PDF uploaded under a name that looks like "invoice.pdf" and holds a zero width space
+    row = _upload(
+        page,
+        "invo\u200bice.pdf",
+        shown="invo<U+200B>ice.pdf",
+        sentence="The invoice is due at the end of the month.",
+    )
+
+    # Then the panel shows the invisible character as an escape
+    expect(row.locator(".doc-name")).to_have_text("invo<U+200B>ice.pdf")
+    expect(row.locator(".doc-title")).to_have_text("invo<U+200B>ice")

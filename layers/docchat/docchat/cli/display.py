@@ -14,17 +14,21 @@ from rich.text import Text
 from docchat.models import DocStatus, DocumentRecord, file_name
 
 # Unicode's Bidi_Control characters (ALM, LRM, RLM, the embeddings and overrides, the isolates),
-# with which "report\u202egnp.pdf" reads as "reportfdp.png", and the C0 and C1 controls, which a
-# terminal obeys (an escape sequence, a line break in a name). The page shows them the same way
-# (docchat/web/names.js).
+# with which "report\u202egnp.pdf" reads as "reportfdp.png"; the characters that take no room
+# (zero width space, non-joiner and joiner, word joiner and the invisible operators, the
+# Mongolian vowel separator, the zero width no-break space), with which "report.pdf" and
+# "rep\u200bort.pdf" look the same; and the C0 and C1 controls, which a terminal obeys (an escape
+# sequence, a line break in a name). The page shows them the same way (docchat/web/names.js).
 _CONTROLS = [
     *range(0x20),
     *range(0x7F, 0xA0),
     0x061C,
-    0x200E,
-    0x200F,
+    0x180E,
+    *range(0x200B, 0x2010),
     *range(0x202A, 0x202F),
+    *range(0x2060, 0x2065),
     *range(0x2066, 0x206A),
+    0xFEFF,
 ]
 _ESCAPES = {code: f"<U+{code:04X}>" for code in _CONTROLS}
 _INTERRUPTED = "interrupted: `docchat serve` resumes it when it starts"

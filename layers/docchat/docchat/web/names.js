@@ -8,10 +8,14 @@
 // viewer downloads) are the originals; only what is shown is escaped. The CLI does the same
 // (docchat/cli/display.py).
 
-// Unicode's Bidi_Control characters: ALM, LRM, RLM, the embeddings and overrides, the isolates.
-const BIDI_CONTROLS = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+// Unicode's Bidi_Control characters: ALM, LRM, RLM, the embeddings and overrides, the isolates;
+// and the characters that take no room, with which "rep\u200Bort.pdf" looks like "report.pdf":
+// zero width space, non-joiner and joiner, word joiner, the invisible operators, the Mongolian
+// vowel separator, the zero width no-break space.
+const BIDI_CONTROLS =
+  /[\u061C\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/g;
 
-/** `text` with every bidirectional control shown as <U+XXXX>. */
+/** `text` with every bidirectional control and zero-width character shown as <U+XXXX>. */
 export function shownName(text) {
   return String(text).replace(BIDI_CONTROLS,
     (c) => `<U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}>`);

@@ -133,6 +133,11 @@ def ensure_base_image(log: Path) -> str:
     keyed = f"{KEYED_REPOSITORY}:{PYTHON_VERSION}-{image_key()}"
     if not _has_image(keyed):
         _build(keyed, log)
+        listed = run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"], timeout=60)
+        stale = [n for n in listed.stdout.split() if n.startswith(f"{KEYED_REPOSITORY}:")]
+        stale = [n for n in stale if n != keyed]
+        if stale:  # built from other inputs: never used again
+            run(["docker", "rmi", *stale], timeout=120, log=log)
     for name in BASE_NAMES:
         run(["docker", "tag", keyed, name], timeout=60, log=log)
     return keyed

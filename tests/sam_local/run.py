@@ -24,6 +24,7 @@ import yaml
 from infra.sam_local import daemon, image, layers, sam, template
 from infra.sam_local.tools import SetupError, cache_dir
 
+from docchat.ingest.decision import doc_id_for
 from tests.conftest import EXAMPLES, REPO
 from tests.infra import intrinsics
 from tests.infra.test_statemachine import CloudFormationLoader
@@ -31,6 +32,9 @@ from tests.lambda_layout.bedrock_stub import BedrockStub
 from tests.lambda_layout.conftest import DOCS_BUCKET, PDF_KEY, make_stack
 from tests.lambda_layout.harness import ACCOUNT, REGION, moto_client, runtime_python
 from tests.lambda_layout.opensearch_stub import OpenSearchStub
+from tests.officegen import docx_file
+from tests.pdfgen import make_pdf, scanned_copy
+from tests.sam_local import statemachine
 from tests.sam_local.relay import Relay, bridge_gateway
 
 DOC_ID = "dmca-75433a68"
@@ -87,11 +91,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def registry_item(endpoint: str, table: str) -> dict[str, Any] | None:
+def registry_item(endpoint: str, table: str, doc_id: str = DOC_ID) -> dict[str, Any] | None:
     from boto3.dynamodb.types import TypeDeserializer
 
     found = moto_client("dynamodb", endpoint).get_item(
-        TableName=table, Key={"doc_id": {"S": DOC_ID}}, ConsistentRead=True
+        TableName=table, Key={"doc_id": {"S": doc_id}}, ConsistentRead=True
     )
     plain = TypeDeserializer()
     item = found.get("Item")
@@ -137,8 +141,9 @@ def run_pass(work: Path) -> dict[str, Any]:
         _forget_invoke_images(logs / "cleanup.log")  # none left by an interrupted run
         variant = template.write_local_template(work)
         built_path = sam.sam_build(
-            variant, work / "build", python_bin=python.parent, log=logs / "build.log"
-        )
+            variant, work / "build", cache=cache_dir() / "sam-build", python_bin=python.parent,
+            log=logs / "build.log",
+        )  # fmt: skip
         timings["sam build"] = time.monotonic() - mark
         mark = time.monotonic()
         powertools = layers.powertools_layer(cache_dir())
@@ -157,13 +162,15 @@ def run_pass(work: Path) -> dict[str, Any]:
 
 
 def _forget_invoke_images(log: Path) -> None:
-    """The images `sam local` and `sam build` made this run (a new one per layer content, the
-    OCR image re-tagged), so runs do not pile them up; the stand-in base image stays."""
+    """The images `sam local` made this run (a new one per layer content) and the OCR images
+    a later build re-tagged, so runs do not pile them up. The stand-in base image stays, and
+    so does the OCR image: Docker's build cache keeps its pip steps while their inputs do not
+    change (an edited requirements file runs them again)."""
     made = subprocess.run(
         ["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"],
         capture_output=True, text=True, timeout=60, check=False,
     ).stdout.split()  # fmt: skip
-    ours = [name for name in made if name.startswith(("samcli/lambda-python:", "ocrfunction:"))]
+    ours = [name for name in made if name.startswith("samcli/lambda-python:")]
     with log.open("a") as out:
         if ours:
             subprocess.run(["docker", "rmi", "-f", *ours], stdout=out, stderr=out, check=False)
@@ -221,7 +228,8 @@ def _invoke_all(
             step_started = time.monotonic()
             invoked = sam.sam_local_invoke(
                 built_path, logical_id, REPO / "events" / f"{name}.json", env_vars=env_vars,
-                layer_cache=work / "layers", python_bin=python_bin, timeout=timeout,
+                layer_cache=work / "layers", python_bin=python_bin, aws_endpoint=moto,
+                timeout=timeout,
             )  # fmt: skip
             steps[name] = {
                 "function": logical_id,
@@ -240,6 +248,16 @@ def _invoke_all(
         index_docs = {name: len(index.docs) for name, index in search.indexes.items()}
         bulk = [path for method, path in search.requests if path.endswith("/_bulk")]
         mark = time.monotonic()
+        ingestion = _state_machine(work, built_path, python_bin, env_vars, moto, ids, stack.table)
+        ingestion["chunks_in_opensearch"] = {
+            doc_id: sum(
+                1 for index in search.indexes.values() for doc in index.docs.values()
+                if doc.get("doc_id") == doc_id
+            )
+            for doc_id in ingestion["registry"]
+        }  # fmt: skip
+        timings["state machine (start-lambda)"] = time.monotonic() - mark
+        mark = time.monotonic()
         chat = _chat(built_path, per_function[ids["chat"]], ids["chat"])
         timings["chat run.sh"] = time.monotonic() - mark
         return {
@@ -248,8 +266,42 @@ def _invoke_all(
             "index_docs_after": index_docs,
             "bulk_requests": len(bulk),
             "chat": chat,
+            "ingestion": ingestion,
             "env_vars": per_function,
         }
+
+
+def documents() -> dict[str, bytes]:
+    """What the state machine ingests: a PDF with a text layer (deleted afterwards), a scan
+    (image-only pages: the OCR map), a .docx."""
+    pdf = make_pdf(
+        [[("h1", f"Bridges chapter {n}")]
+         + [("body", f"Line {i} of page {n} explains bridges in plain words.") for i in range(25)]
+         for n in (1, 2)]
+    )  # fmt: skip
+    scan = scanned_copy(
+        make_pdf([[("h1", "Ferry timetable"), ("body", "The ferry leaves at noon.")]])
+    )
+    return {"reports/bridges.pdf": pdf, "scans/ferry.pdf": scan, "notes/plan.docx": docx_file()}
+
+
+def _state_machine(
+    work: Path, built_path: Path, python_bin: Path, env_vars: Path, moto: str,
+    ids: dict[str, str], table: str,
+) -> dict[str, Any]:  # fmt: skip
+    files = documents()
+    with statemachine.start_lambda(
+        built_path, env_vars=env_vars, layer_cache=work / "layers", python_bin=python_bin,
+        moto=moto, log=work / "logs" / "start-lambda.log",
+    ) as endpoint:  # fmt: skip
+        runs = statemachine.run_documents(moto, endpoint, ids, files)
+    registry = {
+        doc_id_for(f"{statemachine.BUCKET}/{key}"): registry_item(
+            moto, table, doc_id_for(f"{statemachine.BUCKET}/{key}")
+        )
+        for key in files
+    }
+    return {"runs": runs, "registry": registry, "keys": list(files)}
 
 
 def _chat(built_path: Path, env: dict[str, str], logical_id: str) -> dict[str, Any]:
@@ -321,10 +373,14 @@ def shared_pass(root: Path, run_id: str) -> dict[str, Any]:
                 outcome: dict[str, Any] = {"ok": run_pass(work)}
             except SetupError as exc:
                 outcome = {"setup_error": str(exc)}
+            except Exception as exc:  # stored, so that no other worker runs the pass again
+                outcome = {"failure": f"{type(exc).__name__}: {exc}"}
             result.write_text(json.dumps(outcome, indent=2, default=str))
     outcome = json.loads(result.read_text())
     if "setup_error" in outcome:
         raise SetupError(outcome["setup_error"])
+    if "failure" in outcome:
+        raise AssertionError(f"the sam local pass failed: {outcome['failure']}")
     ran: dict[str, Any] = outcome["ok"]
     ran["work"] = str(work)
     return ran

@@ -15,10 +15,7 @@ from typing import Any
 
 import pytest
 
-from docchat.ingest.convert.pageocr import ocr_pages
-from docchat.ingest.ocr import OcrOptions
 from tests.conftest import EXAMPLES, REPO
-from tests.lambda_layout.conftest import DOCS_BUCKET, PDF_KEY
 
 pytestmark = pytest.mark.slow
 
@@ -26,9 +23,10 @@ DOC_ID = "dmca-75433a68"
 VERSION = "931f4374c255bcf28690c0567ba7be8e53513bce682e3db8086a831b92fcdfb6"
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:docchat-ingest:example-run"
 BATCH_KEY = f"artifacts/{DOC_ID}/{VERSION}/chunks/00000.json"
+# The bucket and key the sample events name (tests/lambda_layout/conftest.py puts the PDF there).
 DOC = {
-    "doc_id": DOC_ID, "version": VERSION, "bucket": DOCS_BUCKET, "key": PDF_KEY,
-    "execution_id": EXECUTION,
+    "doc_id": DOC_ID, "version": VERSION, "bucket": "docchat-documents-example",
+    "key": "reports/dmca.pdf", "execution_id": EXECUTION,
 }  # fmt: skip
 
 
@@ -59,7 +57,7 @@ def _item(run: dict[str, Any], name: str, **expected: Any) -> None:
     assert {k: item.get(k) for k in expected} == expected, f"{name}: {item}"
 
 
-def test_sam_local_every_function_is_invoked_with_its_sample_event(
+def check_every_function_is_invoked_with_its_sample_event(
     sam_run: dict[str, Any],
 ) -> None:
     handlers = {p.parent.name for p in (REPO / "functions").glob("*/app.py")}
@@ -69,12 +67,12 @@ def test_sam_local_every_function_is_invoked_with_its_sample_event(
     assert set(sam_run["functions"]) == handlers | {"chat"}
 
 
-def test_sam_local_register_claims_the_uploaded_pdf(sam_run: dict[str, Any]) -> None:
+def check_register_claims_the_uploaded_pdf(sam_run: dict[str, Any]) -> None:
     assert _ok(sam_run, "register") == {"action": "process", "reason": "", "doc": DOC}
     _item(sam_run, "register", status="QUEUED", execution_id=EXECUTION)
 
 
-def test_sam_local_convert_stores_the_pages(sam_run: dict[str, Any]) -> None:
+def check_convert_stores_the_pages(sam_run: dict[str, Any]) -> None:
     sample = _event("chunk")  # what the state machine hands Chunk is what Convert returned
     assert _ok(sam_run, "convert") == {
         "doc": DOC,
@@ -86,7 +84,10 @@ def test_sam_local_convert_stores_the_pages(sam_run: dict[str, Any]) -> None:
     _item(sam_run, "convert", status="CHUNKING", pages=sample["pages"])
 
 
-def test_sam_local_ocr_image_reads_the_page_as_ocr_here_does(sam_run: dict[str, Any]) -> None:
+def check_ocr_image_reads_the_page_as_ocr_here_does(sam_run: dict[str, Any]) -> None:
+    from docchat.ingest.convert.pageocr import ocr_pages
+    from docchat.ingest.ocr import OcrOptions
+
     event = _event("ocr")
     result = _ok(sam_run, "ocr")
     expected = ocr_pages((EXAMPLES / "dmca.pdf").read_bytes(), [1], options=OcrOptions(dpi=150))
@@ -98,7 +99,7 @@ def test_sam_local_ocr_image_reads_the_page_as_ocr_here_does(sam_run: dict[str, 
     assert [line["text"] for line in page["lines"]] == [line.text for line in expected[0].lines]
 
 
-def test_sam_local_chunk_embed_and_index_handle_the_batch(sam_run: dict[str, Any]) -> None:
+def check_chunk_embed_and_index_handle_the_batch(sam_run: dict[str, Any]) -> None:
     chunked = _ok(sam_run, "chunk")
     assert (chunked["doc"], chunked["batches"]) == (DOC, [BATCH_KEY])
     assert chunked["chunks"] == _event("finalize")["chunks"]
@@ -109,13 +110,13 @@ def test_sam_local_chunk_embed_and_index_handle_the_batch(sam_run: dict[str, Any
     assert set(sam_run["index_docs_after"].values()) == {0}  # Remove left no chunk behind
 
 
-def test_sam_local_finalize_marks_the_document_indexed(sam_run: dict[str, Any]) -> None:
+def check_finalize_marks_the_document_indexed(sam_run: dict[str, Any]) -> None:
     result = _ok(sam_run, "finalize")
     assert (result["doc_id"], result["status"]) == (DOC_ID, "INDEXED")
     _item(sam_run, "finalize", status="INDEXED", chunks=_event("finalize")["chunks"])
 
 
-def test_sam_local_mark_failed_and_watchdog_leave_an_indexed_document_alone(
+def check_mark_failed_and_watchdog_leave_an_indexed_document_alone(
     sam_run: dict[str, Any],
 ) -> None:
     unchanged = {"doc_id": DOC_ID, "status": "unchanged", "detail": "another run owns it"}
@@ -124,12 +125,12 @@ def test_sam_local_mark_failed_and_watchdog_leave_an_indexed_document_alone(
     _item(sam_run, "watchdog", status="INDEXED")
 
 
-def test_sam_local_remove_forgets_the_deleted_pdf(sam_run: dict[str, Any]) -> None:
+def check_remove_forgets_the_deleted_pdf(sam_run: dict[str, Any]) -> None:
     assert _ok(sam_run, "remove") == {"doc_id": DOC_ID, "status": "removed", "detail": ""}
     assert sam_run["steps"]["remove"]["item_after"] is None
 
 
-def test_sam_local_chat_run_sh_gets_ready_without_the_web_adapter(
+def check_chat_run_sh_gets_ready_without_the_web_adapter(
     sam_run: dict[str, Any],
 ) -> None:
     # The Lambda Web Adapter's layer (LambdaAdapterLayerArm64) cannot be had here: run.sh, the
@@ -139,3 +140,45 @@ def test_sam_local_chat_run_sh_gets_ready_without_the_web_adapter(
     assert chat.get("returncode") == 0, chat
     status = int(chat["output"].split()[0])
     assert 100 <= status < 500, chat["output"]
+
+
+def check_state_machine_indexes_a_pdf_a_scan_and_a_docx_and_removes_a_deletion(
+    sam_run: dict[str, Any],
+) -> None:
+    # Given the state machine run by moto with its Task states sent to `sam local start-lambda`
+    ingestion = sam_run["ingestion"]
+    runs, registry, keys = ingestion["runs"], ingestion["registry"], ingestion["keys"]
+    pdf, scan, docx = keys
+    failed = {key: run for key, run in runs.items() if run["status"] != "SUCCEEDED"}
+    assert not failed, json.dumps(failed, indent=2)
+    # Then the scan went through the OCR map, and the .docx through Convert like a PDF
+    assert "OcrPages" in runs[scan]["states"], runs[scan]["states"]
+    by_key = dict(zip(keys, registry.values(), strict=True))
+    for key in (scan, docx):
+        item = by_key[key]
+        assert item is not None and item["status"] == "INDEXED", (key, item)
+        assert item["chunks"] > 0, (key, item)
+        assert ingestion["chunks_in_opensearch"][item["doc_id"]] == item["chunks"], key
+    assert by_key[scan]["pages_ocr"] == 1
+    # And the deleted PDF was indexed, then forgotten with its chunks
+    assert "Register" in runs[pdf]["states"]
+    assert by_key[pdf] is None
+    pdf_id = next(doc_id for doc_id, item in registry.items() if item is None)
+    assert ingestion["chunks_in_opensearch"][pdf_id] == 0
+
+
+CHECKS = [value for name, value in sorted(globals().items()) if name.startswith("check_")]
+
+
+def test_sam_local_build_invoke_and_ingest(sam_run: dict[str, Any]) -> None:
+    """Every check above against the one pass (one test, so that under xdist a single worker
+    runs the pass and the other keeps running the rest of the suite); each failure is named."""
+    failures = []
+    for check in CHECKS:
+        try:
+            check(sam_run)
+        except Exception as exc:  # each check's failure is reported, whatever its kind
+            failures.append(f"{check.__name__}: {type(exc).__name__}: {exc}")
+    timings = ", ".join(f"{k} {v:.0f} s" for k, v in sam_run["timings"].items())
+    print(f"\nsam local pass ({sam_run['work']}): {timings}")
+    assert not failures, "\n\n".join(failures)

@@ -71,16 +71,33 @@ export function indexedTitles() {
   return [...new Set(panel.docs.filter((d) => d.status === "INDEXED").map(docTitle))];
 }
 
-/** A file on its way to the server, listed until `untrack(key)`. */
+/** A file on its way to the server, listed until `untrack(key)`, or until the list shows the
+ * document the upload made (`before`: the versions of that name listed when it began). */
 export function trackUpload(name) {
   const key = `upload-${crypto.randomUUID()}`;
-  panel.uploading.set(key, { name, collection: chosenCollection() });
+  const shown = shownName(name);
+  const before = new Set(panel.docs.filter((d) => listedName(d) === shown).map(versionOf));
+  panel.uploading.set(key, { name, collection: chosenCollection(), before });
   renderDocs();
   return key;
 }
 
+/** The upload's bytes have been answered for: its own row goes at once. */
 export function untrackUpload(key) {
   panel.uploading.delete(key);
+  renderDocs();
+}
+
+const listedName = (doc) => shownName(doc.file_name || fileName(doc.source));
+const versionOf = (doc) => `${doc.doc_id} ${doc.version}`;
+
+/** Whether the list already shows the document an upload made: a version of its name that was
+ * not listed when the upload began. A list read while the bytes were still being answered for
+ * (a poll, the page shown again) holds the registry's QUEUED row for them; the upload's own
+ * row beside it was a second row for one file, until the answer came (40 s on a busy server). */
+function listedAlready({ name, before }) {
+  const shown = shownName(name);
+  return panel.docs.some((d) => listedName(d) === shown && !before.has(versionOf(d)));
 }
 
 /** A file in the documents bucket that the pipeline has not registered yet. */
@@ -164,8 +181,10 @@ function rowsToShow() {
   for (const [docId, { name, collection }] of panel.awaiting) {
     if (!known.has(docId) && collection === here) rows.push({ doc_id: docId, title: shownName(name), name: shownName(name), status: "AWAITING" });
   }
-  for (const [key, { name, collection }] of panel.uploading) {
-    if (collection === here) rows.push({ doc_id: key, title: shownName(name), name: shownName(name), status: "UPLOADING" });
+  for (const [key, upload] of panel.uploading) {
+    const { name, collection } = upload;
+    if (collection !== here || listedAlready(upload)) continue;
+    rows.push({ doc_id: key, title: shownName(name), name: shownName(name), status: "UPLOADING" });
   }
   return rows;
 }

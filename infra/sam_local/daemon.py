@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from infra.sam_local.tools import SetupError, run
+from infra.sam_local.tools import SetupError, apt_install
 
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 30
@@ -24,15 +24,7 @@ def ensure_docker(log: Path) -> None:
         return
     if not shutil.which("apt-get"):
         raise SetupError("dockerd is not installed and there is no apt-get to install docker.io")
-    if os.geteuid() != 0:
-        raise SetupError("dockerd is not installed: `apt-get install docker.io` needs root")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-qq", "docker.io"]
-    try:
-        run(install, timeout=600, log=log, env=env)
-    except SetupError:  # a fresh machine may have no package lists yet
-        run(["apt-get", "update", "-qq"], timeout=600, log=log, env=env)
-        run(install, timeout=600, log=log, env=env)
+    apt_install("docker.io", log)
 
 
 def daemon_answers() -> str | None:

@@ -22,7 +22,7 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from infra.sam_local.tools import PYTHON_VERSION, SetupError, rie_binary, run
+from infra.sam_local.tools import PYTHON_VERSION, SetupError, apt_install, rie_binary, run
 
 SUITE = "trixie"
 PACKAGES = ("python3.13", "python3.13-venv", "ca-certificates")
@@ -145,7 +145,7 @@ def ensure_base_image(log: Path) -> str:
 
 def _build(tag: str, log: Path) -> None:
     if not shutil.which("debootstrap"):
-        run(["apt-get", "install", "-y", "-qq", "debootstrap"], timeout=600, log=log)
+        apt_install("debootstrap", log)
     with tempfile.TemporaryDirectory(prefix="docchat-rootfs-") as tmp:
         root = Path(tmp) / "rootfs"
         run(

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,7 @@ from typing import Any
 from infra.sam_local.tools import SetupError, run, sam_binary
 
 REGION = "us-east-1"
+LINGER_S = 10
 BUILD_TIMEOUT_S = 1500
 
 
@@ -126,16 +130,39 @@ def sam_local_invoke(
         "--region",
         REGION,
     ]
-    done = subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        cwd=built.parent,
-        env=sam_environment(python_bin, aws_endpoint=aws_endpoint),
-    )
-    return Invoked(function, done.returncode, _last_json(done.stdout), done.stderr + done.stdout)
+    # SAM prints the function's answer on stdout (its own log and the function's on stderr),
+    # then exits; after a failed invoke it lingers until the function's timeout timer fires
+    # (up to 900 s), so once the answer is in it is given a few seconds, then stopped.
+    with tempfile.TemporaryFile("w+") as errors:
+        process = subprocess.Popen(
+            command, cwd=built.parent, env=sam_environment(python_bin, aws_endpoint=aws_endpoint),
+            stdout=subprocess.PIPE, stderr=errors, text=True, start_new_session=True,
+        )  # fmt: skip
+        answer = _read_answer(process, timeout)
+        try:
+            returncode = process.wait(timeout=LINGER_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGTERM)
+            returncode = process.wait(timeout=30)
+            returncode = 0 if answer is not None else returncode
+        errors.seek(0)
+        log = errors.read()
+    return Invoked(function, returncode, answer, log)
+
+
+def _read_answer(process: subprocess.Popen[str], timeout: float) -> Any:
+    """The first JSON line on SAM's stdout, or None when it ends (or `timeout` passes) first."""
+    assert process.stdout is not None
+    timer = threading.Timer(timeout, lambda: os.killpg(process.pid, signal.SIGKILL))
+    timer.start()
+    try:
+        for line in process.stdout:
+            found = _last_json(line)
+            if found is not None:
+                return found
+        return None
+    finally:
+        timer.cancel()
 
 
 def _last_json(stdout: str) -> Any:

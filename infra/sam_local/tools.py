@@ -58,3 +58,16 @@ def run(
             f"{' '.join(command[:6])} ... failed with {result.returncode}:\n{output[-4000:]}"
         )
     return result
+
+
+def apt_install(package: str, log: Path) -> None:
+    """Debian's `package`, reading the package lists first if they are too old or absent."""
+    if os.geteuid() != 0:
+        raise SetupError(f"{package} is not installed: `apt-get install {package}` needs root")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-qq", package]
+    try:
+        run(install, timeout=600, log=log, env=env)
+    except SetupError:  # a fresh machine may have no package lists yet
+        run(["apt-get", "update", "-qq"], timeout=600, log=log, env=env)
+        run(install, timeout=600, log=log, env=env)

@@ -62,8 +62,22 @@ def client(served: str) -> openai.OpenAI:
         ({"n": 3}, "n", "unsupported_value"),
         ({"logprobs": True}, "logprobs", "unsupported_value"),
         ({"stream_options": {"include_usage": True}}, None, "invalid_value"),
+        ({"response_format": {"type": "json_object"}}, "response_format", "unsupported_value"),
+        (
+            {"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}},
+            "response_format",
+            "unsupported_value",
+        ),
     ],
-    ids=["temperature-5", "top_p-negative", "n-3", "logprobs", "stream_options-unstreamed"],
+    ids=[
+        "temperature-5",
+        "top_p-negative",
+        "n-3",
+        "logprobs",
+        "stream_options-unstreamed",
+        "response_format-json",
+        "response_format-json_schema",
+    ],
 )
 def test_unsupported_or_out_of_range_values_are_refused_as_openai_refuses_them(
     client: openai.OpenAI, changes: dict[str, Any], param: str | None, code: str
@@ -97,6 +111,33 @@ def test_the_message_limits_of_chat_apply(
         client.chat.completions.create(model="docchat", messages=messages)  # type: ignore[arg-type]
 
     assert (refused.value.status_code, refused.value.param) == (400, param)
+
+
+def test_a_completion_of_a_model_docchat_does_not_serve_is_not_found(
+    client: openai.OpenAI,
+) -> None:
+    with pytest.raises(openai.NotFoundError) as unknown:
+        client.chat.completions.create(model="gpt-4o", messages=QUESTION)  # type: ignore[arg-type]
+
+    assert unknown.value.status_code == 404
+    assert (unknown.value.type, unknown.value.param, unknown.value.code) == (
+        "invalid_request_error",
+        "model",
+        "model_not_found",
+    )
+    assert "this server serves 'docchat'" in unknown.value.message
+
+
+def test_text_responses_and_token_limits_are_accepted(client: openai.OpenAI) -> None:
+    completion = client.chat.completions.create(
+        model="docchat",
+        messages=QUESTION,  # type: ignore[arg-type]
+        response_format={"type": "text"},
+        max_tokens=50,
+        max_completion_tokens=50,
+    )
+
+    assert completion.choices[0].message.content == "It opened in 2004 [1]."
 
 
 def test_a_model_is_retrieved_and_an_unknown_one_is_not_found(client: openai.OpenAI) -> None:

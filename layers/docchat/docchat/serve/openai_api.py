@@ -8,8 +8,10 @@ docchat adds `citations` to the completion and to the last chunk, and `doc_ids` 
 
 What docchat does not support is refused as OpenAI refuses it (400 in OpenAI's error shape,
 docchat.serve.errors): a value out of OpenAI's range (`temperature: 5`) or one docchat does not
-offer (`n: 3`, `tools`, `logprobs`). Sampling settings in range are accepted and not applied:
-the server's own settings write the answer. Messages have the limits of /chat
+offer (`n: 3`, `tools`, `logprobs`, a `response_format` other than text), and a `model` other
+than "docchat" is a 404 (`model_not_found`), as OpenAI answers a model it does not have.
+Sampling settings and `max_tokens` in range are accepted and not applied (their descriptions
+say so): the server's own settings write the answer. Messages have the limits of /chat
 (docchat.limits).
 """
 
@@ -120,6 +122,14 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
+class ResponseFormat(BaseModel):
+    """OpenAI's response_format: docchat writes text (with citations), never JSON."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+
+    type: str = Field(json_schema_extra={"enum": ["text"]})
+
+
 class CompletionRequest(BaseModel):
     """A chat completion request as far as docchat follows it (see the module's docstring)."""
 
@@ -134,7 +144,10 @@ class CompletionRequest(BaseModel):
         },
     )
 
-    model: str = MODEL_NAME
+    model: str = Field(
+        MODEL_NAME,
+        description=f"'{MODEL_NAME}', the one model GET /v1/models lists; any other is a 404",
+    )
     messages: list[OpenAIMessage] = Field(
         min_length=1,
         max_length=MAX_MESSAGES,
@@ -152,8 +165,15 @@ class CompletionRequest(BaseModel):
     top_p: float | None = Field(None, ge=0, le=1)
     presence_penalty: float | None = Field(None, ge=-2, le=2)
     frequency_penalty: float | None = Field(None, ge=-2, le=2)
-    max_tokens: Annotated[int, Field(ge=1), WHOLE] | None = None
-    max_completion_tokens: Annotated[int, Field(ge=1), WHOLE] | None = None
+    max_tokens: Annotated[int, Field(ge=1), WHOLE] | None = Field(
+        None, description="accepted and not applied: the server's settings bound an answer"
+    )
+    max_completion_tokens: Annotated[int, Field(ge=1), WHOLE] | None = Field(
+        None, description="accepted and not applied: the server's settings bound an answer"
+    )
+    response_format: ResponseFormat | None = Field(
+        None, description='only {"type": "text"}: docchat answers in prose, never JSON'
+    )
     n: Annotated[int, Field(ge=1, le=1), WHOLE] | None = Field(
         None, description="docchat writes one choice"
     )
@@ -175,6 +195,14 @@ class CompletionRequest(BaseModel):
         if logprobs is True:
             raise _unsupported("logprobs", logprobs, "false")
         return logprobs
+
+    @field_validator("response_format", mode="before")
+    @classmethod
+    def _text_only(cls, response_format: object) -> object:
+        kind = response_format.get("type") if isinstance(response_format, dict) else None
+        if kind not in (None, "text"):
+            raise _unsupported("response_format", kind, "'text' (docchat answers in prose)")
+        return response_format
 
     @field_validator("tools", mode="before")
     @classmethod

@@ -43,13 +43,17 @@ def models() -> ModelList:
 @router.get("/models/{model}", responses=documented(404, openai=True), response_model=ModelCard)
 def model(model: str) -> ModelCard | JSONResponse:
     if model != MODEL_NAME:
-        return openai_error(
-            404,
-            f"The model '{model}' does not exist: this server serves '{MODEL_NAME}'",
-            param="model",
-            code="model_not_found",
-        )
+        return _no_such_model(model)
     return ModelCard()
+
+
+def _no_such_model(model: str) -> JSONResponse:
+    return openai_error(
+        404,
+        f"The model '{model}' does not exist: this server serves '{MODEL_NAME}'",
+        param="model",
+        code="model_not_found",
+    )
 
 
 @router.post(
@@ -57,8 +61,12 @@ def model(model: str) -> ModelCard | JSONResponse:
     response_model=Completion,
     responses={**_STREAMED, **documented(403, 404, 501, 502, 503, 507, body=True, openai=True)},
 )
-def completions(body: CompletionRequest, http: Request, state: State) -> Completion | EventStream:
+def completions(
+    body: CompletionRequest, http: Request, state: State
+) -> Completion | EventStream | JSONResponse:
     """Answer the conversation's last question as an OpenAI chat completion."""
+    if body.model != MODEL_NAME:  # as OpenAI answers a model it does not have
+        return _no_such_model(body.model)
     scope = question_scope(body.scope, body.doc_ids)
     live = state.asker(http, scope)
     check_doc_ids(live, scope.doc_ids)

@@ -75,7 +75,23 @@ def test_title_falls_back_to_file_name_when_no_heading_names_the_document() -> N
         ("", False),
         ("The Digital Millennium Copyright Act of 1998", True),
         ("2007 Form 1040NR", True),
+        # A broken text layer: letters mapped to signs, spaces to "#"
+        ("Cl>opMa no KHA 1152017", False),
+        ("Dragon Dispatch 1101#Strayer#Drive Suite 4", False),
+        ("C++ Annotations", True),
+        ("AT&T Annual Report 2019", True),
+        ("Q&A on the 2024 budget", True),
     ],
 )
 def test_names_document(title: str, names: bool) -> None:
     assert names_document(title) is names
+
+
+def test_title_read_from_a_broken_text_layer_falls_back_to_the_file_name() -> None:
+    pages = [
+        [("h1", "Cl>opMa no KHA 1152017"), ("body", "The rest of the page reads as it should.")]
+    ]
+
+    document = pages_from_pdf(make_pdf(pages), fallback_title="mill-report-2017")
+
+    assert document.title == "mill-report-2017"

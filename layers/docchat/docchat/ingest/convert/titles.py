@@ -108,10 +108,19 @@ _AGENCY_WORDS = re.compile(
 )
 
 
+# A sign no title puts between two letters or digits: what a broken text layer reads in place of
+# a letter or a space (a font with no Unicode map: "Cl>opMa no KHA"; spaces as "#":
+# "1101#Strayer#Drive"). The file name names the document better.
+_GARBLED = re.compile(r"[^\W_][<>#|\\^~{}\[\]@][^\W_]")
+
+
 def names_document(title: str) -> bool:
     """Whether `title` could name one document: not empty, generic, a producer's default,
-    a form's bare name, a filing's boilerplate or an agency's name in capitals."""
+    a form's bare name, a filing's boilerplate, an agency's name in capitals, or text a broken
+    text layer garbled."""
     text = " ".join(title.split())
+    if _GARBLED.search(text):
+        return False
     letters = sum(c.isalpha() for c in text)
     if not re.search(r"(?<!\w)[^\W\d_]{2,}", text):  # not one word: "H 0,05 A"
         return False

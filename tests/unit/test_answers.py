@@ -206,7 +206,22 @@ def test_answer_quotes_mark_a_sentence_the_chunk_end_cuts_short() -> None:
 
 def test_answer_quotes_mark_a_sentence_a_page_break_cuts_short() -> None:
     # `make demo` answered with "… measures that prevent unauthorized access to a copyrighted
-    # work and measures that prevent" (the sentence goes on over the page).
+    # work and measures that prevent" (the sentence goes on over the page, which the passage
+    # ends with).
+    first = (
+        "Section 1201 divides technological measures into two categories: measures that "
+        "prevent unauthorized access to a copyrighted work and measures that prevent"
+    )
+
+    quotes = answer_quotes(
+        "technological measures categories", [_chunk(first)], threshold=0, weights=WEIGHTS
+    )
+
+    assert [(q.page, q.partial) for q in quotes if q.text == first] == [(1, True)], quotes
+
+
+def test_answer_quotes_go_on_over_a_page_break_to_the_sentences_end() -> None:
+    # Issue 42: the rest of the sentence is at the top of the next page of the same passage
     first = (
         "Section 1201 divides technological measures into two categories: measures that "
         "prevent unauthorized access to a copyrighted work and measures that prevent"
@@ -221,7 +236,10 @@ def test_answer_quotes_mark_a_sentence_a_page_break_cuts_short() -> None:
         "technological measures categories", [page], threshold=0, weights=WEIGHTS
     )
 
-    assert [(q.page, q.partial) for q in quotes if q.text == first] == [(1, True)], quotes
+    whole = f"{first} unauthorized copying of a copyrighted work."
+    assert [(q.page, q.last.page, q.partial) for q in quotes if q.text == whole] == [
+        (1, 2, False)
+    ], quotes
 
 
 WHO_MUST_FILE = (

@@ -104,6 +104,22 @@ def test_tool_schemas_are_generated_as_the_messages_api_takes_them() -> None:
                     "items": {"type": "string"},
                     "description": "only search these documents (ids from list_documents)",
                 },
+                "company": {
+                    "type": "string",
+                    "maxLength": 200,
+                    "description": "only documents about this company: its name, ticker or "
+                    "initials",
+                },
+                "year": {
+                    "type": "string",
+                    "maxLength": 40,
+                    "description": 'only documents about this (fiscal) year: "2022", "FY2022"',
+                },
+                "form": {
+                    "type": "string",
+                    "maxLength": 20,
+                    "description": 'only filings of this form: "10-K", "10-Q", "8-K"',
+                },
             },
             "required": ["query"],
         },

@@ -262,12 +262,18 @@ class Citation(BaseModel):
     # A quoted table row's table header rows, as the page has them (`quote` is the row's line);
     # a quoted sentence has none, and its JSON leaves the field out.
     table_header: list[str] = Field(default_factory=list)
+    # The page a quote ends on when a page break cuts its sentence (it starts on `page` and
+    # goes on at the top of this one); None for a quote on one page, and its JSON leaves the
+    # field out.
+    page_end: int | None = None
 
     @model_serializer(mode="wrap")
     def _table_header_only_for_rows(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         dumped: dict[str, Any] = handler(self)
         if not self.table_header:
             dumped.pop("table_header", None)
+        if self.page_end is None:
+            dumped.pop("page_end", None)
         if not self.label:
             dumped.pop("label", None)
         return dumped

@@ -218,9 +218,17 @@ class ExtractiveAnswerer(Answerer):
             threshold=self.config.answer_threshold,
             weights=self.config.quote_weights,
             similarity=self.library.sentence_similarities(question, sources),
+            boilerplate=self.library.recurring,
         )
         citations = [
-            citation(q.number, q.chunk, q.page, q.text, table_header=q.span.table_header)
+            citation(
+                q.number,
+                q.chunk,
+                q.page,
+                q.text,
+                table_header=q.span.table_header,
+                page_end=q.last.page,
+            )
             for q in quotes
         ]
         lines = [_quoted(i, q) for i, q in enumerate(quotes, start=1)]

@@ -39,10 +39,17 @@ def citations_for_answer(answer: str, sources: Sequence[Chunk]) -> list[Citation
 
 
 def citation(
-    number: int, chunk: Chunk, page: int, quote: str, *, table_header: Sequence[str]
+    number: int,
+    chunk: Chunk,
+    page: int,
+    quote: str,
+    *,
+    table_header: Sequence[str],
+    page_end: int | None = None,
 ) -> Citation:
     """Passage `number` (a retrieved chunk) cited at `page` with `quote`; a quoted table row
-    with its table's header rows."""
+    with its table's header rows; a quote going on at the top of the next page ends on
+    `page_end`."""
     return Citation(
         number=number,
         doc_id=chunk.doc_id,
@@ -52,6 +59,7 @@ def citation(
         label=chunk.label_of(page),
         quote=quote,
         table_header=list(table_header),
+        page_end=page_end if page_end is not None and page_end != page else None,
     )
 
 

@@ -9,18 +9,25 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 
+from docchat.answer.amounts import (
+    asks_amount,
+    cell_match,
+    holds_amount,
+    named_as_asked,
+    year_figures,
+)
+from docchat.answer.lists import ANNOUNCES, list_after
 from docchat.config import Settings
 from docchat.models import Chunk
+from docchat.search.concepts import as_asked
 from docchat.search.sentences import (
     QUOTE_CHARS,
     Span,
     chunk_sentences,
-    column_names,
     quote_text,
-    row_cells,
 )
 from docchat.search.terms import query_terms, term_weights, terms, word_pairs, words, years
 
@@ -32,40 +39,16 @@ _NUMERIC_QUESTION = re.compile(
     r"percentage|proportion|size|length|number|rate|ratio|age|duration|period)\b"
 )
 _DIGIT = re.compile(r"\d")
-# Questions that ask for an amount ("How much…?", "What were the total net sales…?", "revenue
-# of…"): the rows and sentences holding an amount for the asked terms are quoted first. One
-# asking where, why, who or when asks for something else ("Where did sales grow?").
-_AMOUNT_QUESTION = re.compile(
-    r"\b(?:how much|what were|totals?|revenues?|sales|income|earnings|profits?|loss(?:es)?|"
-    r"expenses?|costs?|spending|prices?|amounts?|margins?|cash|assets|liabilities|debts?|"
-    r"dividends?|dollars?|euros?|percent(?:age)?|thousands?|millions?|billions?)\b|[$€£¥%]"
-)
-_OTHER = re.compile(r"\W*(?:where|why|who|whom|whose|when)\b")
-# An amount in a sentence: a currency sign, a percentage, a scale word, or thousands grouped
-# by commas; "2019" alone is a year, not an amount.
-_AMOUNT = re.compile(
-    r"[$€£¥]\s?\(?\d"
-    r"|\d(?:[\d,.]*\d)?\s?(?:%|percent\b|per cent\b|(?:thousand|million|billion|trillion)s?\b)"
-    r"|\b\d{1,3}(?:,\d{3})+(?:\.\d+)?\b",
-    re.IGNORECASE,
-)
-# A table cell holding a number ("$ 118,573", "(1,234)", "23.01", "21 %"), and one holding a year.
-_NUMBER_CELL = re.compile(r"[$€£¥]?\s?\(?-?\d[\d,.]*\)?\s?%?")
-_YEAR_CELL = re.compile(r"(?:19|20)\d\d")
 # On an amount question, a quote holding an amount comes first when it holds at least this
 # share of what the best-matching quote holds of the question's words (`Quote.coverage`).
 AMOUNT_COVERAGE = 0.5
 # A sentence is quoted with the next when both together are shorter than this.
 JOIN_CHARS = QUOTE_CHARS
-# A sentence that announces a list ("the following four conditions"); its items, at most
-# LIST_ITEMS, are quoted after it.
-_ANNOUNCES = re.compile(r"(?i)\bfollowing\b|:$")
-LIST_ITEMS = 8
-_COUNTS = ("one", "two", "three", "four", "five", "six", "seven", "eight")
-_COUNT = re.compile(rf"(?i)\bfollowing ({'|'.join(_COUNTS)})\b")
 # A page's or chunk's last line without a full stop is cut short when longer than this (else a
 # heading).
 CUT_OFF_CHARS = 80
+# The best candidates checked for boilerplate (each is a search of the index).
+BOILERPLATE_CHECKED = 8
 # A sentence sharing this much of its words (Jaccard) with a chosen one is not quoted.
 NEAR_DUPLICATE = 0.8
 _FINISHED = re.compile(r"[.!?;:][\"'\u201d\u2019)\]]*$")
@@ -123,6 +106,11 @@ class Quote:
     named: int = 0
     # A quoted row's cells in the columns of the asked years, named: ("2019: 280,522",).
     figures: tuple[str, ...] = ()
+    # Many documents hold it (a certification, a safe-harbour notice): quoted after the rest.
+    boilerplate: bool = False
+    # A table row holding a value the question names in the column it names: "Which sample
+    # has an Alpha of 89?" is answered by that row first.
+    valued: bool = False
 
     @property
     def chunk(self) -> Chunk:
@@ -138,6 +126,8 @@ class Quote:
         short by a page break or the chunk's end. A table row is quoted whole."""
         if self.span.table_row:
             return False
+        if self.last.page != self.span.page:  # across a page break (`_goes_on`)
+            return _cut_off(self.last)
         whole = quote_text(self.chunk.text, self.span.start, self.last.end, limit=None)
         return self.text != whole or _cut_off(self.last)
 
@@ -164,7 +154,11 @@ class _Question:
         ]
         if not wanted or not candidates:
             return None
-        seen = [terms(span.with_header) for _, span in candidates]
+        # A sentence holds the question's words also under another name ("Purchases of
+        # property, plant and equipment" for "capital expenditure").
+        seen = [
+            terms(span.with_header) | as_asked(question, span.with_header) for _, span in candidates
+        ]
         return cls(question, passages, wanted, candidates, seen, term_weights(wanted, seen))
 
     def share(self, found: set[str]) -> float:
@@ -178,9 +172,9 @@ class _Question:
     def coverage(self) -> float:
         """The largest share of the question's words one passage holds in its text, headings
         and title."""
+        texts = (" ".join([c.title, *c.headings, c.text]) for c in self.passages)
         return max(
-            (self.share(terms(" ".join([c.title, *c.headings, c.text]))) for c in self.passages),
-            default=0.0,
+            (self.share(terms(text) | as_asked(self.text, text)) for text in texts), default=0.0
         )
 
 
@@ -192,6 +186,7 @@ def answer_quotes(
     weights: QuoteWeights,
     limit: int = EXTRACTIVE_QUOTES,
     similarity: Mapping[tuple[str, int], float] | None = None,
+    boilerplate: Callable[[Sequence[str]], set[str]] | None = None,
 ) -> list[Quote]:
     """The sentences of `passages` (best first, as retrieved) that best answer `question`;
     none when no passage holds `threshold` of the question's (weighted) words in its text,
@@ -205,7 +200,8 @@ def answer_quotes(
     better of the two: `SentenceReranker.similarities`). A sentence ending in a colon is not
     quoted: "It is subject to the following conditions:" says nothing without what follows.
     Near duplicates are dropped and each pick is discounted by its overlap with those already
-    chosen.
+    chosen. Of the best BOILERPLATE_CHECKED candidates, those `boilerplate` names (text that
+    many documents hold: `Library.recurring`) come after all others.
     """
     asked = _Question.of(question, passages)
     if asked is None or asked.coverage() < threshold:
@@ -214,7 +210,7 @@ def answer_quotes(
     scored: list[Quote] = []
     lists: dict[tuple[str, int], list[tuple[int, Span]]] = {}
     for k, (_, span) in enumerate(asked.candidates):
-        items = _list_after(asked.candidates, k) if _ANNOUNCES.search(span.text) else []
+        items = list_after(asked.candidates, k) if ANNOUNCES.search(span.text) else []
         if _lead_in(span) and not items:
             continue
         if items:
@@ -222,7 +218,10 @@ def answer_quotes(
         quote = score(k)
         if quote is not None:
             scored.append(quote)
-    chosen = _diverse(_amounts_first(scored), limit=limit, diversity=weights.quote_diversity)
+    scored = _amounts_first(scored)
+    if boilerplate is not None:
+        scored = _boilerplate_last(scored, boilerplate)
+    chosen = _diverse(scored, limit=limit, diversity=weights.quote_diversity)
     return _with_lists(chosen, lists, limit=limit)
 
 
@@ -242,7 +241,7 @@ class _Scorer:
         self.pairs = word_pairs(words(asked.text))
         question = asked.text.casefold()
         self.numeric = _NUMERIC_QUESTION.search(question) is not None
-        self.amounts = _AMOUNT_QUESTION.search(question) is not None and not _OTHER.match(question)
+        self.amounts = asks_amount(asked.text)
         self.openers = _section_openers(asked.wanted, asked.passages)
         self.years = years(asked.text)
 
@@ -254,11 +253,20 @@ class _Scorer:
         text, last, found = span.text, span, asked.seen[k]
         cosines = [self.similarity.get((span.chunk.chunk_id, span.start), 0.0)]
         after = asked.candidates[k + 1][1] if k + 1 < len(asked.candidates) else None
+        j = k
         if after is not None and _joins(span, after):
             text = quote_text(span.chunk.text, span.start, after.end)
-            last = after
-            found = found | asked.seen[k + 1]
+            last, j = after, k + 1
+            found = found | asked.seen[j]
             cosines.append(self.similarity.get((after.chunk.chunk_id, after.start), 0.0))
+        going_on = asked.candidates[j + 1][1] if j + 1 < len(asked.candidates) else None
+        if going_on is not None and _goes_on(last, going_on):
+            # A sentence a page break cuts goes on with the next page's first: quoted whole,
+            # each page's part as that page has it.
+            text = f"{text} {going_on.text}"
+            last = going_on
+            found = found | asked.seen[j + 1]
+            cosines.append(self.similarity.get((going_on.chunk.chunk_id, going_on.start), 0.0))
         around = (asked.wanted & self.headings[number - 1]) - found
         coverage = asked.share(found) + w.quote_heading_weight * asked.weighed(around)
         if coverage <= 0:
@@ -277,7 +285,7 @@ class _Scorer:
             - (0.2 if short else 0.0)
             + w.quote_similarity_weight * max(cosines)
         )
-        amount = self.amounts and _holds_amount(text, table_row=span.table_row)
+        amount = self.amounts and holds_amount(text, table_row=span.table_row)
         named = years("\n".join([*span.table_header, text]))
         figures = year_figures(span, self.years) if span.table_row else ()
         return Quote(
@@ -290,9 +298,21 @@ class _Scorer:
             amount=amount,
             # Only where the year picks the figure asked for: on an amount question.
             dated=self.amounts and bool(self.years & named),
-            named=_named_as_asked(span, asked.wanted) if self.amounts else 0,
+            named=named_as_asked(span, asked.text, asked.wanted) if self.amounts else 0,
             figures=figures,
+            valued=span.table_row and cell_match(span, asked.text, asked.wanted),
         )
+
+
+def _goes_on(span: Span, after: Span) -> bool:
+    """Whether `after` finishes `span`: `span` is cut short by a page break (`_cut_off`) and
+    `after` opens the next page of the same passage, as prose, not a row or an item."""
+    return (
+        after.chunk is span.chunk
+        and after.page == span.page + 1
+        and _cut_off(span)
+        and not (after.list_item or after.table_row or span.table_row)
+    )
 
 
 def _joins(span: Span, after: Span) -> bool:
@@ -307,36 +327,6 @@ def _joins(span: Span, after: Span) -> bool:
         and not _lead_in(after)
         and len(span.text) + len(after.text) < JOIN_CHARS
     )
-
-
-def _holds_amount(text: str, *, table_row: bool) -> bool:
-    """Whether `text` holds an amount; a table row, in a cell past its label that is a number,
-    not a year ("| Net operating loss (net of allowance of $102) |  |  |" holds none)."""
-    if not table_row:
-        return _AMOUNT.search(text) is not None
-    return any(
-        _NUMBER_CELL.fullmatch(c) and not _YEAR_CELL.fullmatch(c) for c in row_cells(text)[1:]
-    )
-
-
-def _named_as_asked(span: Span, wanted: set[str]) -> int:
-    """How many of the question's words a table row's label holds, when it holds no other."""
-    cells = row_cells(span.text) if span.table_row else []
-    label = terms(cells[0]) if cells else set()
-    return len(label) if label and label <= wanted else 0
-
-
-def year_figures(row: Span, asked: set[str]) -> tuple[str, ...]:
-    """The row's cells under the columns whose header names an asked year, each with its
-    column's name from that year on ("2019: 280,522", "2007 % Pos: 0.9"); none for empty
-    cells."""
-    cells = row_cells(row.text)
-    figures: list[str] = []
-    for name, cell in zip(column_names(row.table_header), cells, strict=False):
-        year = next((y for y in sorted(years(name)) if y in asked), None)
-        if year and cell:
-            figures.append(f"{name[name.index(year) :]}: {cell}")
-    return tuple(figures)
 
 
 def _amounts_first(scored: list[Quote]) -> list[Quote]:
@@ -354,40 +344,6 @@ def question_coverage(question: str, passages: Sequence[Chunk]) -> float:
     text, headings and title: what `answer_quotes` compares with its threshold."""
     asked = _Question.of(question, passages)
     return 0.0 if asked is None else asked.coverage()
-
-
-def _list_after(candidates: Sequence[tuple[int, Span]], k: int) -> list[tuple[int, Span]]:
-    """The list items that follow candidate `k` in its chunk ("1. …", "2. …", or "• …"), of
-    the kind of the first, as many as the lead-in counts ("the following four conditions");
-    sentences between items (an item's own sub-items and notes) are passed over, and the list
-    ends where prose goes on for more than three sentences."""
-    _, lead = candidates[k]
-    counted = _COUNT.search(lead.text)
-    wanted = _COUNTS.index(counted.group(1).casefold()) + 1 if counted else LIST_ITEMS
-    items: list[tuple[int, Span]] = []
-    kind = ""
-    between = 0
-    for number, span in candidates[k + 1 :]:
-        if span.chunk is not lead.chunk:
-            break
-        if not span.list_item:
-            between += 1
-            if not items or between > 3:
-                break
-            continue
-        mark = _item_kind(span.text)
-        kind = kind or mark
-        if mark == kind:
-            items.append((number, span))
-            between = 0
-            if len(items) == wanted:
-                break
-    return items
-
-
-def _item_kind(text: str) -> str:
-    head = text.split(maxsplit=1)[0]
-    return "number" if head[:1].isdigit() else "letter" if head[:1].isalpha() else "bullet"
 
 
 def _with_lists(
@@ -453,21 +409,40 @@ def _opening_words(sentence: list[str], wanted: set[str], *, list_item: bool) ->
     return 1.0 if len(wanted.intersection(head)) >= 2 else 0.0
 
 
+def _boilerplate_last(
+    scored: list[Quote], boilerplate: Callable[[Sequence[str]], set[str]]
+) -> list[Quote]:
+    """`scored`, those of the best BOILERPLATE_CHECKED that `boilerplate` names marked so."""
+    best = sorted(
+        scored, key=lambda q: (q.valued, q.leads, q.dated, q.named, q.score), reverse=True
+    )
+    found = boilerplate([q.text for q in best[:BOILERPLATE_CHECKED]])
+    return [replace(q, boilerplate=True) if q.text in found else q for q in scored]
+
+
 def _diverse(scored: list[Quote], *, limit: int, diversity: float) -> list[Quote]:
-    """Up to `limit` quotes, greedily: those that lead first, then those naming an asked year,
-    then rows named as asked (more of the question's words first), then the best score less
-    `diversity` times the overlap with those already chosen."""
+    """Up to `limit` quotes, greedily: boilerplate last; first rows holding a value the
+    question names in the column it names (`cell_match`), then those that lead, then those
+    naming an asked year, then rows named as asked (more of the question's words first), then
+    the best score less `diversity` times the overlap with those already chosen."""
     chosen: list[Quote] = []
     chosen_terms: list[set[str]] = []
     pool = sorted(scored, key=lambda q: -q.score)
     while pool and len(chosen) < limit:
-        best_i, best_value = -1, (False, False, 0, -math.inf)
+        best_i, best_value = -1, (False, False, False, False, 0, -math.inf)
         for i, quote in enumerate(pool):
             found = terms(quote.text)
             overlap = max((_jaccard(found, other) for other in chosen_terms), default=0.0)
             if overlap >= NEAR_DUPLICATE or _repeats(quote, chosen):
                 continue
-            value = (quote.leads, quote.dated, quote.named, quote.score - diversity * overlap)
+            value = (
+                not quote.boilerplate,
+                quote.valued,
+                quote.leads,
+                quote.dated,
+                quote.named,
+                quote.score - diversity * overlap,
+            )
             if value > best_value:
                 best_i, best_value = i, value
         if best_i < 0:

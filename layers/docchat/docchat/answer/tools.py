@@ -36,6 +36,7 @@ from docchat.errors import DocchatError
 from docchat.llm import ToolResultBlock, ToolSpec, ToolUse
 from docchat.models import Chunk, file_name, source_name
 from docchat.search.library import Catalog, Library
+from docchat.search.titles import about
 
 MAX_READ_PAGES = 5
 WAKING = "waking the search index: after a quiet spell its first answer takes up to 30 seconds"
@@ -52,6 +53,24 @@ class SearchDocumentsInput(ToolInput):
     doc_ids: list[str] | None = Field(
         None, description="only search these documents (ids from list_documents)"
     )
+    company: str | None = Field(
+        None,
+        max_length=200,
+        description="only documents about this company: its name, ticker or initials",
+    )
+    year: str | None = Field(
+        None, max_length=40, description='only documents about this (fiscal) year: "2022", "FY2022"'
+    )
+    form: str | None = Field(
+        None, max_length=20, description='only filings of this form: "10-K", "10-Q", "8-K"'
+    )
+
+    def documents(self, catalog: Catalog, allowed: list[str] | None) -> list[str] | None:
+        """The documents to search: `allowed` (those the chat may use, the model's choice of
+        them) narrowed by the company, year and form filters."""
+        return catalog.matching(
+            company=self.company, year=self.year, form=self.form, doc_ids=allowed
+        )
 
 
 class ReadPagesInput(ToolInput):
@@ -143,8 +162,8 @@ def search_documents(
     reading: Reading, args: SearchDocumentsInput
 ) -> Generator[ChatEvent, None, str]:
     """Hybrid search within the chat's documents (and the model's choice of them)."""
-    query, doc_ids = args.query, _allowed(args.doc_ids, reading.doc_ids)
     catalog = reading.catalog()
+    query, doc_ids = args.query, args.documents(catalog, _allowed(args.doc_ids, reading.doc_ids))
     started = time.monotonic()
     found = yield from reading.index_call(
         lambda: reading.library.search(query, top_k=reading.top_k, doc_ids=doc_ids, catalog=catalog)
@@ -197,7 +216,7 @@ def list_documents(reading: Reading, args: ListDocumentsInput) -> Generator[Chat
     """The chat's indexed documents, one line each."""
     yield from ()  # a generator, as every tool is: listing causes no event
     rows = [
-        f"- {d.doc_id}: {d.title} (file {file_name(d.source)}, {d.pages} pages)"
+        f"- {d.doc_id}: {d.title} (file {file_name(d.source)}, {d.pages} pages{about(d.title)})"
         for d in reading.catalog().records.values()
         if reading.doc_ids is None or d.doc_id in reading.doc_ids
     ]
@@ -208,7 +227,8 @@ SEARCH_DOCUMENTS = Tool(
     name="search_documents",
     description=(
         "Hybrid keyword and semantic search over the indexed documents. Returns numbered "
-        "passages with document title and pages; cite them by number."
+        "passages with document title and pages; cite them by number. Narrow it to a "
+        "company, a fiscal year or a filing form when the question names them."
     ),
     input=SearchDocumentsInput,
     run=search_documents,
@@ -221,7 +241,7 @@ READ_PAGES = Tool(
 )
 LIST_DOCUMENTS = Tool(
     name="list_documents",
-    description="List the indexed documents: id, title, pages.",
+    description="List the indexed documents: id, title, pages, company and years covered.",
     input=ListDocumentsInput,
     run=list_documents,
 )

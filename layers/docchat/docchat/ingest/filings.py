@@ -7,13 +7,21 @@ CONTENTS", and two companies' reports read alike. The cover says what the filing
 registrant's name above "(Exact name of registrant as specified in its charter)", the form
 ("FORM 10-K"), and the period ("For the fiscal year ended December 31, 2019"). An earnings
 release says it in its headline ("Boeing Reports Fourth-Quarter Results") after "FOR IMMEDIATE
-RELEASE", with its date in the dateline.
+RELEASE", with its date in the dateline, where it also names the company with its listing
+("PepsiCo, Inc. (NASDAQ: PEP) today reported").
+
+A filing's cover lists its trading symbols ("Common Stock, Par Value $1.00 JNJ New York Stock
+Exchange"), and the title keeps the first, the common stock's: "JOHNSON & JOHNSON (JNJ) Form
+10-K, fiscal year ended January 1, 2023"; so does a release's, from its dateline. An 8-K has
+no period; its title keeps its date of report. Older covers print the name under the commission
+file number with no "(Exact name of registrant ...)" below it: the name is then that line.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import pairwise
 
 from docchat.models import Page
 
@@ -21,13 +29,30 @@ _FORM = re.compile(
     r"\bFORM\s+(10-K(?:/A)?|10-Q(?:/A)?|8-K(?:/A)?|20-F|40-F|6-K|11-K|S-1|S-4|DEF\s+14A)\b"
 )
 _REGISTRANT = re.compile(
-    r"\(\s*exact name of (?:the )?registrant as specified in its charter", re.I
+    r"\(\s*exact name of (?:the )?registrant as specified in (?:its )?charter", re.I
 )
 _PERIOD = re.compile(
     r"\bfor the (fiscal year|quarterly period|year|quarter|transition period) ended\s*:?\s*"
     r"([A-Z][a-z]+\.?\s+\d{1,2},?\s+\d{4})",
     re.I,
 )
+_REPORTED = re.compile(
+    r"\bdate of report\b[^:\n]{0,40}:?\s*([A-Z][a-z]+\.?\s+\d{1,2},?\s+\d{4})", re.I
+)
+# A trading symbol before the exchange it is listed on, in a cover's table of securities.
+_SYMBOL = re.compile(
+    r"(?:^|[\s|])([A-Z][A-Z0-9]{0,4}(?:\.[A-Z])?)[\s|]+(?:The\s+)?(?:New York Stock Exchange|"
+    r"NYSE|Nasdaq|NASDAQ|Chicago Stock Exchange|Toronto Stock Exchange)"
+)
+# "Ulta Beauty, Inc. (NASDAQ: ULTA)": a company named with its listing.
+_LISTED = re.compile(
+    r"\(\s*(?:NYSE|NASDAQ|Nasdaq|NYSE American|NYSE MKT|TSX|ASX|LSE|OTC\w*)\s*:\s*"
+    r"([A-Z][A-Z0-9]{0,4}(?:\.[A-Z])?)\s*\)"
+)
+# What ends a company's name read backwards from its listing: a dash or a bracket.
+_STOP_NAME = re.compile(r"[()\u2013\u2014]|--")
+_RESULTS_FOR = re.compile(r"\bresults for (?:the )?([\w\s,\ufffe-]{3,60}?)(?:[.;\u201c\"]|$)")
+_FILE_NUMBER = re.compile(r"^commission file (?:no\.?|number)\s*:?\s*[\d-]+$", re.I)
 _RELEASE = re.compile(r"\b(for immediate release|press release|news release)\b", re.I)
 _HEADLINE = re.compile(
     r"\b(reports?|announces?|posts?|delivers?)\b.{0,80}\b(results|earnings|revenue|sales)\b", re.I
@@ -37,6 +62,8 @@ _DATE = re.compile(
 )
 # What a cover sets just before the registrant's name, which the converter may join to it.
 _BEFORE_NAME = re.compile(r"^.*\bcommission file (?:no\.?|number)\s*:?\s*[\d-]+\s*", re.I)
+# A rule drawn with underscores, which the text layer may join to the words beside it.
+_RULE = re.compile(r"_{3,}")
 _MARKUP = re.compile(r"^\s*(#+\s+|[-*•]\s+|\|)")
 _COVER_PAGES = 2
 _MAX_NAME = 100  # characters
@@ -45,8 +72,10 @@ _MAX_NAME = 100  # characters
 def filing_title(pages: Sequence[Page]) -> str | None:
     """ "<company> Form 10-K, fiscal year ended December 31, 2019" for a filing, the headline
     and date of an earnings release, or None when the first pages are neither."""
+    # Words one space apart (covers set them with no-break spaces); a text layer's U+FFFE is
+    # the hyphen it broke a word at.
     lines = [
-        _MARKUP.sub("", line).strip()
+        " ".join(_MARKUP.sub("", _RULE.sub(" ", line)).replace("\ufffe", "-").split())
         for page in pages[:_COVER_PAGES]
         for line in page.markdown.splitlines()
     ]
@@ -60,15 +89,21 @@ def _filing(lines: list[str]) -> str | None:
     form = _FORM.search(text)
     if company is None or form is None:
         return None
-    title = f"{company} Form {' '.join(form.group(1).split())}"
+    symbol = _symbol(lines)
+    listed = f" ({symbol})" if symbol else ""
+    title = f"{company}{listed} Form {' '.join(form.group(1).split())}"
     period = _PERIOD.search(text)
+    reported = _REPORTED.search(text)
     if period:
         title += f", {period.group(1).lower()} ended {' '.join(period.group(2).split())}"
+    elif reported:
+        title += f", dated {' '.join(reported.group(1).split())}"
     return title
 
 
 def _registrant(lines: list[str]) -> str | None:
-    """The line just above "(Exact name of registrant ...)": the company's name as printed."""
+    """The line just above "(Exact name of registrant ...)": the company's name as printed;
+    else the line under the commission file number, when it is written in capitals."""
     for n, line in enumerate(lines):
         found = _REGISTRANT.search(line)
         if not found:
@@ -77,17 +112,70 @@ def _registrant(lines: list[str]) -> str | None:
         name = _BEFORE_NAME.sub("", before).strip()
         if 0 < len(name) <= _MAX_NAME:
             return name
+    for line, after in pairwise(lines):
+        if _FILE_NUMBER.match(line) and after.isupper() and len(after) <= _MAX_NAME:
+            return after
+    return None
+
+
+def _symbol(lines: list[str]) -> str | None:
+    """The first trading symbol of the cover's securities, listed after "Trading Symbol"."""
+    for n, line in enumerate(lines):
+        if "trading symbol" in line.casefold():
+            for row in lines[n : n + 8]:
+                found = _SYMBOL.search(row)
+                if found:
+                    return found.group(1)
+            return None
     return None
 
 
 def _release(lines: list[str]) -> str | None:
+    """An earnings release's headline, dated; led by the company and its symbol when the
+    dateline lists them. A release says it is one, lists the company, or opens with it."""
     head = lines[:40]
-    if not any(_RELEASE.search(line) for line in head):
-        return None
-    headline = next((line for line in head if _HEADLINE.search(line)), None)
+    # A headline may run over two lines ("Ulta Beauty Announces Fourth Quarter" / "Fiscal 2022
+    # Results").
+    at, headline = next(
+        (
+            (n, text)
+            for joined in (1, 2)
+            for n in range(len(head))
+            if _HEADLINE.search(text := " ".join(head[n : n + joined]))
+        ),
+        (len(head), None),
+    )
+    listed = next((found for line in head if (found := _listed(line))), None)
+    marked = any(_RELEASE.search(line) for line in head)
+    if listed and (headline is None or (listed[2] and at > 3)):
+        # No headline above it: the dateline says what it reports ("today announced results
+        # for second-quarter 2023").
+        headline = listed[2] or None
     if headline is None or len(headline) > 2 * _MAX_NAME:
         return None
+    if not (marked or listed or at < 3):
+        return None
+    title = f"{listed[0]} ({listed[1]}): {headline}" if listed else headline
     if re.search(r"\b(19|20)\d\d\b", headline):
-        return headline
+        return title
     dated = next((m for line in head if (m := _DATE.search(line))), None)
-    return f"{headline} ({dated.group(0)})" if dated else headline
+    return f"{title} ({dated.group(0)})" if dated else title
+
+
+def _listed(line: str) -> tuple[str, str, str] | None:
+    """The company and symbol of "Las Vegas, Nevada, February 8, 2023 - MGM Resorts
+    International (NYSE: MGM) today reported": the
+    capitalised words just before the listing; and what it announces results for, if it
+    says ("results for second-quarter 2023")."""
+    found = _LISTED.search(line)
+    if found is None:
+        return None
+    name: list[str] = []
+    for word in reversed(line[: found.start()].split()):
+        if _STOP_NAME.search(word) or not (word[0].isupper() or word == "&"):
+            break
+        name.insert(0, word)
+    company = " ".join(name).rstrip(",")
+    reports = _RESULTS_FOR.search(line, found.end())
+    what = f"results for {reports.group(1)}" if reports else ""
+    return (company, found.group(1), what) if 0 < len(company) <= _MAX_NAME else None

@@ -63,9 +63,11 @@ def hybrid_search(
     vector_weight: float,
     doc_ids: Sequence[str] | None = None,
     versions: Mapping[str, str] | None = None,
+    keywords: str | None = None,
 ) -> list[Passage]:
     """The `top_k` passages for `query`, optionally only from `doc_ids` and only of `versions`
-    (doc_id -> version; see `SearchIndex`).
+    (doc_id -> version; see `SearchIndex`); BM25 searches `keywords` when given (the query with
+    other names of what it asks about: `docchat.search.concepts.hinted`), else `query`.
 
     `candidates` come from each of k-NN and BM25. `fusion="rank"` is reciprocal-rank fusion;
     `"score"` weighs the normalised cosine by `vector_weight` and the normalised BM25 score by
@@ -79,7 +81,9 @@ def hybrid_search(
     vector_hits = index.vector_search(
         embedder.embed_query(query), k=candidates, doc_ids=doc_ids, versions=versions
     )
-    keyword_hits = index.keyword_search(query, k=candidates, doc_ids=doc_ids, versions=versions)
+    keyword_hits = index.keyword_search(
+        keywords or query, k=candidates, doc_ids=doc_ids, versions=versions
+    )
     return fused_passages(
         index,
         vector_hits,

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 from itertools import chain, pairwise, zip_longest
 from pathlib import PurePosixPath
 from types import MappingProxyType
@@ -22,9 +21,22 @@ from docchat.ports import (
     Reranker,
     RevisedRegistry,
 )
+from docchat.search.boilerplate import recurring
+from docchat.search.concepts import hinted
 from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.rerank import sentence_similarities
 from docchat.search.terms import terms, years
+from docchat.search.titles import (
+    capitalized,
+    company_name,
+    folded,
+    is_form,
+    names_of,
+    period_end,
+    recent_form,
+    symbols_of,
+    title_years,
+)
 
 # Passages the reranker sees per passage wanted (the evaluation reranks as many).
 RERANK_POOL = 4
@@ -33,39 +45,6 @@ RERANK_POOL = 4
 DOCUMENT_WORDS = frozenset(
     terms("about overview summary summarize summarise key main points topics purpose differ")
 )
-_NOT_WORD = re.compile(r"[\W_]+")
-# A title that names a company: the name, then a corporate suffix or the filing's form
-# ("Amazon.com, Inc. Form 10-K 2019", "The Boeing Company 10-K 2019", "Amcor plc Form 10-Q").
-_COMPANY = re.compile(
-    r"^(?:the\s+)?(?P<name>.+?),?\s+(?:(?:inc|incorporated|corp|corporation|company|co|ltd|"
-    r"limited|plc|llc|l\.?p|n\.?v|s\.?a|ag|se|group|holdings)\b|form\b|(?:annual|quarterly)\s+"
-    r"report\b|(?:10-k|10-q|8-k|20-f|40-f|6-k)\b)",
-    re.IGNORECASE,
-)
-# Words that make the head of a title a report's name, not a company's ("ANNUAL REPORT ON
-# FORM 10-K").
-_NO_COMPANY = frozenset(
-    [
-        "annual",
-        "quarterly",
-        "report",
-        "reports",
-        "form",
-        "table",
-        "contents",
-        "release",
-        "statement",
-        "statements",
-        "financial",
-        "consolidated",
-        "notice",
-        "proxy",
-    ]
-)
-# Words of a company's name too common to name it alone ("Amazon.com": "com").
-_NOT_A_NAME = frozenset(["com", "net", "org", "www", "and", "the", "for"])
-# A word written with a capital, as a name is ("Amazon's" in "What were Amazon's sales?").
-_CAPITALIZED = re.compile(r"\b[A-Z][\w.&'\u2019-]*")
 
 
 @dataclass(frozen=True)
@@ -125,7 +104,7 @@ class Catalog:
 
         Names are tried in the catalog's order, each on what earlier matches left of the
         query; only those whose first two words the query still holds are tried at all."""
-        rest = f" {_folded(query)} "
+        rest = f" {folded(query)} "
         wanted = None if doc_ids is None else set(doc_ids)
         found: list[tuple[int, str]] = []
         tried = (-1, -1)
@@ -144,11 +123,11 @@ class Catalog:
             rest = rest.replace(key, " ")
             tried = (order, slot)
         named = {doc_id for _, doc_id in found}
-        capitalized = _capitalized(query)
+        written = capitalized(query)
         companies = self._companies if doc_ids is None else self._companies_of(doc_ids)
-        for word, company_docs in companies.items():
-            key = f" {word} "
-            if key in rest and word in capitalized:
+        for name, company_docs in companies.items():
+            key = f" {name} "
+            if key in rest and written.issuperset(name.split()):
                 found.extend((rest.index(key), d) for d in company_docs if d not in named)
                 named.update(company_docs)
                 rest = rest.replace(key, " ")
@@ -172,7 +151,7 @@ class Catalog:
             by_company.setdefault(company_name(self.records[doc_id].title), []).append(doc_id)
         passed_over: set[str] = set()
         for company, documents in by_company.items():
-            named = {d: years(self.records[d].title) for d in documents}
+            named = {d: title_years(self.records[d].title) for d in documents}
             if company and any(asked & found for found in named.values()):
                 passed_over.update(d for d, found in named.items() if found and not asked & found)
         return [d for d in pool if d not in passed_over] if passed_over else []
@@ -184,7 +163,7 @@ class Catalog:
         names: dict[tuple[str, str], list[tuple[int, int, str, str]]] = {}
         for order, (doc_id, record) in enumerate(self.records.items()):
             for slot, name in enumerate((record.title, PurePosixPath(record.source).name)):
-                words = _folded(name).split()
+                words = folded(name).split()
                 if len(words) >= 2:
                     entry = (order, slot, f" {' '.join(words)} ", doc_id)
                     names.setdefault((words[0], words[1]), []).append(entry)
@@ -196,22 +175,85 @@ class Catalog:
         return self._companies_of(None)
 
     def _companies_of(self, doc_ids: Sequence[str] | None) -> dict[str, list[str]]:
-        """Each word that is in one company's name only, of the companies the titles of
-        `doc_ids` (all when None) name, with that company's documents."""
+        """Each name that is one company's only, of the companies the titles of `doc_ids` (all
+        when None) name, with that company's documents: a word of its name ("boeing"), its
+        trading symbol ("jnj"), or its initials ("j j" for J&J, "jnj" for JnJ, "jj")."""
         companies: dict[str, list[str]] = {}
+        symbols: dict[str, set[str]] = {}
         wanted = None if doc_ids is None else set(doc_ids)
         for doc_id, record in self.records.items():
             if wanted is None or doc_id in wanted:
-                companies.setdefault(company_name(record.title), []).append(doc_id)
+                company = company_name(record.title)
+                companies.setdefault(company, []).append(doc_id)
+                symbols.setdefault(company, set()).update(symbols_of(record.title))
         companies.pop("", None)
-        by_word: dict[str, set[str]] = {}
+        by_name: dict[str, set[str]] = {}
         for company in companies:
-            for word in company.split():
-                if len(word) >= 3 and not word.isdigit() and word not in _NOT_A_NAME:
-                    by_word.setdefault(word, set()).add(company)
+            for name in names_of(company.split()) | symbols.get(company, set()):
+                by_name.setdefault(name, set()).add(company)
         return {
-            word: companies[next(iter(names))] for word, names in by_word.items() if len(names) == 1
+            name: companies[next(iter(names))] for name, names in by_name.items() if len(names) == 1
         }
+
+    def latest(self, query: str, doc_ids: Sequence[str] | None = None) -> list[str]:
+        """For a question about "the most recent 10-Q" (or latest annual report, last quarter):
+        of each company's documents (of `doc_ids`, when given), only its report of that kind
+        whose title names the latest date; the documents of no company, or of a company with no
+        such report, beside them. None when the question asks for no most recent report."""
+        kind = recent_form(query)
+        if kind is None:
+            return []
+        pool = [d for d in self.records if doc_ids is None or d in doc_ids]
+        newest: dict[str, tuple[tuple[int, int, int], str]] = {}
+        for doc_id in pool:
+            title = self.records[doc_id].title
+            company, end = company_name(title), period_end(title)
+            if (
+                company
+                and end
+                and is_form(title, kind)
+                and (company not in newest or end > newest[company][0])
+            ):
+                newest[company] = (end, doc_id)
+        passed_over = {
+            d
+            for d in pool
+            if (company := company_name(self.records[d].title)) in newest
+            and newest[company][1] != d
+        }
+        return [d for d in pool if d not in passed_over] if passed_over else []
+
+    def matching(
+        self,
+        *,
+        company: str | None = None,
+        year: str | None = None,
+        form: str | None = None,
+        doc_ids: Sequence[str] | None = None,
+    ) -> list[str] | None:
+        """The documents (of `doc_ids`, when given) of `company` (its name, a word of it, its
+        trading symbol or initials: "Johnson & Johnson", "JNJ", "J&J"), about `year` ("2022",
+        "FY2022": `title_years`) and of `form` ("10-K"), as their titles say; `doc_ids` as
+        given when no filter is set."""
+        if not (company or year or form):
+            return None if doc_ids is None else list(doc_ids)
+        pool = [d for d in self.records if doc_ids is None or d in doc_ids]
+        if company:
+            wanted = folded(company)
+            aliases = self._companies
+            pool = [
+                d
+                for d in pool
+                if (name := company_name(self.records[d].title))
+                and (name == wanted or d in aliases.get(wanted, ()) or f" {wanted} " in f" {name} ")
+            ]
+        if year:
+            asked = years(year) or {year}
+            pool = [d for d in pool if asked & title_years(self.records[d].title)]
+        if form:
+            wanted_form = f" form {folded(form)} "
+            pool = [d for d in pool if wanted_form in f" {folded(self.records[d].title)} "]
+        return pool
 
     def versions(self, doc_ids: Sequence[str] | None = None) -> Mapping[str, str]:
         """doc_id -> the indexed version, of every document or only of `doc_ids`. Every
@@ -303,7 +345,7 @@ class Library:
             return SearchResult(self._openings(named, top_k, catalog), reranked=False)
         if named:
             query, doc_ids = rest, named
-        doc_ids = catalog.dated(query, doc_ids) or doc_ids
+        doc_ids = catalog.latest(query, doc_ids) or catalog.dated(query, doc_ids) or doc_ids
         versions = catalog.versions(doc_ids)
         pool = top_k * RERANK_POOL if self.reranker else top_k
         # Twice as many, so that collapsing duplicates still leaves `pool` distinct passages.
@@ -316,6 +358,7 @@ class Library:
             versions=versions,
             fusion=self.fusion,
             vector_weight=self.vector_weight,
+            keywords=hinted(query),
         )
         # The index filtered already; an index that let a stale chunk through still must not.
         fused = distinct([p for p in fused if _shown(p.chunk, versions)])[:pool]
@@ -335,6 +378,11 @@ class Library:
         ]
         firsts = [c for c in chain.from_iterable(zip_longest(*heads)) if c is not None][:top_k]
         return [Passage(chunk=c, score=1.0 - n / len(firsts)) for n, c in enumerate(firsts)]
+
+    def recurring(self, sentences: Sequence[str], *, catalog: Catalog | None = None) -> set[str]:
+        """Those of `sentences` that many of the documents a chat may read hold nearly
+        verbatim (`docchat.search.boilerplate.recurring`)."""
+        return recurring(self.index, self._catalog(catalog).versions(), sentences)
 
     def sentence_similarities(
         self, query: str, chunks: Sequence[Chunk]
@@ -388,28 +436,6 @@ def distinct(passages: Sequence[Passage]) -> list[Passage]:
             seen.add(key)
             kept.append(passage)
     return kept
-
-
-def company_name(title: str) -> str:
-    """The company a title names, folded ("amazon com" for "Amazon.com, Inc. Form 10-K
-    2019"); "" when it names none."""
-    match = _COMPANY.match(title.strip())
-    if match is None:
-        return ""
-    name = _folded(match.group("name"))
-    return "" if _NO_COMPANY.intersection(name.split()) else name
-
-
-def _capitalized(text: str) -> set[str]:
-    """The folded words of `text` that are written with a capital."""
-    return {w for found in _CAPITALIZED.findall(text) for w in _folded(found).split()}
-
-
-@lru_cache(maxsize=65_536)
-def _folded(text: str) -> str:
-    """`text` in lower case, its words separated by one space (catalogs fold the same names
-    again after every write: they are remembered)."""
-    return _NOT_WORD.sub(" ", text.casefold()).strip()
 
 
 def _shown(chunk: Chunk, versions: Mapping[str, str]) -> bool:

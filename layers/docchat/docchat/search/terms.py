@@ -39,6 +39,9 @@ _STOP = frozenset(
         "of",
         "on",
         "or",
+        # What is left of "3M's" and "don't" once apostrophes split words.
+        "s",
+        "t",
         "that",
         "the",
         "this",
@@ -118,9 +121,18 @@ _YEAR = re.compile(r"(?<![\w$,.-])((?:19|20)\d\d)(?![\w-]|[.,]\d)")
 _YEARS = re.compile(r"(?<![\w$,.-])((?:19|20)\d\d)\s*[-\u2013]\s*((?:19|20)\d\d)(?![\w-]|[.,]\d)")
 
 
+# A fiscal year or a quarter or half of one, as filings and analysts write them: "FY2022",
+# "FY 2023", "FY23", "Q2 2023", "Q2'2023", "Q22023", "FY2023Q1", "2Q23", "H1 FY2023".
+_FISCAL = re.compile(
+    r"(?<![A-Za-z0-9])(?:FY|[QH][1-4]|[1-4]Q)\s?'?((?:19|20)?\d\d)(?!\d|,\d)", re.IGNORECASE
+)
+
+
 def years(text: str) -> set[str]:
-    """The years `text` names, each year of a span ("2003-2007") among them."""
+    """The years `text` names, each year of a span ("2003-2007") among them, and those of
+    fiscal years and quarters ("FY2022", "Q2'23")."""
     found = set(_YEAR.findall(text))
+    found.update(y if len(y) == 4 else f"20{y}" for y in _FISCAL.findall(text))
     for first, last in _YEARS.findall(text):
         if first < last:
             found.update(str(y) for y in range(int(first), int(last) + 1))

@@ -240,7 +240,7 @@ class LibraryView:
         found = self.backend.library.search(
             args.query,
             top_k=self.backend.config.top_k,
-            doc_ids=self.scope(args.doc_ids, catalog),
+            doc_ids=args.documents(catalog, self.scope(args.doc_ids, catalog)),
             catalog=catalog,
         )
         passages = [

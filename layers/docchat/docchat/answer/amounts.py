@@ -1,0 +1,104 @@
+"""Amount questions and table rows: which questions ask for an amount, which sentences and rows
+hold one, which row is named as asked and which of its cells is the asked year's.
+
+Written for financial statements and tuned on FinanceBench's questions and the hand-typed
+statements of tests/unit/test_table_quotes.py, test_periods.py and test_shelf.py (several
+companies each); COVID-QA's recall is the check that it leaves other questions alone.
+"""
+
+from __future__ import annotations
+
+import re
+
+from docchat.search.concepts import as_asked, names_an_item, other_names
+from docchat.search.sentences import Span, column_names, row_cells
+from docchat.search.terms import terms, years
+
+# Questions that ask for an amount ("How much…?", "What were the total net sales…?", "revenue
+# of…"): the rows and sentences holding an amount for the asked terms are quoted first. One
+# asking where, why, who or when asks for something else ("Where did sales grow?").
+_AMOUNT_QUESTION = re.compile(
+    r"\b(?:how much|what were|totals?|revenues?|sales|income|earnings|profits?|loss(?:es)?|"
+    r"expenses?|costs?|spending|prices?|amounts?|margins?|cash|assets|liabilities|debts?|"
+    r"dividends?|dollars?|euros?|percent(?:age)?|thousands?|millions?|billions?)\b|[$€£¥%]"
+)
+_OTHER = re.compile(r"\W*(?:where|why|who|whom|whose|when)\b")
+# An amount in a sentence: a currency sign, a percentage, a scale word, or thousands grouped
+# by commas; "2019" alone is a year, not an amount.
+_AMOUNT = re.compile(
+    r"[$€£¥]\s?\(?\d"
+    r"|\d(?:[\d,.]*\d)?\s?(?:%|percent\b|per cent\b|(?:thousand|million|billion|trillion)s?\b)"
+    r"|\b\d{1,3}(?:,\d{3})+(?:\.\d+)?\b",
+    re.IGNORECASE,
+)
+# A table cell holding a number ("$ 118,573", "(1,234)", "23.01", "21 %"), and one holding a year.
+_NUMBER_CELL = re.compile(r"[$€£¥]?\s?\(?-?\d[\d,.]*\)?\s?%?")
+_YEAR_CELL = re.compile(r"(?:19|20)\d\d")
+
+
+def asks_amount(question: str) -> bool:
+    """Whether `question` asks for an amount: its words say so, or it names a line item ("What
+    was 3M's PPNE?"); not when it asks where, why, who or when."""
+    folded = question.casefold()
+    return (
+        _AMOUNT_QUESTION.search(folded) is not None or names_an_item(question)
+    ) and not _OTHER.match(folded)
+
+
+def holds_amount(text: str, *, table_row: bool) -> bool:
+    """Whether `text` holds an amount; a table row, in a cell past its label that is a number,
+    not a year ("| Net operating loss (net of allowance of $102) |  |  |" holds none)."""
+    if not table_row:
+        return _AMOUNT.search(text) is not None
+    return any(
+        _NUMBER_CELL.fullmatch(c) and not _YEAR_CELL.fullmatch(c) for c in row_cells(text)[1:]
+    )
+
+
+def named_as_asked(span: Span, question: str, wanted: set[str]) -> int:
+    """How many of the question's words a table row's label holds, when it holds no other:
+    under the names the statement prints too ("Revenue" for "net sales": `concepts.hints`)."""
+    cells = row_cells(span.text) if span.table_row else []
+    label = terms(cells[0]) if cells else set()
+    if not label:
+        return 0
+    if label <= wanted:
+        return len(label)
+    if label <= wanted | other_names(question):
+        return len((label & wanted) | as_asked(question, cells[0]))
+    return 0
+
+
+def year_figures(row: Span, asked: set[str]) -> tuple[str, ...]:
+    """The row's cells under the columns whose header names an asked year, each with its
+    column's name from that year on ("2019: 280,522", "2007 % Pos: 0.9"); none for empty
+    cells."""
+    cells = row_cells(row.text)
+    figures: list[str] = []
+    for name, cell in zip(column_names(row.table_header), cells, strict=False):
+        year = next((y for y in sorted(years(name)) if y in asked), None)
+        if year and cell:
+            figures.append(f"{name[name.index(year) :]}: {cell}")
+    return tuple(figures)
+
+
+_QUESTION_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def _number(text: str) -> str:
+    return text.strip().strip("$€£¥()% ").replace(",", "")
+
+
+def cell_match(row: Span, question: str, wanted: set[str]) -> bool:
+    """Whether a table row holds a value the question names, in a column whose name holds a
+    word of the question ("Which sample has an Alpha of 89?": the row whose Alpha is 89). A
+    year is not such a value: a question names years for other reasons."""
+    asked = {_number(n) for n in _QUESTION_NUMBER.findall(question)}
+    asked = {n for n in asked if n and not _YEAR_CELL.fullmatch(n)}
+    if not asked:
+        return False
+    names = column_names(row.table_header)
+    return any(
+        cell and _number(cell) in asked and at < len(names) and bool(terms(names[at]) & wanted)
+        for at, cell in enumerate(row_cells(row.text))
+    )

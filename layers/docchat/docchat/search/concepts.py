@@ -1,0 +1,337 @@
+"""Query hints: the other names of what a question asks about, as financial statements print it.
+
+A question's words are often not the statement's: "capital expenditure" is the cash-flow row
+"Purchases of property, plant and equipment", "revenue" is "Net sales" or "Total revenues",
+"COGS" is "Cost of sales", "the income statement" is "Consolidated Statements of Operations".
+Each `CONCEPT` lists the names one line item or statement goes by in US GAAP and IFRS reports
+(the Codification's captions and the wording companies use for them), and a measure that is
+computed from line items ("free cash flow", "working capital", a ratio) lists the names of what
+it is computed from, since that is what the pages print.
+
+The names are not fitted to any one company's filings: they are the standard captions. They
+were checked on FinanceBench's questions (patronus-ai/financebench, its "metrics-generated"
+questions name a metric and the statement to read it from) and on the hand-typed statements
+of tests/unit/test_concepts.py, from several companies each.
+
+`hinted` adds the other names of each concept a question names to the text searched by
+keyword (the vector side reads the question as asked); `as_asked` tells the extractive answer
+which of the question's words a sentence holds under another name.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from docchat.search.terms import stem, terms, words
+
+# Each row: names of one thing, the first its plainest. A name is matched on stemmed words in
+# order ("capital expenditures" is "capital expenditure"), "and" and "&" left out ("property,
+# plant & equipment" is "property, plant and equipment"; "PP&E" is the words "pp", "e").
+_NAMES: tuple[tuple[str, ...], ...] = (
+    (
+        "capital expenditure",
+        "capex",
+        "capital spending",
+        "purchases of property plant and equipment",
+        "purchases of property and equipment",
+        "additions to property plant and equipment",
+        "payments for property plant and equipment",
+        "acquisition of property plant and equipment",
+    ),
+    ("revenue", "net sales", "total revenues", "net revenues", "total net sales", "sales"),
+    (
+        "cost of goods sold",
+        "cogs",
+        "cost of sales",
+        "cost of revenue",
+        "cost of products sold",
+        "cost of goods and services sold",
+    ),
+    (
+        "sg&a",
+        "selling general and administrative",
+        "selling general administrative",
+        "selling and administrative expenses",
+    ),
+    ("operating income", "operating profit", "income from operations", "operating earnings"),
+    ("net income", "net earnings", "net profit", "net income attributable"),
+    (
+        "property plant and equipment",
+        "pp&e",
+        "ppe",
+        "property and equipment",
+        "fixed assets",
+    ),
+    (
+        "property plant and equipment net",
+        "ppne",
+        "net pp&e",
+        "net property plant and equipment",
+        "property and equipment net",
+    ),
+    ("depreciation and amortization", "d&a", "depreciation amortization"),
+    ("earnings per share", "eps", "net income per share", "earnings per common share"),
+    (
+        "operating cash flow",
+        "cash from operations",
+        "cash flow from operations",
+        "cash from operating activities",
+        "net cash provided by operating activities",
+        "cash provided by operations",
+        "cash flows from operating activities",
+    ),
+    ("research and development", "r&d"),
+    ("gross profit", "gross margin"),
+    ("accounts receivable", "trade receivables", "receivables"),
+    ("accounts payable", "trade payables"),
+    ("inventory", "inventories", "merchandise inventories"),
+    (
+        "income tax expense",
+        "provision for income taxes",
+        "income tax provision",
+        "taxes on income",
+    ),
+    (
+        "shareholders equity",
+        "stockholders equity",
+        "total equity",
+        "shareowners equity",
+    ),
+    ("long term debt", "total debt", "borrowings"),
+    ("dividends paid", "cash dividends", "dividends to shareholders"),
+    ("share repurchases", "purchases of treasury stock", "repurchases of common stock"),
+    ("interest expense", "interest and debt expense"),
+    ("total assets", "assets"),
+)
+# Statements, by the headings they are printed under.
+_STATEMENTS: tuple[tuple[str, ...], ...] = (
+    (
+        "income statement",
+        "p&l",
+        "profit and loss",
+        "statements of operations",
+        "statements of income",
+        "statements of earnings",
+        "statement of consolidated operations",
+    ),
+    ("balance sheet", "statement of financial position", "balance sheets"),
+    ("cash flow statement", "statements of cash flows", "statement of cash flow"),
+)
+# Measures computed from line items: what the pages print them from.
+_PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("free cash flow", ("operating cash flow", "capital expenditure")),
+    ("working capital", ("total current assets", "total current liabilities")),
+    ("current ratio", ("total current assets", "total current liabilities")),
+    ("quick ratio", ("total current assets", "total current liabilities", "inventory")),
+    ("fixed asset turnover", ("revenue", "property plant and equipment")),
+    ("asset turnover", ("revenue", "total assets")),
+    ("inventory turnover", ("cost of goods sold", "inventory")),
+    ("days payable outstanding", ("cost of goods sold", "accounts payable")),
+    ("days inventory outstanding", ("cost of goods sold", "inventory")),
+    ("days sales outstanding", ("revenue", "accounts receivable")),
+    ("ebitda", ("operating income", "depreciation and amortization")),
+    ("return on assets", ("net income", "total assets")),
+    ("roa", ("net income", "total assets")),
+    ("return on equity", ("net income", "shareholders equity")),
+    ("debt to equity", ("long term debt", "shareholders equity")),
+    ("effective tax rate", ("income tax expense", "income before income taxes")),
+    ("dividend payout ratio", ("dividends paid", "net income")),
+    ("gross margin", ("gross profit", "revenue")),
+    ("operating margin", ("operating income", "revenue")),
+    ("net profit margin", ("net income", "revenue")),
+    ("capex", ("capital expenditure",)),
+)
+
+
+@dataclass(frozen=True)
+class Name:
+    """A name as written and as its stemmed words, "and" left out."""
+
+    text: str
+    key: tuple[str, ...]
+
+    @classmethod
+    def of(cls, text: str) -> Name:
+        return cls(text, _key(text))
+
+
+@dataclass(frozen=True)
+class Concept:
+    """What a question may name (`asked_as`) and the names the pages may print it under
+    (`printed_as`): the same names for a line item, a measure's parts' for a measure."""
+
+    asked_as: tuple[Name, ...]
+    printed_as: tuple[Name, ...]
+
+    def named_in(self, sequence: tuple[str, ...]) -> Name | None:
+        """The longest of the names it is asked by that `sequence` (stemmed words) holds."""
+        found = [name for name in self.asked_as if _holds(sequence, name.key)]
+        return max(found, key=lambda name: len(name.key)) if found else None
+
+
+def _key(text: str) -> tuple[str, ...]:
+    """`text` as its stemmed words, "and" left out ("&" is not a word)."""
+    return tuple(w for w in words(text) if w != "and")
+
+
+def _holds(sequence: tuple[str, ...], key: tuple[str, ...]) -> bool:
+    n = len(key)
+    return any(sequence[i : i + n] == key for i in range(len(sequence) - n + 1))
+
+
+@functools.cache
+def _concepts() -> tuple[Concept, ...]:
+    items = {names[0]: tuple(Name.of(n) for n in names) for names in _NAMES}
+    concepts = [Concept(names, names) for names in items.values()]
+    concepts += [Concept(n, n) for n in (tuple(map(Name.of, names)) for names in _STATEMENTS)]
+    for measure, parts in _PARTS:
+        printed = tuple(n for part in parts for n in items.get(part, (Name.of(part),)))
+        concepts.append(Concept((Name.of(measure),), printed))
+    return tuple(concepts)
+
+
+@dataclass(frozen=True)
+class Hint:
+    """A concept the question names: the name it used, and those the pages may print instead."""
+
+    asked: Name
+    others: tuple[Name, ...]
+
+
+@functools.lru_cache(maxsize=4096)
+def hints(question: str) -> tuple[Hint, ...]:
+    """The concepts `question` names, each with the name used and its other names."""
+    sequence = _key(question)
+    found: list[Hint] = []
+    for concept in _concepts():
+        asked = concept.named_in(sequence)
+        if asked is not None:
+            others = tuple(n for n in concept.printed_as if not _holds(sequence, n.key))
+            found.append(Hint(asked, others))
+    # "fixed asset turnover" names that, not also "asset turnover".
+    return tuple(
+        h
+        for h in found
+        if not any(
+            len(o.asked.key) > len(h.asked.key) and _holds(o.asked.key, h.asked.key) for o in found
+        )
+    )
+
+
+def hinted(question: str) -> str:
+    """`question` with the other names of the concepts it names, for a keyword search."""
+    others = dict.fromkeys(n.text for h in hints(question) for n in h.others)
+    return " ".join([question, *others]) if others else question
+
+
+@functools.cache
+def _items() -> frozenset[tuple[str, ...]]:
+    """The names of line items and measures, as `Name.key`s (not of statements)."""
+    items = {Name.of(n).key for names in _NAMES for n in names}
+    return frozenset(items | {Name.of(measure).key for measure, _ in _PARTS})
+
+
+def names_an_item(question: str) -> bool:
+    """Whether `question` names a line item or a measure ("capital expenditure", "PPNE",
+    "free cash flow"): it asks for an amount."""
+    return any(h.asked.key in _items() for h in hints(question))
+
+
+@functools.lru_cache(maxsize=4096)
+def other_names(question: str) -> frozenset[str]:
+    """The terms (`docchat.search.terms.terms`) of the other names of what `question` names."""
+    return frozenset(t for h in hints(question) for n in h.others for t in terms(n.text))
+
+
+def as_asked(question: str, text: str) -> set[str]:
+    """The question's words (stemmed) that `text` holds under another name: those of "capital
+    expenditure" for a row "Purchases of property, plant and equipment", an initialism the
+    text spells out ("PPNE": `initialisms_held`) and a period it writes another way ("Q2 of
+    FY2024" as "second quarter of fiscal 2024": `periods_held`)."""
+    held = _key(text)
+    found = initialisms_held(question, text) | periods_held(question, text)
+    for hint in hints(question):
+        if any(_holds(held, name.key) for name in hint.others):
+            found.update(hint.asked.key)
+    return found
+
+
+# A word written in capitals, two to five letters: an initialism ("PPNE", "SG&A", "R&D").
+_INITIALISM = re.compile(r"(?<![\w&])([A-Z](?:&?[A-Z]){1,4})(?![\w&])")
+# Words an initialism passes over or spells with one letter ("PP&E", "PPNE": property, plant
+# and equipment).
+_LINKS = {"and": ("", "n", "a"), "of": ("", "o"), "the": ("",), "for": ("", "f")}
+_WORDS = re.compile(r"[A-Za-z]+")
+
+
+def initialisms_held(question: str, text: str) -> set[str]:
+    """The question's initialisms ("PPNE") that `text` spells out in full instead ("Property,
+    plant and equipment"), each as the question's term (folded, as `terms` has it): the
+    initials of consecutive words, "and" spelt "n" or "a" or left out, "of" and "the" too."""
+    asked = _INITIALISM.findall(question)
+    if not asked:
+        return set()
+    found: set[str] = set()
+    held = [w.casefold() for w in _WORDS.findall(text)]
+    for written in asked:
+        wanted = written.replace("&", "").casefold()
+        if wanted in held or all(t in held for t in terms(written)):
+            continue
+        if any(
+            held[start] not in _LINKS and _spells(held, start, wanted) for start in range(len(held))
+        ):
+            found.update(terms(written))
+    return found
+
+
+def _spells(held: list[str], start: int, wanted: str) -> bool:
+    """Whether the words from `start` on spell `wanted` by their initials."""
+    if not wanted:
+        return True
+    if start >= len(held):
+        return False
+    word = held[start]
+    if word in _LINKS:
+        return any(
+            wanted.startswith(letter) and _spells(held, start + 1, wanted[len(letter) :])
+            for letter in _LINKS[word]
+        )
+    return word[0] == wanted[0] and _spells(held, start + 1, wanted[1:])
+
+
+# Periods as questions write them and as pages print them: "Q2" / "second quarter", "FY2024" /
+# "fiscal 2024", "H1" / "first half"; a question's word may hold two ("Q2FY24", "Q22023").
+_ORDINALS = ("first", "second", "third", "fourth")
+_PERIOD_WORD = re.compile(
+    r"(?:(?:q([1-4])|([1-4])q)|h([12]))?'?(?:fy)?'?((?:19|20)?\d\d)?(?:q([1-4]))?"
+)
+_TOKEN = re.compile(r"[a-z0-9']+")
+
+
+def periods_held(question: str, text: str) -> set[str]:
+    """The question's period words (as `terms` has them) that `text` writes another way: "Q2"
+    held by "second quarter", "FY2024" by "fiscal 2024" (or "2024" in a table's header), "H1"
+    by "first half" or "six months"."""
+    held = f" {' '.join(words(text))} "
+    found: set[str] = set()
+    for token in _TOKEN.findall(question.casefold()):
+        match = _PERIOD_WORD.fullmatch(token)
+        if match is None or not any(match.groups()) or token.isdigit():
+            continue
+        quarter, quarter_before, half, year, quarter_after = match.groups()
+        number = quarter or quarter_before or quarter_after
+        if number:
+            held_here = f" {stem(_ORDINALS[int(number) - 1])} quarte" in held
+        elif half:
+            held_here = (" first half" if half == "1" else " second half") in held or (
+                half == "1" and " six month" in held
+            )
+        elif year and token.startswith("fy"):
+            held_here = f" {year if len(year) == 4 else '20' + year} " in held
+        else:
+            continue
+        if held_here:
+            found.update(terms(token))
+    return found

@@ -215,6 +215,8 @@ def test_list_documents(backend: ChatBackend, ids: dict[str, str]) -> None:
             "file_name": "bridges.pdf",
             "pages": 7,
             "link": f"{WEB_URL}#doc={ids['bridges']}&page=1",
+            "company": "",
+            "years": [],
         },
         {
             "doc_id": ids["ferries"],
@@ -222,6 +224,8 @@ def test_list_documents(backend: ChatBackend, ids: dict[str, str]) -> None:
             "file_name": "ferries.pdf",
             "pages": 2,
             "link": f"{WEB_URL}#doc={ids['ferries']}&page=1",
+            "company": "",
+            "years": [],
         },
     ]
 

@@ -120,15 +120,22 @@ def symbols_of(title: str) -> set[str]:
     return {s.casefold() for s in SYMBOL.findall(title)}
 
 
+def listed_company(title: str) -> str:
+    """The company a title names with its symbols, for a listing: "johnson johnson (JNJ)"; ""
+    when it names none."""
+    company = company_name(title)
+    symbols = sorted(symbols_of(title))
+    return company + (f" ({', '.join(symbols).upper()})" if company and symbols else "")
+
+
 def about(title: str) -> str:
     """What a title says of its document's company and years, for a listing: ", company
     johnson johnson (JNJ), years 2022, 2023"; "" when it says neither."""
-    company = company_name(title)
-    symbols = sorted(symbols_of(title))
+    company = listed_company(title)
     covered = sorted(title_years(title))
     parts = []
     if company:
-        parts.append(f"company {company}" + (f" ({', '.join(symbols).upper()})" if symbols else ""))
+        parts.append(f"company {company}")
     if covered:
         parts.append(f"years {', '.join(covered)}")
     return "".join(f", {p}" for p in parts)

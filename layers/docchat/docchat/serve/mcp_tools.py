@@ -43,6 +43,7 @@ from docchat.errors import DocchatError, DocumentNotFoundError, PageNotFoundErro
 from docchat.limits import MAX_DOC_IDS, MAX_MESSAGE_CHARS
 from docchat.models import Chunk, Citation, DocumentRecord, file_name, source_name
 from docchat.search.library import Catalog
+from docchat.search.titles import listed_company, title_years
 
 DOCUMENTS_URI = "docchat://documents"
 PAGE_URI = DOCUMENTS_URI + "/{doc_id}/pages/{number}"
@@ -124,6 +125,12 @@ class DocumentEntry(_Output):
     file_name: str
     pages: int
     link: str = Field(description="opens the document's first page in the chat page's viewer")
+    company: str = Field(
+        "", description="the company its title names, with its trading symbol; search by it"
+    )
+    years: list[str] = Field(
+        default_factory=list, description="the (fiscal) years its title says it covers"
+    )
 
 
 class DocumentsOutput(_Output):
@@ -306,6 +313,8 @@ class LibraryView:
                     file_name=file_name(r.source),
                     pages=r.pages,
                     link=self.link(r.doc_id, 1),
+                    company=listed_company(r.title),
+                    years=sorted(title_years(r.title)),
                 )
                 for r in self.catalog().records.values()
             ]

@@ -223,3 +223,16 @@ def test_the_schema_lists_each_routes_statuses_and_content_types(client: TestCli
     # The error bodies are the error shape, request id included
     error = schema["paths"]["/chat"]["post"]["responses"]["413"]["content"]["application/json"]
     assert "request_id" in error["schema"]["properties"]["error"]["properties"]
+
+
+def test_the_schema_lists_every_body_type_an_upload_may_declare(client: TestClient) -> None:
+    # The route takes a PDF's types, bytes, or the named format's own type (text/plain never)
+    schema = client.get("/openapi.json").json()
+    body = schema["paths"]["/documents"]["post"]["requestBody"]["content"]
+
+    assert {"application/pdf", "application/octet-stream", "text/markdown", "text/html"} <= set(
+        body
+    )
+    assert "application/vnd.openxmlformats-officedocument.wordprocessingml.document" in body
+    assert "text/plain" not in body
+    assert "415" in schema["paths"]["/documents"]["post"]["responses"]

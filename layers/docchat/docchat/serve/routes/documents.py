@@ -28,7 +28,7 @@ from starlette.convertors import StringConvertor, register_url_convertor
 
 from docchat.answer.backend import ChatBackend
 from docchat.errors import DocumentNotFoundError, UnsupportedUploadError, UploadRouteError
-from docchat.ingest.formats import SUFFIXES, suffix_of
+from docchat.ingest.formats import FORMATS, SUFFIXES, suffix_of
 from docchat.ingest.uploads import S3_UPLOAD_ROUTE, check_name
 from docchat.limits import MAX_SCOPE_COLLECTIONS
 from docchat.models import (
@@ -230,10 +230,21 @@ def page_text(doc_id: str, number: int, http: Request, state: State) -> PageText
     )
 
 
+#: The body types an upload may declare: a PDF's, bytes, or its own format's media type (an
+#: Office type, text/html, text/markdown), but never text/plain (see `upload`).
+UPLOAD_TYPES = tuple(
+    dict.fromkeys(
+        [*PDF_TYPES, *(f.media_type for f in FORMATS.values() if f.media_type != "text/plain")]
+    )
+)
 _PDF_BODY = {
     "requestBody": {
         "required": True,
-        "content": {kind: {"schema": {"type": "string", "format": "binary"}} for kind in PDF_TYPES},
+        "description": "the file's bytes, declared as a PDF, as bytes (application/octet-stream) "
+        "or as its own format's type; a type other than the name's is a 415",
+        "content": {
+            kind: {"schema": {"type": "string", "format": "binary"}} for kind in UPLOAD_TYPES
+        },
     }
 }
 
@@ -266,8 +277,9 @@ async def upload(
     fmt = check_name(filename)
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     # The type is read from the name; the body's declared type must be one no other site's
-    # page can send without asking first, so text/plain (and forms, and none) never are.
-    if kind not in (*PDF_TYPES, fmt.media_type) or kind == "text/plain":
+    # page can send without asking first (a CORS preflight), so text/plain (and forms, and
+    # none) never are. Any of UPLOAD_TYPES goes with any name, as the schema can only say.
+    if kind not in UPLOAD_TYPES:
         wanted = fmt.media_type if fmt.name == "pdf" else "application/octet-stream"
         raise UnsupportedUploadError(
             f"the body is {kind or 'of no declared type'}: send the file with Content-Type: "

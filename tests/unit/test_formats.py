@@ -555,3 +555,28 @@ def test_docx_with_tracked_changes_and_untyped_styles_reads_as_accepted() -> Non
 
     # Then it reads as the changes accepted
     assert text_of("tracked.docx", data) == "The fee is twelve euros."
+
+
+def test_xlsx_a_sheet_past_the_size_limit_is_refused_before_it_is_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a sheet of 200,000 rows (a 1,000,000-row one ran into the 300 s conversion limit)
+    import openpyxl
+
+    book = openpyxl.Workbook(write_only=True)
+    sheet = book.create_sheet("Log")
+    for r in range(200_000):
+        sheet.append([r, f"entry {r}"])
+    out = io.BytesIO()
+    book.save(out)
+    read = []
+    monkeypatch.setattr(openpyxl, "load_workbook", lambda *a, **k: read.append(1))
+
+    # When its XML is larger than a sheet may be
+    with pytest.raises(FileTooLargeError) as refused:
+        convert("log.xlsx", out.getvalue(), Limits(max_sheet_xml_bytes=4 * 1024 * 1024))
+
+    # Then it is refused with that limit, and openpyxl never reads it
+    assert "more than the 4 MB a sheet may have" in str(refused.value)
+    assert "(sheet1.xml)" in str(refused.value)
+    assert read == []

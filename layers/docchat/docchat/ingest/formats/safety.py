@@ -79,6 +79,9 @@ class Limits:
     ratio_floor_bytes: int = 1 * MIB  # smaller parts may compress as well as they like
     max_slides: int = 2_000
     max_sheet_cells: int = 2_000_000  # cells scanned, empty ones between filled ones included
+    # One worksheet's XML, checked before it is read: reading costs about 8 s per 10 MB (a
+    # 1,000,000-row sheet of two columns is 119 MB and ran into the 300 s conversion limit).
+    max_sheet_xml_bytes: int = 64 * MIB
     max_text_chars: int = 50_000_000  # HTML / Markdown / text, decoded
     # How deep an HTML page's elements may nest: Chromium's parser stops at 512 levels too;
     # real pages nest 15-40 (the Wikipedia page of the test set: 31).

@@ -19,6 +19,7 @@ import datetime as dt
 import io
 import re
 import warnings
+import zipfile
 from functools import lru_cache
 from typing import Any
 
@@ -27,7 +28,7 @@ from openpyxl.utils import get_column_letter
 
 from docchat.errors import FileTooLargeError
 from docchat.ingest.formats.blocks import MAX_LOCATION_CHARS, Table, table_lines
-from docchat.ingest.formats.safety import Limits
+from docchat.ingest.formats.safety import MIB, Limits
 
 Sheet = tuple[str, str, str]  # label, markdown, cell range
 
@@ -36,6 +37,7 @@ def sheets_from_xlsx(
     name: str, data: bytes, limits: Limits, *, max_chars: int = MAX_LOCATION_CHARS
 ) -> list[Sheet]:
     """Each non-empty worksheet as one or more (label, markdown, range) locations."""
+    _check_sheet_sizes(name, data, limits)
     with warnings.catch_warnings():  # "Unknown extension is not supported": harmless
         warnings.simplefilter("ignore", UserWarning)
         book = openpyxl.load_workbook(
@@ -63,6 +65,23 @@ def sheets_from_xlsx(
     finally:
         book.close()
     return out
+
+
+def _check_sheet_sizes(name: str, data: bytes, limits: Limits) -> None:
+    """Refuse at once a workbook with a worksheet larger than a conversion reads (the zip's
+    directory says how large each part is; safety.py proved the sizes true)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as package:
+        for info in package.infolist():
+            part = info.filename
+            if not (part.startswith("xl/worksheets/") and part.endswith(".xml")):
+                continue
+            if info.file_size > limits.max_sheet_xml_bytes:
+                raise FileTooLargeError(
+                    f"{name!r} has a worksheet of {info.file_size / MIB:.0f} MB "
+                    f"({part.rsplit('/', 1)[-1]}), more than the "
+                    f"{limits.max_sheet_xml_bytes // MIB} MB a sheet may have: split it into "
+                    "smaller sheets or workbooks, or delete unused rows, and upload it again"
+                )
 
 
 def _filled_cells(name: str, sheet: Any, budget: list[int]) -> dict[tuple[int, int], str]:

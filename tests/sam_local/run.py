@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 import time
@@ -139,9 +139,13 @@ def run_pass(work: Path) -> dict[str, Any]:
         timings["stand-in image"] = time.monotonic() - mark
         mark = time.monotonic()
         _forget_invoke_images(logs / "cleanup.log")  # none left by an interrupted run
-        variant = template.write_local_template(work)
+        # The variant and its build stay between runs, one folder per checkout: SAM's build
+        # cache is found through the build.toml it writes beside the build folder.
+        stack = cache_dir() / f"stack-{hashlib.sha256(str(REPO).encode()).hexdigest()[:8]}"
+        stack.mkdir(exist_ok=True)
+        variant = template.write_local_template(stack)
         built_path = sam.sam_build(
-            variant, work / "build", cache=cache_dir() / "sam-build", python_bin=python.parent,
+            variant, stack / "build", cache=stack / "cache", python_bin=python.parent,
             log=logs / "build.log",
         )  # fmt: skip
         timings["sam build"] = time.monotonic() - mark
@@ -156,8 +160,6 @@ def run_pass(work: Path) -> dict[str, Any]:
         _forget_invoke_images(logs / "cleanup.log")
     timings["total"] = time.monotonic() - started
     result["timings"] = timings
-    if not os.environ.get("DOCCHAT_SAM_LOCAL_KEEP"):
-        shutil.rmtree(work / "build", ignore_errors=True)  # hundreds of MB per run
     return result
 
 

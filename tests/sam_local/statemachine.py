@@ -6,6 +6,7 @@ start-lambda`, which serves Lambda's Invoke API for every function of the built 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import signal
@@ -99,10 +100,12 @@ def executing_in_moto(lambda_endpoint: str) -> Iterator[None]:
 
     def lambda_client(region: str, service: str, state_credentials: Any = None) -> Any:
         assert service == "lambda", service
-        return boto3.client(
-            "lambda", region_name=region, endpoint_url=lambda_endpoint,
-            aws_access_key_id="testing", aws_secret_access_key="testing",
-            config=Config(read_timeout=900, retries={"total_max_attempts": 1}),
+        return _AsLambdaAnswers(
+            boto3.client(
+                "lambda", region_name=region, endpoint_url=lambda_endpoint,
+                aws_access_key_id="testing", aws_secret_access_key="testing",
+                config=Config(read_timeout=900, retries={"total_max_attempts": 1}),
+            )
         )  # fmt: skip
 
     saved = (
@@ -121,6 +124,28 @@ def executing_in_moto(lambda_endpoint: str) -> Iterator[None]:
         default_user_config["stepfunctions"].update(saved[0])  # type: ignore[typeddict-item]
         lambda_eval_utils.boto_client_for = saved[1]  # type: ignore[assignment]
         moto_jsonata._eval_jsonata = saved[2]
+
+
+class _AsLambdaAnswers:
+    """`sam local start-lambda` answers a handler's exception (and an init error such as
+    Runtime.HandlerNotFound) with status 200 and no X-Amz-Function-Error; Lambda marks it
+    "Unhandled", which is what makes the Task fail and the state machine's Catch run. Seen
+    here: Convert's error payload went on to Chunk as if it were Convert's result."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def invoke(self, **parameters: Any) -> dict[str, Any]:
+        answer: dict[str, Any] = self._client.invoke(**parameters)
+        payload = answer["Payload"].read()
+        try:
+            raised = isinstance(body := json.loads(payload), dict) and "errorType" in body
+        except ValueError:
+            raised = False
+        if raised and not answer.get("FunctionError"):
+            answer["FunctionError"] = "Unhandled"
+        answer["Payload"] = io.BytesIO(payload)
+        return answer
 
 
 def run_documents(
@@ -173,4 +198,11 @@ def _execute(sfn: Any, arn: str, event: dict[str, Any]) -> dict[str, Any]:
         "failure": [e.get("executionFailedEventDetails") or e.get("taskFailedEventDetails")
                     for e in history if "Failed" in e["type"]],
         "output": described.get("output"),
+        # A function error that came back as a result: `sam local start-lambda` answers an init
+        # error (Runtime.HandlerNotFound) without X-Amz-Function-Error, so the Task succeeds
+        # with it where Lambda would fail it.
+        "errors_as_results": [
+            e["taskSucceededEventDetails"]["output"] for e in history
+            if "errorType" in e.get("taskSucceededEventDetails", {}).get("output", "")
+        ],
     }  # fmt: skip

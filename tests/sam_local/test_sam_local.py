@@ -6,7 +6,16 @@ function's memory size, only /tmp writable and its environment from the template
 
 Not run: the Lambda Web Adapter (its layer is an ARN that cannot be downloaded here), so the
 chat function's run.sh is started in the image `sam local` built with the function's layers and
-its readiness path answered from inside the container (test_sam_local_chat_...)."""
+its readiness path answered from inside the container (check_chat_...).
+
+Deliberate breaks, tried by hand on 2026-12-02 in a copy of the checkout, each fail this test:
+- RegisterFunction's Handler `app.handlr` in template.yaml: Register's invoke answers
+  Runtime.HandlerNotFound ("Handler 'handlr' missing on module 'app'"); Convert, Chunk,
+  Finalize, Watchdog and the state machine's checks fail after it (nothing is indexed).
+- mammoth removed from functions/convert/requirements.txt: the sample events still pass (a PDF
+  needs no Office reader) but the state machine's .docx fails in Convert: "'plan.docx' could not
+  be read (ModuleNotFoundError: No module named 'mammoth'): open it in its application, save it
+  again and upload that" (a CorruptFileError: the missing module is worded as a damaged file)."""
 
 from __future__ import annotations
 
@@ -149,7 +158,10 @@ def check_state_machine_indexes_a_pdf_a_scan_and_a_docx_and_removes_a_deletion(
     ingestion = sam_run["ingestion"]
     runs, registry, keys = ingestion["runs"], ingestion["registry"], ingestion["keys"]
     pdf, scan, docx = keys
-    failed = {key: run for key, run in runs.items() if run["status"] != "SUCCEEDED"}
+    failed = {
+        key: run for key, run in runs.items()
+        if run["status"] != "SUCCEEDED" or run["errors_as_results"]
+    }  # fmt: skip
     assert not failed, json.dumps(failed, indent=2)
     # Then the scan went through the OCR map, and the .docx through Convert like a PDF
     assert "OcrPages" in runs[scan]["states"], runs[scan]["states"]

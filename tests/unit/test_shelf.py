@@ -376,3 +376,22 @@ def test_the_most_recent_report_is_the_latest_the_shelf_holds(
     )
     text, citations = _ask(shelf, question)
     assert citations and citations[0].doc_id == "bby-2024q2", text
+
+
+def test_a_question_naming_a_statement_reads_the_passages_under_its_heading_first(
+    shelf: Library,
+) -> None:
+    found = shelf.search(
+        "What did 3M report for 2018? Answer from the cash flow statement.", top_k=3
+    ).passages
+
+    assert "Consolidated Statement of Cash Flows" in found[0].chunk.headings
+
+
+def test_a_release_of_a_years_results_is_about_the_next_year_too() -> None:
+    # Johnson & Johnson's release of January 24, 2023 gives its guidance for 2023
+    from docchat.search.titles import title_years
+
+    release = "Johnson & Johnson (JNJ): results for fourth-quarter and full year 2022"
+    assert title_years(release) == {"2022", "2023"}
+    assert title_years("Johnson & Johnson (JNJ): results for second-quarter 2023") == {"2023"}

@@ -227,6 +227,29 @@ def hinted(question: str) -> str:
 
 
 @functools.cache
+def _statement_keys() -> frozenset[tuple[str, ...]]:
+    return frozenset(Name.of(n).key for names in _STATEMENTS for n in names)
+
+
+def statement_asked(question: str) -> tuple[tuple[str, ...], ...]:
+    """The names (`Name.key`s) of the financial statement `question` says to read ("relying on
+    the cash flow statement"): every name it goes by; none when it names no statement."""
+    return tuple(
+        key
+        for h in hints(question)
+        if h.asked.key in _statement_keys()
+        for key in (h.asked.key, *(n.key for n in h.others))
+    )
+
+
+def under_statement(headings: str, names: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether `headings` (a passage's title and heading path) name one of the statement's
+    `names` ("Consolidated Statement of Cash Flows")."""
+    held = _key(headings)
+    return any(_holds(held, name) for name in names)
+
+
+@functools.cache
 def _items() -> frozenset[tuple[str, ...]]:
     """The names of line items and measures, as `Name.key`s (not of statements)."""
     items = {Name.of(n).key for names in _NAMES for n in names}

@@ -22,7 +22,7 @@ from docchat.ports import (
     RevisedRegistry,
 )
 from docchat.search.boilerplate import recurring
-from docchat.search.concepts import hinted
+from docchat.search.concepts import hinted, statement_asked, under_statement
 from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.rerank import sentence_similarities
 from docchat.search.terms import terms, years
@@ -361,7 +361,8 @@ class Library:
             keywords=hinted(query),
         )
         # The index filtered already; an index that let a stale chunk through still must not.
-        fused = distinct([p for p in fused if _shown(p.chunk, versions)])[:pool]
+        fused = _statement_first(query, distinct([p for p in fused if _shown(p.chunk, versions)]))
+        fused = fused[:pool]
         if self.reranker is None or not fused:
             return SearchResult(fused[:top_k], reranked=False, rerank_note=self.rerank_off)
         try:
@@ -423,6 +424,21 @@ class Library:
             for c in self.index.document_chunks(doc_id, version=versions[doc_id])
             if _shown(c, versions) and c.page_end >= first and c.page_start <= last
         ]
+
+
+def _statement_first(query: str, passages: list[Passage]) -> list[Passage]:
+    """`passages`, those under the heading of the financial statement `query` says to read
+    ("... shown in the cash flow statement": "Consolidated Statement of Cash Flows") first,
+    scored as the best; the rest as they were."""
+    names = statement_asked(query)
+    if not names or not passages:
+        return passages
+    under = [p for p in passages if under_statement(" ".join(p.chunk.headings), names)]
+    if not under:
+        return passages
+    best = passages[0].score
+    first = [p.model_copy(update={"score": best}) for p in under]
+    return first + [p for p in passages if all(p is not u for u in under)]
 
 
 def distinct(passages: Sequence[Passage]) -> list[Passage]:

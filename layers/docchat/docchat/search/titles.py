@@ -65,6 +65,9 @@ _PERIOD_END = re.compile(
     r"\b(fiscal year|year|quarterly period|quarter) ended (\w+)\.? \d{1,2},? ((?:19|20)\d\d)\b",
     re.IGNORECASE,
 )
+# A release of a year's results: "results for fourth-quarter and full year 2022", "Reports
+# Fourth Quarter Fiscal 2022 Results", "fiscal 2023 results".
+_FULL_YEAR = re.compile(r"\b(?:full[ -]year|fourth[ -]?quarter|fiscal (?:19|20)\d\d results)", re.I)
 # Months whose fiscal year ends are named for the year before as often as for their own: J&J's
 # fiscal 2022 ended on January 1, 2023, Best Buy's fiscal 2023 on January 28, 2023.
 _EARLY_MONTHS = ("jan", "feb")
@@ -74,8 +77,12 @@ def title_years(title: str) -> set[str]:
     """The years a title's document is about, as questions name them: those it names, and
     the fiscal years its period may be called by. A year ended in January or February may be
     called by the year before; a quarter by the next year too (Amcor's quarter ended December
-    31, 2022 is in its fiscal 2023)."""
+    31, 2022 is in its fiscal 2023); a release of a year's results by the next year too, whose
+    outlook it gives."""
     found = years(title)
+    if _FULL_YEAR.search(title) and found:
+        # A release of a year's results gives the outlook for the next.
+        found.add(str(int(max(found)) + 1))
     for kind, month, year in _PERIOD_END.findall(title):
         if "quarter" in kind.casefold():
             found.add(str(int(year) + 1))

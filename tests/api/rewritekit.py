@@ -58,13 +58,23 @@ class Rewrites:
         body = {"collections": collections}
         return self.call("PUT", f"/documents/{doc_id}/collections", user or self.root, json=body)
 
-    def a_moved_document_is_not_replaced_by_a_same_named_upload(self) -> None:
-        # Given ana's budget.pdf in ferries, which an admin moved to bridges
-        first = self.upload(self.ana, "budget.pdf", "ferries", pdf("Ferry budget 100"))
+    def moved_upload(
+        self, user: Any, name: str, collection: str, words: str, to: str
+    ) -> tuple[str, dict[str, Any]]:
+        """`user`'s upload of `name` into `collection`, settled, then moved to `to` by an
+        admin: its id and its record before the move."""
+        first = self.upload(user, name, collection, pdf(words))
         assert first.status_code in (200, 202), first.text
         moved = first.json()["doc_id"]
         before = self.settled(moved)
-        assert self.move(moved, ["bridges"]).status_code == 200
+        assert self.move(moved, [to]).status_code == 200
+        return moved, before
+
+    def a_moved_document_is_not_replaced_by_a_same_named_upload(self) -> None:
+        # Given ana's budget.pdf in ferries, which an admin moved to bridges
+        moved, before = self.moved_upload(
+            self.ana, "budget.pdf", "ferries", "Ferry budget 100", to="bridges"
+        )
 
         # When ana uploads a file of that name into ferries again
         again = self.upload(self.ana, "budget.pdf", "ferries", pdf("Planted text 666"))
@@ -108,11 +118,9 @@ class Rewrites:
 
     def a_private_upload_never_lands_where_others_read(self) -> None:
         # Given bo's plan.pdf in bridges, moved by an admin to ferries, where ana reads it
-        first = self.upload(self.bo, "plan.pdf", "bridges", pdf("Bridge plan alpha"))
-        assert first.status_code in (200, 202), first.text
-        moved = first.json()["doc_id"]
-        before = self.settled(moved)
-        assert self.move(moved, ["ferries"]).status_code == 200
+        moved, before = self.moved_upload(
+            self.bo, "plan.pdf", "bridges", "Bridge plan alpha", to="ferries"
+        )
 
         # When bo uploads a private plan.pdf into bridges
         private = self.upload(self.bo, "plan.pdf", "bridges", pdf("Private bridge plan"))

@@ -306,11 +306,13 @@ class _Scorer:
 
 def _goes_on(span: Span, after: Span) -> bool:
     """Whether `after` finishes `span`: `span` is cut short by a page break (`_cut_off`) and
-    `after` opens the next page of the same passage, as prose, not a row or an item."""
+    `after` opens the next page of the same passage going on with it, in lower case, as prose
+    (a running head, a footnote or a heading there is not the rest of the sentence)."""
     return (
         after.chunk is span.chunk
         and after.page == span.page + 1
         and _cut_off(span)
+        and after.text[:1].islower()
         and not (after.list_item or after.table_row or span.table_row)
     )
 

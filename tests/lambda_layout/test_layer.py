@@ -23,8 +23,9 @@ NEVER_IMPORTED = (
     "orjson",
     "xxhash",
 )
-# Local mode only (the terminal UI needs rich, which the layer does not ship).
-LOCAL_ONLY = ("docchat.cli",)
+# Local mode only (the terminal UI needs rich, which the layer does not ship): the package and
+# its modules (since f6c90fd the package itself imports without rich, so they are walked).
+LOCAL_ONLY = ("docchat.cli", "docchat.cli.")
 # The Convert function ships the Office and HTML readers itself
 # (functions/convert/requirements.txt).
 CONVERT_ONLY = ("docchat.ingest.formats.",)  # its modules; the package itself needs none

@@ -27,6 +27,7 @@ from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
 from typing import Any, Literal
 
 from docchat.errors import (
+    ConfigError,
     ConversionCrashedError,
     ConversionTimeoutError,
     CorruptFileError,
@@ -88,13 +89,22 @@ def document_isolated(
 
 
 def _document(name: str, data: bytes) -> ConvertedDocument:
-    """`formats.convert`, with anything untyped it raises worded as a damaged file."""
+    """`formats.convert`, with anything untyped it raises worded as a damaged file, but for a
+    module the installation lacks (make sam-local found a function built without its Office
+    reader told to save the file again)."""
     from docchat.ingest import formats
 
     try:
         return formats.convert(name, data)
     except (DocchatError, MemoryError):
         raise
+    except ImportError as exc:
+        # Not the file's fault: the installation (a function's requirements) lacks a reader.
+        raise ConfigError(
+            f"reading {name!r} needs the Python module {exc.name or exc}, which this "
+            "installation lacks: install it (for a Lambda function, add it to the function's "
+            "requirements and build again); the file itself may be fine"
+        ) from exc
     except Exception as exc:
         raise CorruptFileError(
             f"{name!r} could not be read ({type(exc).__name__}: {exc}): open it in its "

@@ -145,10 +145,10 @@ class Catalog:
         asked = years(query)
         if not asked:
             return []
-        pool = [d for d in self.records if doc_ids is None or d in doc_ids]
+        pool = self._pool(doc_ids)
         by_company: dict[str, list[str]] = {}
         for doc_id in pool:
-            by_company.setdefault(company_name(self.records[doc_id].title), []).append(doc_id)
+            by_company.setdefault(self._company[doc_id], []).append(doc_id)
         passed_over: set[str] = set()
         for company, documents in by_company.items():
             named = {d: title_years(self.records[d].title) for d in documents}
@@ -169,6 +169,19 @@ class Catalog:
                     names.setdefault((words[0], words[1]), []).append(entry)
         return names
 
+    def _pool(self, doc_ids: Sequence[str] | None) -> list[str]:
+        """The catalog's documents, in its order, of `doc_ids` when given."""
+        if doc_ids is None:
+            return list(self.records)
+        wanted = set(doc_ids)
+        return [d for d in self.records if d in wanted]
+
+    @cached_property
+    def _company(self) -> dict[str, str]:
+        """doc_id -> the company its title names ("" for none), read once per catalog: every
+        search that names a year or a latest report groups the documents by it."""
+        return {doc_id: company_name(r.title) for doc_id, r in self.records.items()}
+
     @cached_property
     def _companies(self) -> dict[str, list[str]]:
         """`_companies_of` every document, worked out once per catalog."""
@@ -183,7 +196,7 @@ class Catalog:
         wanted = None if doc_ids is None else set(doc_ids)
         for doc_id, record in self.records.items():
             if wanted is None or doc_id in wanted:
-                company = company_name(record.title)
+                company = self._company[doc_id]
                 companies.setdefault(company, []).append(doc_id)
                 symbols.setdefault(company, set()).update(symbols_of(record.title))
         companies.pop("", None)
@@ -203,11 +216,11 @@ class Catalog:
         kind = recent_form(query)
         if kind is None:
             return []
-        pool = [d for d in self.records if doc_ids is None or d in doc_ids]
+        pool = self._pool(doc_ids)
         newest: dict[str, tuple[tuple[int, int, int], str]] = {}
         for doc_id in pool:
             title = self.records[doc_id].title
-            company, end = company_name(title), period_end(title)
+            company, end = self._company[doc_id], period_end(title)
             if (
                 company
                 and end
@@ -216,10 +229,7 @@ class Catalog:
             ):
                 newest[company] = (end, doc_id)
         passed_over = {
-            d
-            for d in pool
-            if (company := company_name(self.records[d].title)) in newest
-            and newest[company][1] != d
+            d for d in pool if (company := self._company[d]) in newest and newest[company][1] != d
         }
         return [d for d in pool if d not in passed_over] if passed_over else []
 
@@ -237,14 +247,14 @@ class Catalog:
         given when no filter is set."""
         if not (company or year or form):
             return None if doc_ids is None else list(doc_ids)
-        pool = [d for d in self.records if doc_ids is None or d in doc_ids]
+        pool = self._pool(doc_ids)
         if company:
             wanted = folded(company)
             aliases = self._companies
             pool = [
                 d
                 for d in pool
-                if (name := company_name(self.records[d].title))
+                if (name := self._company[d])
                 and (name == wanted or d in aliases.get(wanted, ()) or f" {wanted} " in f" {name} ")
             ]
         if year:

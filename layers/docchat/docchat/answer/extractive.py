@@ -415,11 +415,14 @@ def _boilerplate_last(
     scored: list[Quote], boilerplate: Callable[[Sequence[str]], set[str]]
 ) -> list[Quote]:
     """`scored`, those of the best BOILERPLATE_CHECKED that `boilerplate` names marked so."""
-    best = sorted(
-        scored, key=lambda q: (q.valued, q.leads, q.dated, q.named, q.score), reverse=True
-    )
+    best = sorted(scored, key=lambda q: (*_precedence(q), q.score), reverse=True)
     found = boilerplate([q.text for q in best[:BOILERPLATE_CHECKED]])
     return [replace(q, boilerplate=True) if q.text in found else q for q in scored]
+
+
+def _precedence(quote: Quote) -> tuple[bool, bool, bool, int]:
+    """What puts a quote before a better-scored one (`_diverse`), most telling first."""
+    return (quote.valued, quote.leads, quote.dated, quote.named)
 
 
 def _diverse(scored: list[Quote], *, limit: int, diversity: float) -> list[Quote]:
@@ -437,14 +440,7 @@ def _diverse(scored: list[Quote], *, limit: int, diversity: float) -> list[Quote
             overlap = max((_jaccard(found, other) for other in chosen_terms), default=0.0)
             if overlap >= NEAR_DUPLICATE or _repeats(quote, chosen):
                 continue
-            value = (
-                not quote.boilerplate,
-                quote.valued,
-                quote.leads,
-                quote.dated,
-                quote.named,
-                quote.score - diversity * overlap,
-            )
+            value = (not quote.boilerplate, *_precedence(quote), quote.score - diversity * overlap)
             if value > best_value:
                 best_i, best_value = i, value
         if best_i < 0:

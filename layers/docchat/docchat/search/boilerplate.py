@@ -11,7 +11,8 @@ from docchat.ports import SearchIndex
 
 # Text is boilerplate when this many documents or more hold nearly verbatim (an officer's
 # certification, a safe-harbour notice, a legend): found by searching the index for the
-# sentence, among this many best keyword hits, for sentences of at least this many words.
+# sentence, among this many best keyword hits, for sentences of at least BOILERPLATE_WORDS runs
+# of SHINGLE words (16 words or more; a shorter one says too little to be told apart).
 BOILERPLATE_DOCUMENTS = 3
 BOILERPLATE_PROBE = 12
 BOILERPLATE_WORDS = 12

@@ -8,6 +8,7 @@ This module imports nothing heavy: the commands (the index, the PDF engine, nump
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -21,3 +22,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130
+
+
+def command() -> int:
+    """The `docchat` program (its console script): `main` on the command line's arguments.
+
+    Once the command is done, a Ctrl-C ends the process as it ends any program, at once and
+    silently: Python's exit handlers (multiprocessing's among them) would print a traceback for
+    a KeyboardInterrupt raised in them, and there is nothing left to interrupt.
+    """
+    status = main()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    return status

@@ -2,7 +2,7 @@
 
 import sys
 
-from docchat.cli import main
+from docchat.cli import command
 
 if __name__ == "__main__":  # importing it (pkgutil.walk_packages does) runs nothing
-    sys.exit(main())
+    sys.exit(command())

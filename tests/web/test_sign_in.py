@@ -212,6 +212,11 @@ def test_a_call_without_a_token_is_refused_and_the_page_asks_to_sign_in_again(
     expect(page.locator("#signin-text")).to_contain_text("Sign in again")
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()
     assert _stored_tokens(page) is None
+    # and a key still on its way (Enter again in the question) does not press Sign in for them
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(300)
+    expect(page.locator("#signin")).to_be_visible()
+    assert page.url == stack.page_url
 
 
 def test_page_explains_how_to_call_an_iam_api(

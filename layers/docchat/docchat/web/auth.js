@@ -161,11 +161,13 @@ export async function idToken() {
 export function sessionEnded() {
   forgetTokens();
   for (const listener of endListeners) listener();
-  showSignIn("Your session has ended. Sign in again to continue.");
+  // The session ends under the user's hands, a key maybe still going down: the panel takes
+  // the focus, not its button, which that key (Enter in the question) would press.
+  showSignIn("Your session has ended. Sign in again to continue.", { focus: "signin" });
   return new SignInRequired();
 }
 
-function showSignIn(text, { code = "", button = true } = {}) {
+function showSignIn(text, { code = "", button = true, focus = "sign-in" } = {}) {
   $("app").hidden = true;
   $("account").hidden = true;
   $("signin").hidden = false;
@@ -173,7 +175,7 @@ function showSignIn(text, { code = "", button = true } = {}) {
   $("signin-code").textContent = code;
   $("signin-code").hidden = !code;
   $("sign-in").hidden = !button;
-  if (button) $("sign-in").focus();
+  if (button) $(focus).focus();
 }
 
 function showApp() {

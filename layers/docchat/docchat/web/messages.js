@@ -75,8 +75,10 @@ export class AnswerView {
     this.root.setAttribute("aria-busy", "false");
     this.stepsBox.open = false;
     const found = this.searches === 1 ? "1 search" : `${this.searches} searches`;
+    const passages = this.sources().length;
+    const quotes = passages < citations.length ? ` (${citations.length} quotes)` : "";
     this.stepsSummary.textContent = this.searches
-      ? `${found} · ${citations.length} cited ${citations.length === 1 ? "passage" : "passages"}`
+      ? `${found} · ${passages} cited ${passages === 1 ? "passage" : "passages"}${quotes}`
       : "Answered";
     this.renderAnswer();
     this.renderChips();
@@ -85,6 +87,13 @@ export class AnswerView {
 
   byNumber(number) {
     return this.citations.find((c) => c.number === number);
+  }
+
+  /** The cited passages in the order first cited, each its citations: one per quote taken. */
+  sources() {
+    const passages = new Map();
+    for (const c of this.citations) passages.set(c.number, [...(passages.get(c.number) || []), c]);
+    return [...passages.values()];
   }
 
   renderAnswer() {
@@ -104,13 +113,13 @@ export class AnswerView {
   renderChips() {
     if (!this.citations.length) return;
     this.chips.replaceChildren(el("span", { class: "chips-label", text: "Sources" }),
-      ...this.citations.map((c) => this.citationButton(c, null, "chip")));
+      ...this.sources().map((quotes) => this.citationButton(quotes[0], null, "chip")));
     this.chips.hidden = false;
   }
 
   citationButton(citation, label, kind) {
     const title = shownName(citation.title);
-    const where = `${title}, ${placeOf(citation)}`;
+    const where = `${title}, ${pagesOf(this.quotesOf(citation))}`;
     const button = el("button", {
       type: "button",
       class: kind,
@@ -125,8 +134,12 @@ export class AnswerView {
     if (label) button.textContent = label;
     else button.append(el("span", { class: "chip-number", text: citation.number }),
       el("bdi", { class: "chip-title", text: title }),
-      el("span", { class: "chip-page", text: labelOf(citation) || `p. ${citation.page}` }));
+      el("span", { class: "chip-page", text: pagesOf(this.quotesOf(citation), "p. ", "pp. ") }));
     return button;
+  }
+
+  quotesOf(citation) {
+    return this.citations.filter((c) => c.number === citation.number);
   }
 
   openCitation(citation, button) {
@@ -145,15 +158,19 @@ export class AnswerView {
     const close = el("button", { type: "button", class: "quote-close", "aria-label": "Close the passage",
       text: "×", onclick: () => { this.quote.hidden = true; button.setAttribute("aria-expanded", "false"); button.focus(); } });
     this.quote.dataset.number = String(citation.number);
-    // A quoted table row shows under its table's header rows, so its numbers say which year.
-    const row = rowTable(headerOf(citation), citation.quote);
+    // Every quote the answer took from the passage, each a quoted table row under its table's
+    // header rows, so its numbers say which year.
+    const quotes = this.quotesOf(citation);
     this.quote.replaceChildren(
       close,
-      row ? el("blockquote", { class: "quote-row" }, row) : el("blockquote", { text: citation.quote }),
+      ...quotes.map((q) => {
+        const row = rowTable(headerOf(q), q.quote);
+        return row ? el("blockquote", { class: "quote-row" }, row) : el("blockquote", { text: q.quote });
+      }),
       el("figcaption", {},
         el("span", { class: "quote-number", text: `[${citation.number}] ` }),
         el("cite", {}, el("bdi", { text: shownName(citation.title) })),
-        el("span", { class: "quote-page", text: ` · ${placeOf(citation)}` }),
+        el("span", { class: "quote-page", text: ` · ${pagesOf(quotes)}` }),
         citation.source ? el("span", { class: "quote-source" },
           " · ", el("bdi", { text: shownName(fileName(citation.source)) })) : null));
     this.quote.hidden = false;
@@ -184,14 +201,21 @@ export class AnswerView {
   }
 }
 
-function placeOf(citation) {
-  // A PDF's page, or the section, slide or sheet range another format's citation names.
-  return labelOf(citation) || `page ${citation.page}`;
+function pagesOf(quotes, one = "page ", many = "pages ") {
+  // Where a passage's quotes are: the section, slide or sheet range other formats' citations
+  // name, or the PDF pages, each once.
+  const labels = [...new Set(quotes.map(labelOf).filter(Boolean))];
+  if (labels.length) return labels.join(", ");
+  const pages = [...new Set(quotes.map((q) => q.page))];
+  return `${pages.length > 1 ? many : one}${pages.join(", ")}`;
 }
 
 function answerText(view) {
-  // The answer with its citation markers, and what each marker points at.
-  const sources = view.citations.map((c) => `[${c.number}] ${shownName(c.title)}, ${placeOf(c)}: “${c.quote}”`);
+  // The answer with its citation markers, and what each passage it cites says there.
+  const sources = view.sources().map((quotes) => {
+    const [c] = quotes;
+    return `[${c.number}] ${shownName(c.title)}, ${pagesOf(quotes)}: ${quotes.map((q) => `“${q.quote}”`).join(" … ")}`;
+  });
   return sources.length ? `${view.text.trim()}\n\nSources:\n${sources.join("\n")}\n` : `${view.text.trim()}\n`;
 }
 

@@ -42,7 +42,9 @@ QUOTES = [  # (passage number, page, quote)
 
 def _answer_events() -> list[list[Any]]:
     citations = [
-        Citation(number=n, doc_id=f"doc{n}", title=f"Timetable {n}", source=f"t{n}.pdf", page=p, quote=q)
+        Citation(
+            number=n, doc_id=f"doc{n}", title=f"Timetable {n}", source=f"t{n}.pdf", page=p, quote=q
+        )
         for n, p, q in QUOTES
     ]
     events: list[ev.ChatEvent] = [

@@ -272,7 +272,7 @@ export function renderSuggestions() {
   if (!questions.length) {
     const hint = config.upload === "none"
       ? "No document is indexed yet: add some with `docchat ingest`."
-      : "No document is indexed yet: upload a PDF in the documents panel.";
+      : "No document is indexed yet: upload one (PDF, Word, PowerPoint, Excel, HTML, Markdown or text) in the documents panel.";
     box.replaceChildren(el("p", { class: "note", text: hint }));
     return;
   }

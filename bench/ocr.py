@@ -1,4 +1,5 @@
-"""OCR quality and speed, and what it does for the real PDFs in ../shared/data (README, OCR).
+"""OCR quality and speed, and what it does for the real PDFs in ../shared/data
+(docs/performance.md, OCR).
 
 1. Word recall of docchat's OCR at several render resolutions: on ocrmypdf's scanned `linn.pdf`
    against its transcript `linn.txt`, and on born-digital pages rendered at 300 DPI into

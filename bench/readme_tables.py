@@ -1,6 +1,7 @@
-"""The README's configuration table, made from the settings model (one source of truth).
+"""The configuration table of docs/configuration.md, made from the settings model (one source
+of truth).
 
-.venv/bin/python bench/readme_tables.py     rewrites the table between the README's
+.venv/bin/python bench/readme_tables.py     rewrites the table between the page's
                                             settings-table markers
 """
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from docchat.config import Settings
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+CONFIGURATION = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 _BLOCK = re.compile(r"(<!-- settings-table:start -->\n).*?(<!-- settings-table:end -->)", re.S)
 
 
@@ -29,8 +30,8 @@ def with_settings_table(readme: str) -> str:
 
 
 def main() -> None:
-    text = README.read_text()
-    README.write_text(with_settings_table(text))
+    text = CONFIGURATION.read_text()
+    CONFIGURATION.write_text(with_settings_table(text))
 
 
 if __name__ == "__main__":

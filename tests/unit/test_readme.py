@@ -11,12 +11,6 @@ from tests.conftest import REPO
 
 CONFIGURATION = REPO / "docs" / "configuration.md"
 AWS = REPO / "docs" / "aws.md"
-# bench/readme_tables.py rewrites README.md, which no longer holds the table; this rewrites the
-# table where it is now, with the same function.
-_REWRITE = (
-    ".venv/bin/python -c 'from pathlib import Path; from bench.readme_tables import "
-    'with_settings_table as t; p = Path("docs/configuration.md"); p.write_text(t(p.read_text()))\''
-)
 
 
 def test_readme_documents_every_setting() -> None:
@@ -34,7 +28,7 @@ def test_readme_settings_table_is_the_one_the_settings_model_makes() -> None:
 
     assert "<!-- settings-table:start -->" in readme
     assert with_settings_table(readme) == readme, (
-        f"docs/configuration.md's settings table is out of date: run {_REWRITE}"
+        "docs/configuration.md's settings table is out of date: run bench/readme_tables.py"
     )
 
 

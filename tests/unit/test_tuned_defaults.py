@@ -12,8 +12,8 @@ import pytest
 
 from docchat.config import Settings
 
-# The settings that were tuned (bench/eval_sweep.py, README "Retrieval quality";
-# bench/extractive_answers.py, README "Extractive answers") or that bound an answer; a
+# The settings that were tuned (bench/eval_sweep.py, docs/performance.md "Retrieval quality";
+# bench/extractive_answers.py, docs/performance.md "Extractive answers") or that bound an answer; a
 # parameter or field of one of these names takes the settings' value.
 TUNED = (
     "top_k",

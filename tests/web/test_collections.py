@@ -5,7 +5,7 @@ saved conversation).
 
 A real uvicorn serves a local docchat (the local user, an admin) whose ferries.pdf is in the
 collection `ferries` and bridges.pdf in `bridges`; the question's best passages are in bridges.pdf.
-The README's collection screenshot comes from here:
+The collection screenshot of docs/collections.md comes from here:
 `DOCCHAT_SCREENSHOTS=docs/screenshots make test`.
 """
 

@@ -3,8 +3,8 @@ uvicorn: a citation opens the bundled pdf.js at the cited page with the quote hi
 text layer, with every request to anything but loopback blocked; Stop ends the stream and the
 server stops reading the model; Copy and Retry.
 
-The README's viewer screenshots come from here: `DOCCHAT_SCREENSHOTS=docs/screenshots make test`
-writes them there (otherwise they go to a temporary folder).
+The viewer screenshots of docs/local.md come from here:
+`DOCCHAT_SCREENSHOTS=docs/screenshots make test` writes them there (otherwise they go to a temporary folder).
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ def test_a_link_to_a_page_opens_it_in_the_viewer_with_its_quote(
 
 
 def _screenshots(page: Any, chip: Any, tmp_path: Path) -> None:
-    """The viewer open, on a desktop and on a phone, for the README."""
+    """The viewer open, on a desktop and on a phone, for docs/local.md."""
     folder = REPO / os.environ.get("DOCCHAT_SCREENSHOTS", tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
     viewer = page.locator("#viewer")

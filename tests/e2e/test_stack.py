@@ -53,7 +53,8 @@ def test_stack_first_use_of_each_model_is_made_by_the_deployer(stack: Stack, ses
     (Bedrock user guide, "Access Amazon Bedrock foundation models", and "Prerequisites for
     reranking"). The functions' roles are not given those: this one call per model, with the
     deployer's credentials, is the documented post-deploy step (docs/aws.md, "Model access:
-    the first use of the models"), and the checks below then find the models answering the functions."""
+    the first use of the models"), and the checks below then find the models answering the
+    functions."""
     from docchat.adapters.bedrock_reranker import BedrockReranker, not_offered
     from docchat.models import Chunk, Passage
 

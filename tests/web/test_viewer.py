@@ -4,7 +4,8 @@ text layer, with every request to anything but loopback blocked; Stop ends the s
 server stops reading the model; Copy and Retry.
 
 The viewer screenshots of docs/local.md come from here:
-`DOCCHAT_SCREENSHOTS=docs/screenshots make test` writes them there (otherwise they go to a temporary folder).
+`DOCCHAT_SCREENSHOTS=docs/screenshots make test` writes them there (otherwise they go to a
+temporary folder).
 """
 
 from __future__ import annotations

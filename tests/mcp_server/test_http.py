@@ -13,9 +13,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
+from docchat.errors import CallerUnknownError, CloudThrottledError
 from docchat.serve.mcp import mcp_http_app
 from docchat.serve.mcp_tools import Caller
 from tests.chatkit import ServedApp
@@ -43,8 +43,10 @@ class Server:
 
     def caller_of(self, request: Request) -> Caller:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if token == "throttled":  # the access lookup behind the token fails (S3, Cognito...)
+            raise CloudThrottledError("AWS is throttling s3:GetObject: try again shortly")
         if scheme.lower() != "bearer" or token not in self.callers:
-            raise HTTPException(401, "sign in: send 'Authorization: Bearer <token>'")
+            raise CallerUnknownError("sign in: send 'Authorization: Bearer <token>'")
         return self.callers[token]
 
 
@@ -146,8 +148,23 @@ def test_a_request_whose_caller_cannot_be_named_is_refused(
 
     assert answer.status_code == 401
     assert answer.json() == {
-        "error": {"status": 401, "message": "sign in: send 'Authorization: Bearer <token>'"}
+        "error": {
+            "status": 401,
+            "message": "sign in: send 'Authorization: Bearer <token>'",
+            "code": CallerUnknownError.code,
+        }
     }
+
+
+def test_a_caller_whose_access_cannot_be_read_gets_that_errors_status(server: Server) -> None:
+    # The access lookup failing is not the caller's fault: not a 401 telling them to sign in
+    headers = {**MCP_ACCEPT, "Authorization": "Bearer throttled"}
+
+    answer = httpx.post(server.url, json=LIST_TOOLS, headers=headers, timeout=10)
+
+    assert answer.status_code == 503
+    assert answer.json()["error"]["code"] == CloudThrottledError.code
+    assert "throttling" in answer.json()["error"]["message"]
 
 
 def test_the_sdk_client_without_a_token_does_not_connect(server: Server) -> None:

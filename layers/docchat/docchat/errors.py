@@ -297,7 +297,6 @@ class SegmentsDamagedError(IndexCorruptError):
     index writes them all again from its file."""
 
     code = "segments_damaged"
-    http_status = 500
 
 
 @registered

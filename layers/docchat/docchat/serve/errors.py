@@ -186,13 +186,19 @@ def refusal(
     return error_response(status, message, code=code, headers=headers)
 
 
-async def _docchat_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, DocchatError)
+def docchat_refusal(request: Request | Scope, exc: DocchatError) -> JSONResponse:
+    """The answer to a DocchatError: its status from STATUS, in the shape of the API the request
+    went to, with server paths cut from the messages that may hold them."""
     status = status_of(type(exc))
     message = hide_paths(str(exc)) if isinstance(exc, _PATHS_HIDDEN) else str(exc)
     if status >= 500:
         logger.warning("%s: %s", exc.code, exc)
     return refusal(request, status, message, code=exc.code)
+
+
+async def _docchat_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, DocchatError)
+    return docchat_refusal(request, exc)
 
 
 # AWS error codes (botocore's ClientError `Error.Code`) of a refused call and of throttling.

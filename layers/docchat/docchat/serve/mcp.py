@@ -28,7 +28,6 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -38,7 +37,7 @@ from docchat.answer.events import ChatEvent
 from docchat.answer.tools import input_schema, invalid_input_message
 from docchat.errors import DocchatError, DocumentNotFoundError
 from docchat.search.library import Visible
-from docchat.serve.errors import error_response
+from docchat.serve.errors import docchat_refusal, error_response
 from docchat.serve.identity import page_url
 from docchat.serve.mcp_mount import CallerOf
 from docchat.serve.mcp_tools import (
@@ -245,8 +244,9 @@ def mcp_http_app(
     transport_security: TransportSecuritySettings | None = None,
 ) -> Starlette:
     """The server over MCP's streamable HTTP transport at `path`, each request answered for
-    `caller_of(request)`, which raises HTTPException or a DocchatError for a caller it cannot
-    name: that request is refused (401) before the MCP transport sees it. Links open the page
+    `caller_of(request)`, which raises a DocchatError for a caller it cannot name: that request
+    is refused with the error's status (401 for CallerUnknownError, 503 for an access lookup
+    AWS throttles...) before the MCP transport sees it. Links open the page
     at `web_url`, or, when it is "", at the address each request reached the server by.
 
     Stateless, with JSON responses: any instance can answer any request (Lambda keeps no
@@ -299,11 +299,8 @@ class _Identified:
         if scope["type"] == "http":
             try:
                 caller = self.caller_of(Request(scope))
-            except HTTPException as exc:
-                await error_response(exc.status_code, exc.detail)(scope, receive, send)
-                return
-            except DocchatError as exc:
-                await error_response(401, str(exc))(scope, receive, send)
+            except DocchatError as exc:  # 401 for the unnamed; a failed lookup says its own
+                await docchat_refusal(scope, exc)(scope, receive, send)
                 return
             scope.setdefault("state", {})[CALLER_STATE] = caller
         await self.app(scope, receive, send)

@@ -86,6 +86,48 @@ def xlsx_file(*, rows: int = 3, sheets: tuple[str, ...] = ("Revenue",)) -> bytes
     return out.getvalue()
 
 
+_SHEET_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+_PKG_RELS = "http://schemas.openxmlformats.org/package/2006/relationships"
+_DOC_RELS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+_SHEET_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml."
+
+
+def hand_written_xlsx(rows_xml: str, *, sheet: str = "Data") -> bytes:
+    """A workbook of the five parts a spreadsheet needs and no more, as writers other than
+    Excel make them (Open XML SDK samples, streaming writers): no shared strings, no styles,
+    no document properties; `rows_xml` is the sheet's <row> elements."""
+    parts = {
+        "[Content_Types].xml": (
+            '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            f'<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.'
+            f'relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>'
+            f'<Override PartName="/xl/workbook.xml" ContentType="{_SHEET_TYPE}sheet.main+xml"/>'
+            f'<Override PartName="/xl/worksheets/sheet1.xml" '
+            f'ContentType="{_SHEET_TYPE}worksheet+xml"/></Types>'
+        ),
+        "_rels/.rels": (
+            f'<Relationships xmlns="{_PKG_RELS}"><Relationship Id="rId1" '
+            f'Type="{_DOC_RELS}/officeDocument" Target="xl/workbook.xml"/></Relationships>'
+        ),
+        "xl/workbook.xml": (
+            f'<workbook xmlns="{_SHEET_NS}" xmlns:r="{_DOC_RELS}"><sheets>'
+            f'<sheet name="{sheet}" sheetId="1" r:id="rId1"/></sheets></workbook>'
+        ),
+        "xl/_rels/workbook.xml.rels": (
+            f'<Relationships xmlns="{_PKG_RELS}"><Relationship Id="rId1" '
+            f'Type="{_DOC_RELS}/worksheet" Target="worksheets/sheet1.xml"/></Relationships>'
+        ),
+        "xl/worksheets/sheet1.xml": (
+            f'<worksheet xmlns="{_SHEET_NS}"><sheetData>{rows_xml}</sheetData></worksheet>'
+        ),
+    }
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+        for part, xml in parts.items():
+            package.writestr(part, _XML_DECL + xml)
+    return out.getvalue()
+
+
 def html_page(*, sections: int = 2) -> bytes:
     """A web page with site chrome around an article of headings, lists and a table."""
     parts = [

@@ -101,12 +101,21 @@ def _filled_cells(name: str, sheet: Any, budget: list[int]) -> dict[tuple[int, i
             if kind is str:
                 text = value.strip()
             elif kind is int or kind is float:
-                text = cell_text(value, cell.number_format)
+                text = cell_text(value, _number_format(cell))
             else:
                 text = cell_text(value, None)
             if text:
                 cells[(r, c)] = text
     return cells
+
+
+def _number_format(cell: Any) -> str | None:
+    """The cell's number format; None (General) when it names a style or format the workbook
+    does not define: writers other than Excel leave the styles part out and still write s="1"."""
+    try:
+        return str(cell.number_format)
+    except IndexError:
+        return None
 
 
 def _too_many_cells(name: str, sheet: str) -> FileTooLargeError:

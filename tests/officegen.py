@@ -128,6 +128,24 @@ def hand_written_xlsx(rows_xml: str, *, sheet: str = "Data") -> bytes:
     return out.getvalue()
 
 
+def wide_xlsx(*, columns: int = 16_384, rows: int = 21) -> bytes:
+    """A hand-written sheet as wide as Excel allows (XFD): a header row of inline strings
+    ("Field 1"...) and `rows - 1` rows of numbers (row r, column c holds r * c)."""
+    from openpyxl.utils import get_column_letter
+
+    letters = [get_column_letter(c) for c in range(1, columns + 1)]
+    xml = ['<row r="1">']
+    xml += [
+        f'<c r="{x}1" t="inlineStr"><is><t>Field {c}</t></is></c>' for c, x in enumerate(letters, 1)
+    ]
+    xml.append("</row>")
+    for r in range(2, rows + 1):
+        xml.append(f'<row r="{r}">')
+        xml += [f'<c r="{x}{r}"><v>{r * c}</v></c>' for c, x in enumerate(letters, 1)]
+        xml.append("</row>")
+    return hand_written_xlsx("".join(xml), sheet="Wide")
+
+
 def html_page(*, sections: int = 2) -> bytes:
     """A web page with site chrome around an article of headings, lists and a table."""
     parts = [

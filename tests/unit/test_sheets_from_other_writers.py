@@ -1,9 +1,10 @@
 """Workbooks as writers other than Excel make them (issue 44): strings kept inline in the sheet
-with no shared-strings part, no styles part."""
+with no shared-strings part, no styles part, sheets as wide as Excel allows."""
 
 from __future__ import annotations
 
 from docchat.ingest.formats import convert
+from docchat.ingest.formats.blocks import MAX_LOCATION_CHARS
 from tests import officegen
 
 
@@ -51,3 +52,30 @@ def test_xlsx_a_cell_style_the_workbook_does_not_define_prints_as_general() -> N
 
     # Then its numbers print as General
     assert document.pages[0].markdown == "# Data\n| Item | Price |\n| --- | --- |\n| Tea | 4.25 |"
+
+
+def test_xlsx_a_sheet_as_wide_as_excel_allows_is_cut_into_column_bands() -> None:
+    # Given a sheet of 16,384 columns (A to XFD): one row was a 65,000-character line, and each
+    # location one row under the whole header
+    data = officegen.wide_xlsx(columns=16_384, rows=3)
+
+    # When it is converted
+    document = convert("wide.xlsx", data)
+
+    # Then every location is a table of a band of columns within a location's size, the bands
+    # follow each other from A to XFD, and each cell is in exactly one of them
+    assert all(len(loc.markdown) <= MAX_LOCATION_CHARS for loc in document.pages)
+    ranges = [loc.label.removeprefix("Sheet 'Wide' ") for loc in document.pages]
+    assert ranges[0].startswith("A1:") and ranges[-1].endswith(":XFD3")
+    assert document.pages[0].markdown.startswith("# Wide\n| Field 1 | Field 2 |")
+    cells = [
+        cell
+        for loc in document.pages
+        for line in loc.markdown.split("\n")[1 if loc.markdown.startswith("#") else 0 :]
+        if not line.startswith("| ---")
+        for cell in line[2:-2].split(" | ")
+    ]
+    assert sorted(cells) == sorted(
+        [f"Field {c}" for c in range(1, 16_385)]
+        + [str(r * c) for r in (2, 3) for c in range(1, 16_385)],
+    )

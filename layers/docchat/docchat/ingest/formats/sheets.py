@@ -5,9 +5,10 @@ the sheet's declared dimension says) is one table: its first non-empty row is th
 empty rows are left out, each cell is its value as printed (cached formula results; numbers in
 their number format: "12.5%", "$ 1,234.00", "(1,234)"; dates ISO). A merged range's value is
 in its first cell and the rest are empty, as the table format wants. A sheet whose table is
-longer than a location is cut between rows, its header row repeated; each location's label
-names the sheet and its cell range ("Sheet 'Revenue' A41:F80"). Chartsheets hold no cells and
-are left out; so are empty sheets.
+longer than a location is cut between rows, its header row repeated, and one whose rows are
+too wide for a location is first cut between columns into bands, each its own table; each
+location's label names the sheet and its cell range ("Sheet 'Revenue' A41:F80"). Chartsheets
+hold no cells and are left out; so are empty sheets.
 
 Read-only mode streams each sheet's XML (memory stays flat) and skips what it cannot stream:
 merged-cell records, comments, formula text (only cached values).
@@ -141,9 +142,57 @@ def _locations(
     if len(rows) * (last_col - first_col + 1) > max_cells:  # the grid the used range spans
         raise _too_many_cells(name, title)
     grid = [[cells.get((r, c), "") for c in range(first_col, last_col + 1)] for r in rows]
-    lines = table_lines(Table(rows=grid, header_rows=1))
+    out: list[Sheet] = []
+    for low, high in _column_bands(grid, max_chars=max_chars):
+        kept = [i for i, row in enumerate(grid) if any(row[low:high])]
+        if not kept:  # columns empty from top to bottom
+            continue
+        lines = table_lines(Table(rows=[grid[i][low:high] for i in kept], header_rows=1))
+        band = (first_col + low, first_col + high - 1)
+        heading = "" if out else f"# {title}"
+        out += _row_ranges(
+            title, hidden, heading, lines, [rows[i] for i in kept], band, max_chars=max_chars
+        )
+    return out
+
+
+def _column_bands(grid: list[list[str]], *, max_chars: int) -> list[tuple[int, int]]:
+    """[low, high) column ranges of the grid, each one table. A sheet whose header, delimiter
+    and widest row fit in a location is one band; a wider one (16,384 columns made one row a
+    450,000-character line, which the chunker keeps whole under its header) is cut between
+    columns into bands whose header and widest row take at most a quarter of a location, so
+    that a location holds several rows and a chunk a row whole."""
+    header, body = grid[0], grid[1:]
+    widths = [
+        len(head) + 9 + max((len(row[c]) for row in body), default=0) + 3
+        for c, head in enumerate(header)
+    ]  # header cell, "--- | ", widest body cell, each with its " | "
+    if sum(widths) <= max_chars:
+        return [(0, len(widths))]
+    bands: list[tuple[int, int]] = []
+    low, size = 0, 0
+    for c, width in enumerate(widths):
+        if c > low and size + width > max_chars // 4:
+            bands.append((low, c))
+            low, size = c, 0
+        size += width
+    bands.append((low, len(widths)))
+    return bands
+
+
+def _row_ranges(
+    title: str,
+    hidden: str,
+    heading: str,
+    lines: list[str],
+    rows: list[int],
+    band: tuple[int, int],
+    *,
+    max_chars: int,
+) -> list[Sheet]:
+    """One band's table lines cut between rows into locations, its header repeated."""
     head, body = lines[:2], lines[2:]  # body line i is sheet row rows[i + 1]
-    heading = f"# {title}"
+    first_col, last_col = band
     out: list[Sheet] = []
     start = 0
     size = len(heading) + sum(len(x) + 1 for x in head)

@@ -1,5 +1,5 @@
-"""`docchat eval beir DIR` and `docchat eval qa FILE`: retrieval quality on public benchmarks
-(the measuring is docchat.evaluate's)."""
+"""`docchat eval beir DIR`, `docchat eval qa FILE` and `docchat eval pages FILE`: retrieval and
+answer quality on public benchmarks (the measuring is docchat.evaluate's)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 from rich.progress import (
     BarColumn,
@@ -25,11 +26,12 @@ from rich.table import Table
 
 from docchat.answer.extractive import QuoteWeights
 from docchat.cli import common
-from docchat.cli.common import Commands
+from docchat.cli.common import Commands, require_index, top_k
 from docchat.config import Settings
 from docchat.errors import DocchatError
 from docchat.evaluate.beir import evaluate_beir, load_beir
 from docchat.evaluate.corpus import CONTEXTS, Chunking, Context, Retrieval
+from docchat.evaluate.pages import PageOutcome, evaluate_pages, load_pages, page_scores
 from docchat.evaluate.qa import evaluate_qa, extractive_quoter, load_squad, qa_split
 from docchat.wiring import reranker
 from docchat.wiring.local import local_embedder
@@ -38,7 +40,7 @@ DEFAULT_CACHE = Path(".docchat-eval")
 
 
 def add_commands(subparsers: Commands, common_parser: argparse.ArgumentParser) -> None:
-    """Add `eval beir` and `eval qa` to the `docchat` command."""
+    """Add `eval beir`, `eval qa` and `eval pages` to the `docchat` command."""
     evaluate = subparsers.add_parser("eval", help="measure retrieval on BEIR or SQuAD-style data")
     kinds = evaluate.add_subparsers(dest="eval_command", required=True)
     search = _search_options()
@@ -84,6 +86,20 @@ def add_commands(subparsers: Commands, common_parser: argparse.ArgumentParser) -
         "one, report on the other; every document stays indexed)",
     )
     qa.set_defaults(run=run_qa)
+
+    pages = kinds.add_parser(
+        "pages",
+        parents=[common_parser],
+        help="over the indexed documents: share of questions whose evidence page (FinanceBench's "
+        "JSONL) is among the top k passages, and of figures the extractive answer quotes",
+    )
+    pages.add_argument("file", type=Path, metavar="FILE", help="FinanceBench-style JSONL")
+    pages.add_argument("--top-k", type=top_k, default=5, help="passages searched (default: 5)")
+    pages.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    pages.add_argument(
+        "--json", type=Path, metavar="PATH", help="also write the scores and each outcome"
+    )
+    pages.set_defaults(run=run_pages)
 
 
 def _search_options() -> argparse.ArgumentParser:
@@ -189,6 +205,82 @@ def run_qa(args: argparse.Namespace, settings: Settings) -> int:
     )
     _show(scores, title=title, json_path=args.json)
     return 0
+
+
+def run_pages(args: argparse.Namespace, settings: Settings) -> int:
+    """Evaluate page hits and quoted figures over the data directory's documents."""
+    from docchat.adapters.sqlite_index import SqliteIndex
+    from docchat.answer.events import CitationsEvent, ErrorEvent
+    from docchat.models import Citation, DocStatus, Passage, source_name
+    from docchat.wiring.local import local_backend
+
+    questions = load_pages(args.file, limit=args.limit)
+    require_index(settings)
+    backend = local_backend(settings)
+    common.closed_later(cast(SqliteIndex, backend.library.index))
+    library = backend.library
+    doc_ids = {
+        Path(source_name(r.source)).stem: r.doc_id
+        for r in library.documents()
+        if r.status == DocStatus.INDEXED
+    }
+
+    def search(question: str) -> list[Passage]:
+        return library.search(question, top_k=args.top_k).passages
+
+    def answer(question: str) -> list[Citation]:
+        citations: list[Citation] = []
+        for event in backend.agent().run([{"role": "user", "content": question}]):
+            if isinstance(event, ErrorEvent):
+                raise DocchatError(event.message)
+            if isinstance(event, CitationsEvent):
+                citations = event.citations
+        return citations
+
+    started = time.monotonic()
+    with _progress() as report:
+        outcomes = evaluate_pages(
+            questions,
+            doc_ids=doc_ids,
+            search=search,
+            answer=answer,
+            on_progress=lambda done, total: report("questions", done, total),
+        )
+    scores = page_scores(outcomes, k=args.top_k)
+    missing = sorted({o.question.document for o in outcomes if not o.indexed})
+    if missing:
+        common.err.print(
+            f"{len(missing)} documents asked about are not indexed here, their questions left "
+            f"out: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}",
+            markup=False,
+        )
+    title = (
+        f"{args.file.name}: {int(scores['questions'])} questions over {len(doc_ids)} documents, "
+        f"{backend.mode} answers ({time.monotonic() - started:.0f} s)"
+    )
+    _show({"hybrid+rerank": scores}, title=title, json_path=None)
+    if args.json:
+        _write_outcomes(args.json, scores, outcomes)
+    return 0
+
+
+def _write_outcomes(path: Path, scores: dict[str, float], outcomes: list[PageOutcome]) -> None:
+    rows = [
+        {
+            "id": o.question.qid,
+            "document": o.question.document,
+            "pages": sorted(o.question.pages),
+            "indexed": o.indexed,
+            "right_document": o.right_document,
+            "page_hit": o.page_hit,
+            "figures": sorted(o.question.figures),
+            "figure_quoted": o.figure_quoted,
+        }
+        for o in outcomes
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"scores": scores, "questions": rows}, indent=2) + "\n")
+    common.err.print(f"scores written to {path}")
 
 
 def _contexts(args: argparse.Namespace) -> tuple[Context, ...]:

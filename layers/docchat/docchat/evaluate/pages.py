@@ -1,0 +1,165 @@
+"""Questions whose evidence is a page of a named document (FinanceBench's open-source JSONL):
+whether the search finds the document and the page among its first k passages, and whether
+the extractive answer quotes the asked figure where the evidence page prints it.
+
+The documents are those of a data directory, as `docchat ingest` indexed them, each found by
+its file's stem (FinanceBench's `doc_name`, e.g. "3M_2018_10K" for 3M_2018_10K.pdf). A
+question about a document that is not indexed is counted apart, never as a miss.
+
+"Figures": the amounts of the expected answer ("$1577.00", "65.4%", "1,577") that the
+evidence text prints (digits compared without separators and trailing zero cents), so a ratio
+the question asks to compute is not held against the quote; a figure is quoted when a quote of
+the answer holds it as a number.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from docchat.errors import EvaluationDataError
+from docchat.models import Citation, Passage
+
+
+class _Evidence(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    evidence_text: str = ""
+    evidence_page_num: int  # 0-based, as FinanceBench numbers its pages
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    question: str
+    doc_name: str
+    answer: str = ""
+    evidence: list[_Evidence]
+    financebench_id: str = ""
+
+
+@dataclass(frozen=True)
+class PageQuestion:
+    qid: str
+    question: str
+    document: str  # the file's stem
+    pages: frozenset[int]  # 1-based, as docchat cites them
+    figures: frozenset[str]  # the answer's amounts that the evidence prints, as digits
+
+
+@dataclass(frozen=True)
+class PageOutcome:
+    question: PageQuestion
+    indexed: bool
+    right_document: bool = False
+    page_hit: bool = False
+    figure_quoted: bool = False
+
+
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def numbers(text: str) -> set[str]:
+    """The numbers in `text` as digits: "1,577" and "$1577.00" are both "1577"; "65.40" is
+    "65.4"; a number of one digit says too little to count."""
+    found = set()
+    for match in _NUMBER.finditer(text):
+        digits = match.group().replace(",", "")
+        if "." in digits:
+            digits = digits.rstrip("0").rstrip(".")
+        if len(digits.replace(".", "")) > 1:
+            found.add(digits)
+    return found
+
+
+def load_pages(path: Path, *, limit: int | None = None) -> list[PageQuestion]:
+    """The questions of a FinanceBench-style JSONL file (one object a line); `limit` keeps the
+    first ones."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvaluationDataError(f"cannot read {path} ({exc}): check the path") from exc
+    questions = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = _Row.model_validate(json.loads(line))
+        except (ValueError, ValidationError) as exc:
+            raise EvaluationDataError(
+                f"{path}, line {number}: not a question with its evidence ({exc!r}); expected "
+                '{"question": …, "doc_name": …, "answer": …, "evidence": '
+                '[{"evidence_page_num": …, "evidence_text": …}]}'
+            ) from exc
+        printed = set().union(*(numbers(e.evidence_text) for e in row.evidence))
+        questions.append(
+            PageQuestion(
+                qid=row.financebench_id or f"line {number}",
+                question=row.question,
+                document=row.doc_name,
+                pages=frozenset(e.evidence_page_num + 1 for e in row.evidence),
+                figures=frozenset(numbers(row.answer) & printed),
+            )
+        )
+    if limit is not None:
+        questions = questions[:limit]
+    if not questions:
+        raise EvaluationDataError(f"{path} has no questions")
+    return questions
+
+
+def evaluate_pages(
+    questions: Sequence[PageQuestion],
+    *,
+    doc_ids: dict[str, str],
+    search: Callable[[str], list[Passage]],
+    answer: Callable[[str], list[Citation]],
+    on_progress: Callable[[int, int], None] = lambda done, total: None,
+) -> list[PageOutcome]:
+    """Each question's outcome over the indexed documents (`doc_ids`: file stem -> doc id):
+    `search` gives the first k passages, `answer` the extractive answer's citations."""
+    outcomes = []
+    for done, q in enumerate(questions, start=1):
+        doc_id = doc_ids.get(q.document)
+        if doc_id is None:
+            outcomes.append(PageOutcome(q, indexed=False))
+        else:
+            found = [p.chunk for p in search(q.question) if p.chunk.doc_id == doc_id]
+            quoted = set().union(*(numbers(c.quote) for c in answer(q.question)))
+            outcomes.append(
+                PageOutcome(
+                    q,
+                    indexed=True,
+                    right_document=bool(found),
+                    page_hit=any(
+                        c.page_start <= page <= c.page_end for c in found for page in q.pages
+                    ),
+                    figure_quoted=bool(q.figures & quoted),
+                )
+            )
+        on_progress(done, len(questions))
+    return outcomes
+
+
+def page_scores(outcomes: Sequence[PageOutcome], *, k: int) -> dict[str, float]:
+    """The shares over the questions whose document is indexed (figures: over those whose
+    evidence prints a figure of the answer), and how many there were."""
+    asked = [o for o in outcomes if o.indexed]
+    with_figures = [o for o in asked if o.question.figures]
+    return {
+        "questions": float(len(asked)),
+        f"document@{k}": _share(o.right_document for o in asked),
+        f"page-hit@{k}": _share(o.page_hit for o in asked),
+        "figures on page": float(len(with_figures)),
+        "figure quoted": _share(o.figure_quoted for o in with_figures),
+    }
+
+
+def _share(hits: Iterable[bool]) -> float:
+    seen = list(hits)
+    return sum(seen) / len(seen) if seen else 0.0

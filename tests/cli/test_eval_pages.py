@@ -41,7 +41,8 @@ def _row(question: str, doc: str, page: int, answer: str, evidence: str) -> str:
 
 def test_numbers_are_compared_as_digits() -> None:
     assert numbers("$1577.00 and 1,577 and (1,577)") == {"1577"}
-    assert numbers("65.40% of 7 cars in 2019") == {"65.4", "2019"}
+    assert numbers("65.40% of 7 cars in 2019, 2,019 of them red") == {"65.4", "2019"}
+    assert numbers("In 2022 it was") == set()  # a year is a date, not an amount
 
 
 def test_eval_pages_counts_the_evidence_page_and_the_quoted_figure(
@@ -98,6 +99,7 @@ def test_eval_pages_counts_the_evidence_page_and_the_quoted_figure(
     assert filing["indexed"] is False
     assert "not indexed here" in err and "3M_2018_10K" in err
     assert "page-hit@5" in out
+    assert "│         1 │" in out  # a count, not 1.0000
 
 
 def test_eval_pages_refuses_a_line_that_is_not_a_question(tmp_path: Path) -> None:

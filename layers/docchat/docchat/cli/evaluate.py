@@ -31,7 +31,13 @@ from docchat.config import Settings
 from docchat.errors import DocchatError
 from docchat.evaluate.beir import evaluate_beir, load_beir
 from docchat.evaluate.corpus import CONTEXTS, Chunking, Context, Retrieval
-from docchat.evaluate.pages import PageOutcome, evaluate_pages, load_pages, page_scores
+from docchat.evaluate.pages import (
+    COUNTS,
+    PageOutcome,
+    evaluate_pages,
+    load_pages,
+    page_scores,
+)
 from docchat.evaluate.qa import evaluate_qa, extractive_quoter, load_squad, qa_split
 from docchat.wiring import reranker
 from docchat.wiring.local import local_embedder
@@ -338,12 +344,18 @@ def _show(scores: dict[str, dict[str, float]], *, title: str, json_path: Path | 
     for metric in metrics:
         table.add_column(metric, justify="right")
     for method, values in scores.items():
-        table.add_row(method, *(f"{values[m]:.4f}" if m in values else "" for m in metrics))
+        table.add_row(method, *(_shown_score(m, values) for m in metrics))
     common.out.print(table)
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
         common.err.print(f"scores written to {json_path}")
+
+
+def _shown_score(metric: str, values: dict[str, float]) -> str:
+    if metric not in values:
+        return ""
+    return f"{values[metric]:.0f}" if metric in COUNTS else f"{values[metric]:.4f}"
 
 
 def main(argv: list[str] | None = None) -> int:

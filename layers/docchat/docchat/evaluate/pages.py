@@ -66,13 +66,15 @@ _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 def numbers(text: str) -> set[str]:
     """The numbers in `text` as digits: "1,577" and "$1577.00" are both "1577"; "65.40" is
-    "65.4"; a number of one digit says too little to count."""
+    "65.4"; a number of one digit says too little to count, and a year (1900-2099 written
+    without a separator) is a date, not an amount."""
     found = set()
     for match in _NUMBER.finditer(text):
         digits = match.group().replace(",", "")
         if "." in digits:
             digits = digits.rstrip("0").rstrip(".")
-        if len(digits.replace(".", "")) > 1:
+        year = match.group().isdigit() and 1900 <= int(match.group()) < 2100
+        if len(digits.replace(".", "")) > 1 and not year:
             found.add(digits)
     return found
 
@@ -144,6 +146,10 @@ def evaluate_pages(
             )
         on_progress(done, len(questions))
     return outcomes
+
+
+#: The rows of `page_scores` that are counts, not shares.
+COUNTS = ("questions", "figures on page")
 
 
 def page_scores(outcomes: Sequence[PageOutcome], *, k: int) -> dict[str, float]:

@@ -33,6 +33,7 @@ _CLOSES_P = _names(
     "form h1 h2 h3 h4 h5 h6 header hgroup hr main menu nav ol p pre section summary table ul "
     "li dd dt"
 )
+_P = frozenset({"p"})
 _P_SCOPE = _names("html table td th caption marquee object template button applet")
 # A start tag that closes an open element of its own kind (or a sibling kind) down to a scope.
 _SIBLINGS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -62,25 +63,33 @@ def too_deep(name: str, max_depth: int) -> NestingTooDeepError:
 
 def html_depth(html: str, *, stop_after: int) -> int:
     """The deepest nesting of `html`'s elements, counted up to `stop_after` + 1."""
+    # One pass per tag, so the common cases go first: an end tag closing the innermost element,
+    # and a block start with no <p> open (test_wikipedia.html, 10,500 tags: 0.64x the CPU).
     stack: list[str] = []
     deepest = position = 0
-    while (tag := _TAG.search(html, position)) is not None:
+    search = _TAG.search
+    while (tag := search(html, position)) is not None:
+        comment, closing, element, attributes = tag.groups()
         position = tag.end()
-        if tag.group(1):  # a comment: nothing in it is a tag
+        if comment:  # nothing in it is a tag
             end = html.find(_COMMENT_END, tag.start() + 4)
             position = len(html) if end < 0 else end + len(_COMMENT_END)
             continue
-        closing, element = tag.group(2), tag.group(3).lower()
+        element = element.lower()
         if closing:
-            _close(stack, element)
+            if stack and stack[-1] == element:
+                stack.pop()
+            else:
+                _close(stack, element)
             continue
-        if element in _VOID or tag.group(4).rstrip().endswith("/"):
+        if element in _VOID or attributes.rstrip().endswith("/"):
             continue
         _implied_ends(stack, element)
         stack.append(element)
-        deepest = max(deepest, len(stack))
-        if deepest > stop_after:
-            return deepest
+        if len(stack) > deepest:
+            deepest = len(stack)
+            if deepest > stop_after:
+                return deepest
         if element in _RAW_TEXT:
             text_end = _raw_text_end(element).search(html, position)
             position = len(html) if text_end is None else text_end.start()
@@ -101,8 +110,8 @@ def _close(stack: list[str], element: str) -> None:
 
 
 def _implied_ends(stack: list[str], element: str) -> None:
-    if element in _CLOSES_P:
-        _close_within(stack, frozenset({"p"}), _P_SCOPE)
+    if element in _CLOSES_P and "p" in stack:
+        _close_within(stack, _P, _P_SCOPE)
     if element in _SIBLINGS:
         _close_within(stack, *_SIBLINGS[element])
 

@@ -260,6 +260,30 @@ def test_chunk_table_piece_carries_caption_and_heading_path_in_context() -> None
     assert "Consolidated Statements of Operations (in millions)" in later[-1].context
 
 
+def test_chunk_tables_sharing_a_header_row_keep_their_own_captions() -> None:
+    # A filing's statements and notes share header rows: the cash-flow statement's pieces took
+    # the caption of a note's table further down the section (3M's 2018 10-K).
+    header = "| (Millions) | 2018 | 2017 |\n| --- | --- | --- |"
+    flows = "\n".join([header, *(f"| Cash flow line {n} | {n} | {n} |" for n in range(20))])
+    note = "\n".join([header, "| Municipal securities | 12 | 11 |"])
+    notes = "The notes that follow are an integral part of the statements above. " * 4
+    page = (
+        "# Financial statements\n\nConsolidated Statement of Cash Flows\n\n"
+        f"{flows}\n\n{notes}\n\nMarketable securities\n\n{note}"
+    )
+
+    chunks = _chunks([_page(1, page)], chunk_size=300, chunk_overlap=30)
+
+    flow_pieces = [c for c in chunks if "Cash flow line" in c.text]
+    [note_piece] = [c for c in chunks if "Municipal" in c.text]
+    assert len(flow_pieces) > 1
+    assert all(
+        c.headings == ["Financial statements", "Consolidated Statement of Cash Flows"]
+        for c in flow_pieces
+    )
+    assert note_piece.headings == ["Financial statements", "Marketable securities"]
+
+
 def test_chunk_never_cuts_a_table_row_even_when_rows_are_long() -> None:
     wide = [f"| {'cell text ' * 8}{n} | {n} |" for n in range(12)]  # ~90 chars a row
     table = "\n".join(["| Name | Value |", "| --- | --- |", *wide])

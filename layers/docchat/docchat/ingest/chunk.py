@@ -65,7 +65,7 @@ def chunks_from_pages(
         for start, raw in _pieces(content, splitter, chunk_size=chunk_size):
             text, spans = _unmark(raw, page_at(start))
             if text:
-                built.append((headings + _captions_left_out(text, captions), text, spans))
+                built.append((headings + _caption_left_out(text, captions.get(start)), text, spans))
         page = page_at(len(content))
     _keep_lone_headings(built, pages)
     # A non-PDF document's locations carry labels its chunks keep for citations: one for
@@ -154,28 +154,29 @@ def _table_pieces(table: re.Match[str], chunk_size: int) -> Iterator[str]:
         yield "\n".join([header, *rows])
 
 
-def _captions(content: str) -> dict[str, list[str]]:
-    """Each table's caption by the table's first line: the short paragraphs just above it on
-    its page (a title, a units line such as "(in millions)"), up to two."""
-    found: dict[str, list[str]] = {}
+def _captions(content: str) -> dict[int, list[str]]:
+    """Each table's caption by the table's offset in `content`: the short paragraphs just above
+    it on its page (a title, a units line such as "(in millions)"), up to two."""
+    # By offset, not by the table's first line: a filing's tables share header rows
+    # ("| (Millions) | 2018 | 2017 | 2016 |"), and the cash-flow statement took the caption of a
+    # note's table further down (3M's 2018 10-K, FinanceBench's capital-expenditure question).
+    found: dict[int, list[str]] = {}
     for table in _TABLE.finditer(content):
         page = content[: table.start()].rpartition("⟧")[2]  # a caption is on the table's page
         lines = [line.strip() for line in page.strip().split("\n")[-2:] if line.strip()]
         while lines and (len(lines[0]) > _MAX_CAPTION or lines[0].startswith("|")):
             lines.pop(0)
         if lines and all(len(p) <= _MAX_CAPTION and not p.startswith("|") for p in lines):
-            found[table.group().partition("\n")[0]] = lines
+            found[table.start()] = lines
     return found
 
 
-def _captions_left_out(text: str, captions: dict[str, list[str]]) -> list[str]:
-    """The captions of the tables in `text` that `text` itself does not hold (a long table's
-    second piece, a table the splitter parted from its caption)."""
-    return [
-        " ".join(lines)
-        for first, lines in captions.items()
-        if first in text and not all(line in text for line in lines)
-    ]
+def _caption_left_out(text: str, caption: list[str] | None) -> list[str]:
+    """The caption of the table `text` is a piece of, when `text` itself does not hold it (every
+    piece of a table: the splitter parts a table from the paragraphs above it)."""
+    if not caption or all(line in text for line in caption):
+        return []
+    return [" ".join(caption)]
 
 
 def _printable(text: str) -> tuple[str, Callable[[str], str]]:

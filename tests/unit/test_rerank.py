@@ -196,32 +196,3 @@ def test_sentence_vectors_kept_for_other_sentences_are_embedded_again(tmp_path: 
     )
     index.close()
 
-
-def test_ingestion_keeps_every_chunks_sentence_vectors(tmp_path: Path) -> None:
-    from docchat.ingest.local import ingest_bytes
-    from docchat.search.hybrid import hybrid_search
-    from tests.chatkit import SEARCH
-    from tests.pdfgen import make_pdf
-
-    index = SqliteIndex(tmp_path / "index.sqlite3", embedding_model="test-words", dimension=64)
-    pdf = make_pdf([[("body", ANSWERS)], [("body", SCATTERED)]])
-    stages: set[str] = set()
-    ingest_bytes(
-        pdf,
-        source="/docs/vaccines.pdf",
-        index=index,
-        embedder=WordEmbedder(),
-        settings=Settings(data_dir=tmp_path),
-        on_progress=lambda stage, done, total: stages.add(stage),
-    )
-    assert "sentences" in stages
-    embedder = CountingEmbedder()
-    passages = hybrid_search(index, embedder, QUERY, top_k=5, **SEARCH)
-    assert passages
-
-    SentenceReranker(embedder, sentence_weight=0.45, sentence_words=0.5, store=index).rerank(
-        QUERY, passages, top_n=2
-    )
-
-    assert embedder.embedded == []  # a first question: every sentence was embedded at ingestion
-    index.close()

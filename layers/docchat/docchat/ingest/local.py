@@ -25,7 +25,7 @@ from docchat.ingest.chunk import chunks_from_pages
 from docchat.ingest.decision import copy_record, decide, doc_id_for, version_of
 from docchat.ingest.formats import is_readable
 from docchat.ingest.notes import ChunkNotes
-from docchat.ingest.stages import Progress, convert_document, embed_chunks, embed_sentences
+from docchat.ingest.stages import Progress, convert_document, embed_chunks
 from docchat.models import DocStatus, DocumentRecord, collections_of, file_name
 from docchat.ports import DocumentIndex, Embedder
 
@@ -171,13 +171,11 @@ def _indexed(
     chunks = [c.model_copy(update={"embedding_model": embedder.model_id}) for c in chunks]
     if notes is not None:
         chunks = notes.noted(chunks, converted.pages, on_progress=reported("notes"))
+    # Sentence vectors are left to the reranker, which embeds a passage's sentences the first
+    # time a question reranks it and keeps them (ports.SentenceStore): at ingestion they were
+    # 56 % of a 10-K's CPU, for passages most questions never rerank (bench/ingest.py).
     vectors = embed_chunks(chunks, embedder=embedder, on_progress=on_progress)
-    sentences = (
-        embed_sentences(chunks, embedder=embedder, on_progress=on_progress)
-        if settings.reranker == "sentences"
-        else []
-    )
-    index.replace_document(record, chunks, vectors, pages=converted.pages, sentences=sentences)
+    index.replace_document(record, chunks, vectors, pages=converted.pages)
     return index.document(record.doc_id) or record
 
 

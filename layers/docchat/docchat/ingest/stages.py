@@ -14,7 +14,7 @@ from docchat.ingest.formats import format_of
 from docchat.ingest.isolate import document_isolated, pages_from_pdf_isolated
 from docchat.ingest.ocr import OcrOptions
 from docchat.models import Chunk, ConvertedDocument
-from docchat.ports import Embedder, SentenceVectors, Vectors
+from docchat.ports import Embedder, Vectors
 
 #: (stage, done, total): "convert" pages, "notes" and "embed" chunks.
 Progress = Callable[[str, int, int], None]
@@ -87,21 +87,3 @@ def embed_chunks(
 
     return embedder.embed_documents(texts, on_batch=tick)
 
-
-def embed_sentences(
-    chunks: Sequence[Chunk], *, embedder: Embedder, on_progress: Progress | None = None
-) -> list[SentenceVectors]:
-    """The vectors of each chunk's sentences, for the sentence reranker (kept with the
-    chunks, so no question has to wait for them)."""
-    from docchat.search.rerank import scored_spans, sentence_vectors
-
-    total = sum(len(scored_spans(chunk)) for chunk in chunks)
-    done = 0
-
-    def tick(count: int) -> None:
-        nonlocal done
-        done += count
-        if on_progress:
-            on_progress("sentences", done, total)
-
-    return sentence_vectors(chunks, embedder, on_batch=tick)

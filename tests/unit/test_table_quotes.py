@@ -428,3 +428,57 @@ def test_a_question_asking_for_no_amount_does_not_put_a_sentence_first_for_its_y
     )
 
     assert [q.page for q in quotes] == [3, 4]
+
+
+MMM_HEADER = ("| (Millions) | 2018 | 2017 | 2016 |",)
+# 3M Company Form 10-K 2018, p. 60: its cash-flow statement, in the two pieces chunking makes.
+MMM_INVESTING = "\n".join(
+    [
+        *MMM_HEADER,
+        "| --- | --- | --- | --- |",
+        "| Net cash provided by (used in) operating activities | 6,439 | 6,240 | 6,662 |",
+        "| Cash Flows from Investing Activities |  |  |  |",
+        "| Purchases of property, plant and equipment (PP&E) | (1,577) | (1,373) | (1,420) |",
+        "| Proceeds from sale of PP&E and other assets | 262 | 49 | 58 |",
+    ]
+)
+MMM_FINANCING = "\n".join(
+    [
+        *MMM_HEADER,
+        "| --- | --- | --- | --- |",
+        "| Net cash provided by (used in) financing activities | (6,701) | (2,655) | (4,626) |",
+        "| Effect of exchange rate changes on cash and cash equivalents | (160) | 156 | (33) |",
+        "| Cash and cash equivalents at end of period | $ 2,853 | $ 3,053 | $ 2,398 |",
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "row"),
+    [
+        (
+            "What is the FY2018 capital expenditure amount (in USD millions) for 3M? Give a "
+            "response by relying on the details shown in the cash flow statement.",
+            "| Purchases of property, plant and equipment (PP&E) | (1,577) | (1,373) | (1,420) |",
+        ),
+        (
+            "How much cash did 3M's financing activities use in 2018?",
+            "| Net cash provided by (used in) financing activities | (6,701) | (2,655) | (4,626) |",
+        ),
+    ],
+)
+def test_a_row_label_is_named_as_asked_whatever_it_adds_in_parentheses(
+    question: str, row: str
+) -> None:
+    # "(PP&E)" after the row's own words kept 3M's capex row from counting as named, so rows of
+    # the better-ranked piece that only said "cash" were quoted instead (FinanceBench).
+    title = "3M COMPANY Form 10-K, fiscal year ended December 31, 2018"
+    passages = [
+        _chunk(MMM_FINANCING, doc_id="mmm", title=title, n=1, page=60),
+        _chunk(MMM_INVESTING, doc_id="mmm", title=title, n=0, page=60),
+    ]
+
+    quotes = answer_quotes(question, passages, threshold=0.25, weights=WEIGHTS)
+
+    assert quotes[0].text == row
+    assert quotes[0].figures[0].startswith("2018: (")

@@ -34,6 +34,7 @@ _AMOUNT = re.compile(
 # A table cell holding a number ("$ 118,573", "(1,234)", "23.01", "21 %"), and one holding a year.
 _NUMBER_CELL = re.compile(r"[$€£¥]?\s?\(?-?\d[\d,.]*\)?\s?%?")
 _YEAR_CELL = re.compile(r"(?:19|20)\d\d")
+_PARENTHESES = re.compile(r"\([^()]*\)")
 
 
 def asks_amount(question: str) -> bool:
@@ -57,9 +58,11 @@ def holds_amount(text: str, *, table_row: bool) -> bool:
 
 def named_as_asked(span: Span, question: str, wanted: set[str]) -> int:
     """How many of the question's words a table row's label holds, when it holds no other:
-    under the names the statement prints too ("Revenue" for "net sales": `concepts.hints`)."""
+    under the names the statement prints too ("Revenue" for "net sales": `concepts.hints`).
+    What the label adds in parentheses (an initialism, "(loss)", "(net of tax)") is not its
+    name: "Purchases of property, plant and equipment (PP&E)" names capital expenditure."""
     cells = row_cells(span.text) if span.table_row else []
-    label = terms(cells[0]) if cells else set()
+    label = (terms(_PARENTHESES.sub(" ", cells[0])) or terms(cells[0])) if cells else set()
     if not label:
         return 0
     if label <= wanted:

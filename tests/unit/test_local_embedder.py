@@ -97,3 +97,32 @@ def test_local_embedder_names_the_install_step_when_the_model_is_missing() -> No
         ModelFileError, match="'no_such_model_pkg' is not installed: install the local"
     ):
         local_embedder.packaged_file("no_such_model_pkg", "model.onnx")
+
+
+def test_local_embedder_learns_lengths_a_slice_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A whole document's texts in one tokenizer call held them all, padded, at once (issue 44).
+    embedder = LocalEmbedder(batch_size=2)  # its model batches stay under the slice too
+    tokenizer = embedder._tokenizer
+    calls: list[int] = []
+
+    def counted(texts: list[str]) -> list[object]:
+        calls.append(len(texts))
+        return list(tokenizer.encode_batch(texts))
+
+    monkeypatch.setattr(local_embedder, "LENGTH_SLICE", 3, raising=False)
+    texts = [f"sentence number {n} about rivers" + " and bridges" * n for n in range(7)]
+    expected = np.stack([embedder.embed_query(t) for t in texts])
+    monkeypatch.setitem(embedder.__dict__, "_tokenizer", _Counting(tokenizer, counted))
+
+    vectors = embedder.embed_documents(texts)
+
+    assert max(calls) <= 3
+    assert np.allclose(vectors, expected, atol=1e-4)
+
+
+class _Counting:
+    """A tokenizer's stand-in whose encode_batch is `encode_batch`."""
+
+    def __init__(self, tokenizer: object, encode_batch: object) -> None:
+        self.tokenizer = tokenizer
+        self.encode_batch = encode_batch

@@ -31,6 +31,10 @@ MAX_TOKENS = 256
 # 1.5 GiB, 16 at 0.86 GiB for 4 % more time (turning the arena off: 1.0 GiB, 29 % more time;
 # bench/index.py). Short texts (sentences) still go 32 at a time.
 MAX_BATCH_TOKENS = 16 * MAX_TOKENS
+# Texts tokenized at a time just to learn their lengths: the tokenizer pads a call's texts to
+# its longest and keeps ids, offsets and masks of each, so a whole 10-K's sentences in one call
+# held hundreds of MiB at once (issue 44).
+LENGTH_SLICE = 256
 
 
 def packaged_file(package: str, relative: str) -> Path:
@@ -97,12 +101,20 @@ class LocalEmbedder:
         """Embed many texts in batches of similar length (see MAX_BATCH_TOKENS); rows keep the
         order of `texts`."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        lengths = [sum(e.attention_mask) for e in self._tokenizer.encode_batch(list(texts))]
+        lengths = self._token_lengths(texts)
         for batch in token_budget_batches(lengths, self._batch_size, MAX_BATCH_TOKENS):
             out[batch] = self._embed_batch([texts[i] for i in batch])
             if on_batch:
                 on_batch(len(batch))
         return out
+
+    def _token_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Each text's token count (truncated at MAX_TOKENS), LENGTH_SLICE texts at a time."""
+        return [
+            sum(encoding.attention_mask)
+            for start in range(0, len(texts), LENGTH_SLICE)
+            for encoding in self._tokenizer.encode_batch(list(texts[start : start + LENGTH_SLICE]))
+        ]
 
     def embed_query(self, text: str) -> Vectors:
         """The query's vector (read-only; the last ones are remembered, see RecentQueries)."""

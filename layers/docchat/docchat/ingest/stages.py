@@ -86,4 +86,3 @@ def embed_chunks(
             on_progress("embed", done, len(texts))
 
     return embedder.embed_documents(texts, on_batch=tick)
-

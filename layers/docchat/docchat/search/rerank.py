@@ -5,9 +5,10 @@ the query's words anywhere in it. The sentence that answers is a sharper signal:
 candidate's sentences are embedded, each after its chunk's context (once per process while
 the chunk stays cached), and scored by their cosine with the query plus the weighted share of
 the query's words they hold.
-Sentence vectors are computed once per chunk and kept in a `SentenceStore` when there is one
-(the local index: at ingestion, or the first time a search meets the chunk), so a question
-never asked before costs about what a repeated one does.
+Sentence vectors are computed once per chunk, the first time a question reranks it, and kept
+in a `SentenceStore` when there is one (the local index), so a later question costs about what
+a repeated one does. Ingestion leaves them to this: made there for every chunk, they were more
+than half of its CPU (bench/ingest.py).
 A passage's best sentence, rescaled over the candidates to 0..1, is added to its rescaled
 fused score.
 The weights are `Settings.sentence_weight` and `Settings.sentence_words`

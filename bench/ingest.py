@@ -3,7 +3,7 @@
 - today: chunk vectors, then every chunk's sentence vectors for the reranker, kept at ingestion
   (what `docchat ingest` did before issue 45: `rerank.sentence_vectors` over all chunks);
 - deferred: chunk vectors only; the reranker embeds a passage's sentences the first time a question
-  reranks it and keeps them (the SentenceStore), as it already did for chunks without them;
+  reranks it and keeps them (the ChunkStore), as it already did for chunks without them;
 - late: "late chunking": each chunk's forward pass gives its vector and, pooled over each
   sentence's tokens (the tokenizer's offsets), its sentences' vectors; a chunk longer than the
   model's 256 tokens goes on in a second window (the tokenizer's overflow) for its later sentences.
@@ -162,7 +162,9 @@ def ingested(
     if mode == "late":
         ingest_local.embed_chunks = late_embed  # type: ignore[assignment]
     try:
-        result = ingest_local.ingest_file(path, index=index, embedder=embedder, settings=settings)
+        result = ingest_local.ingest_file(
+            path, index=index, catalog=index, embedder=embedder, settings=settings
+        )
     finally:
         ingest_local.embed_chunks = real_embed
     chunks = index.document_chunks(result.record.doc_id)

@@ -212,7 +212,9 @@ class _Server:
         embedder = HashEmbedder()
         settings = Settings(data_dir=data_dir)
         self.index = SqliteIndex(settings.index_path, embedding_model="bench-words", dimension=64)
-        self.uploads = LocalUploads(index=self.index, embedder=embedder, settings=settings)
+        self.uploads = LocalUploads(
+            index=self.index, catalog=self.index, embedder=embedder, settings=settings
+        )
         library = Library(
             index=self.index,
             embedder=embedder,

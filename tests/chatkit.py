@@ -146,7 +146,7 @@ def local_parts(settings: Settings) -> LocalParts:
     index (also the registry), direct uploads and extractive answers."""
     embedder = WordEmbedder()
     index = SqliteIndex(settings.index_path, embedding_model=embedder.model_id, dimension=64)
-    uploads = LocalUploads(index=index, embedder=embedder, settings=settings)
+    uploads = LocalUploads(index=index, catalog=index, embedder=embedder, settings=settings)
     library = Library(index=index, embedder=embedder, registry=index, page_store=index, **SEARCH)
     backend = ChatBackend(library=library, model=None, config=tuned_config())
     return LocalParts(index, uploads, backend)

@@ -60,7 +60,12 @@ def ingested(
         for path in write_pdfs(data_dir.parent / "pdfs"):
             collections = [path.stem] if own_collections else []
             result = ingest_file(
-                path, index=index, embedder=embedder, settings=settings, collections=collections
+                path,
+                index=index,
+                catalog=index,
+                embedder=embedder,
+                settings=settings,
+                collections=collections,
             )
             assert result.outcome == "indexed", result.record.error
             if own_collections:

@@ -238,6 +238,7 @@ def test_ingestion_reports_the_notes_as_a_stage_of_their_own(
         result = ingest_file(
             notice,
             index=index,
+            catalog=index,
             embedder=embedder,
             settings=settings,
             on_progress=lambda stage, done, total: seen.append((stage, done, total)),

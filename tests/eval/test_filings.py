@@ -47,7 +47,9 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Library:
         settings.index_path, embedding_model=embedder.model_id, dimension=embedder.dimension
     )
     for name in NAMES:
-        result = ingest_file(FILINGS / name, index=index, embedder=embedder, settings=settings)
+        result = ingest_file(
+            FILINGS / name, index=index, catalog=index, embedder=embedder, settings=settings
+        )
         assert result.outcome == "indexed", result.record.error
     reranker = SentenceReranker(
         embedder, sentence_weight=DEFAULTS.sentence_weight, sentence_words=DEFAULTS.sentence_words

@@ -297,7 +297,7 @@ def running_pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterato
         fake = FakeBedrock(dimension=256)
         live.embedder = TitanEmbedder(client=fake, dimension=256, concurrency=2)
         # The embedded index stands in for OpenSearch: it keeps the same chunks and answers
-        # the same pipeline port (docchat.ports.ChunkIndex); tests/unit/test_opensearch_index.py
+        # the same pipeline port (docchat.ports.ChunkStore); tests/unit/test_opensearch_index.py
         # and tests/lambda_layout cover the OpenSearch adapter itself.
         live.index = SqliteIndex(
             tmp_path / "index" / "index.sqlite3",

@@ -371,7 +371,7 @@ def test_identical_files_are_indexed_once_and_none_is_lost_when_one_changes(
     def ingest(data: bytes, source: str) -> str:
         embedder = WordEmbedder()
         result = ingest_bytes(
-            data, source=source, index=index, embedder=embedder, settings=settings
+            data, source=source, index=index, catalog=index, embedder=embedder, settings=settings
         )
         return result.outcome
 

@@ -54,6 +54,7 @@ def _ingested(index: SqliteIndex, tmp_path: Path, embedder: CountingEmbedder) ->
         make_pdf([[("body", ANSWERS)], [("body", SCATTERED)]]),
         source="/docs/vaccines.pdf",
         index=index,
+        catalog=index,
         embedder=embedder,
         settings=Settings(data_dir=tmp_path),
     )

@@ -221,6 +221,9 @@ def test_chat_reads_the_registry_once_per_answer(index: SqliteIndex) -> None:
         def document(self, doc_id: str) -> DocumentRecord | None:
             return index.document(doc_id)
 
+        def revision(self) -> None:
+            return None  # cannot tell when it changed (as DynamoDB)
+
     registry = CountingRegistry()
     library = Library(index=index, embedder=WordEmbedder(), registry=registry, **SEARCH)
     model = ScriptedModel(

@@ -72,7 +72,9 @@ class LocalServer:
             **SEARCH,
         )
         self.backend = PacedBackend(library=library, model=None, config=tuned_config())
-        self.uploads = LocalUploads(index=self.index, embedder=embedder, settings=settings)
+        self.uploads = LocalUploads(
+            index=self.index, catalog=self.index, embedder=embedder, settings=settings
+        )
         self.conversations = SqliteConversations(settings.conversations_path)
         app = create_app(
             lambda: self.backend,

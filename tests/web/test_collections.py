@@ -57,6 +57,7 @@ def _in_collections(running: LocalServer, data_dir: Path) -> None:
         result = ingest_file(
             path,
             index=running.index,
+            catalog=running.index,
             embedder=WordEmbedder(),
             settings=Settings(data_dir=data_dir),
             collections=[path.stem],

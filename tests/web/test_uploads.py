@@ -265,7 +265,10 @@ def test_unfinished_uploads_are_queued_again_after_a_restart(local: Local) -> No
 
     # When the uploads start again
     restarted = LocalUploads(
-        index=local.index, embedder=local.uploads.embedder, settings=local.settings
+        index=local.index,
+        catalog=local.index,
+        embedder=local.uploads.embedder,
+        settings=local.settings,
     )
     restarted.close()
 
@@ -336,6 +339,9 @@ class Registry:
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         return self.records.get(doc_id)
+
+    def revision(self) -> None:
+        return None
 
 
 @pytest.fixture

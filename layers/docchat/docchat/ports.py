@@ -1,14 +1,14 @@
 """The Protocols the domain depends on: what it needs from an index, an embedder, a registry,
 object storage, a chat model, a reranker, the upload side and saved conversations. Adapters
 (docchat.adapters) implement them; the wiring (docchat.wiring) builds the adapters and hands
-them over typed as these ports, so mypy checks each adapter against the port it is used as
-(docchat.wiring.conformance lists every pair)."""
+them over typed as these ports, so mypy checks each adapter against the port it is used as.
+The index is two ports, named for what they hold: a DocumentCatalog and a ChunkStore."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Literal, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -50,41 +50,6 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> Vectors: ...
 
 
-class SearchIndex(Protocol):
-    """What retrieval needs from an index: two ranked lists of chunk ids, and the chunks.
-
-    Both searches filter inside the index, so the top k are all wanted chunks: `doc_ids` keeps
-    those documents' chunks, `versions` (doc_id -> version) only those documents' chunks of
-    that version; given both, a chunk must pass both.
-    """
-
-    def vector_search(
-        self,
-        query: Vectors,
-        *,
-        k: int,
-        doc_ids: Sequence[str] | None = None,
-        versions: Mapping[str, str] | None = None,
-    ) -> list[tuple[str, float]]: ...
-
-    def keyword_search(
-        self,
-        query: str,
-        *,
-        k: int,
-        doc_ids: Sequence[str] | None = None,
-        versions: Mapping[str, str] | None = None,
-    ) -> list[tuple[str, float]]: ...
-
-    def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]: ...
-
-
-class ChunkReader(SearchIndex, Protocol):
-    """A search index that also reads a document's chunks in order (the agent's page reads)."""
-
-    def document_chunks(self, doc_id: str, *, version: str | None = None) -> list[Chunk]: ...
-
-
 class Reranker(Protocol):
     def rerank(self, query: str, passages: Sequence[Passage], *, top_n: int) -> list[Passage]: ...
 
@@ -97,34 +62,148 @@ class SentenceVectors(NamedTuple):
     vectors: Vectors
 
 
-class SentenceStore(Protocol):
-    """Where sentence vectors are kept, so that each chunk's are embedded once: at ingestion,
-    or the first time a search meets the chunk."""
+# --- the index: a catalog of documents and a store of their chunks ---------------------------
+
+
+class DocumentCatalog(Protocol):
+    """The documents: one record each (status, version, revision, collections), as the chat
+    side lists them and ingestion writes them. The SQLite index is local mode's catalog, the
+    DynamoDB registry the cloud's (whose pipeline also claims records in order: `Registry`)."""
+
+    @property
+    def read_only(self) -> bool:
+        """Whether writes raise ReadOnlyStorageError (a published index, a reader's view)."""
+        ...
+
+    def document(self, doc_id: str) -> DocumentRecord | None: ...
+
+    def documents(self) -> list[DocumentRecord]: ...
+
+    def unfinished(self) -> list[DocumentRecord]:
+        """Documents whose indexing started and has not ended (INDEXED or FAILED)."""
+        ...
+
+    def indexed_version(self, version: str) -> DocumentRecord | None:
+        """An indexed document whose content is exactly this version, if there is one."""
+        ...
+
+    def revision(self) -> int | None:
+        """A number that changes whenever a record changes (in this process or another);
+        None from a catalog that cannot tell, which is then read again for every chat."""
+        ...
+
+    def set_record(self, record: DocumentRecord) -> None:
+        """Write a document's record as given, leaving its chunks as they are."""
+        ...
+
+
+class ChunkStore(Protocol):
+    """The chunks with their vectors and keyword index, what is kept per chunk (sentence
+    vectors, model-written notes), and search under a filter.
+
+    Both searches filter inside the index, so the top k are all wanted chunks: `doc_ids` keeps
+    those documents' chunks, `versions` (doc_id -> version) only those documents' chunks of
+    that version; given both, a chunk must pass both (the allowed versions of a reader go in
+    here, and the library checks each chunk again).
+
+    Where the store keeps records too (the SQLite index), `delete_document`, `replace_document`,
+    `copy_document` and `clear_chunks` change the record with the chunks, in one transaction;
+    OpenSearch keeps none, so the pipeline marks its registry itself. A store that cannot keep
+    sentence vectors or notes keeps none and says nothing (they are computed again).
+    tests/contract holds every store to this.
+    """
+
+    @property
+    def location(self) -> str:
+        """Which index this is (file, or cluster and index name): Register re-ingests a
+        document that was indexed somewhere else."""
+        ...
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def write_chunks(self, chunks: Sequence[Chunk], vectors: Vectors) -> None:
+        """Add chunks (a retried batch replaces its own earlier copy): the pipeline's write."""
+        ...
+
+    def finalize_document(self, doc_id: str, version: str) -> dict[str, int]:
+        """Remove the document's chunks of every version but `version`."""
+        ...
+
+    def delete_document(self, doc_id: str) -> object:
+        """Remove every chunk of the document, all versions (and its record, where kept)."""
+        ...
+
+    def replace_document(
+        self,
+        record: DocumentRecord,
+        chunks: Sequence[Chunk],
+        vectors: Vectors,
+        *,
+        pages: Sequence[Page] = (),
+        sentences: Sequence[SentenceVectors] = (),
+    ) -> None:
+        """Swap the document's chunks for `record`'s version's (with their sentence vectors
+        and the page text, where kept) and mark the record INDEXED (where kept)."""
+        ...
+
+    def copy_document(self, from_doc_id: str, record: DocumentRecord) -> None:
+        """Make `record` (the same bytes under a second name: copy_record) a document of its
+        own from the chunks and vectors of `from_doc_id` at `record.version`, embedding
+        nothing."""
+        ...
+
+    def clear_chunks(self, doc_id: str) -> None:
+        """Remove the document's chunks, keeping its record (where kept)."""
+        ...
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def vector_search(
+        self,
+        query: Vectors,
+        *,
+        k: int,
+        doc_ids: Sequence[str] | None = None,
+        versions: Mapping[str, str] | None = None,
+    ) -> list[tuple[str, float]]:
+        """k-NN top-k as (chunk id, score where higher is better), best first."""
+        ...
+
+    def keyword_search(
+        self,
+        query: str,
+        *,
+        k: int,
+        doc_ids: Sequence[str] | None = None,
+        versions: Mapping[str, str] | None = None,
+    ) -> list[tuple[str, float]]:
+        """BM25 top-k as (chunk id, score where higher is better), best first."""
+        ...
+
+    def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """Chunks by id (those found)."""
+        ...
+
+    def document_chunks(self, doc_id: str, *, version: str | None = None) -> list[Chunk]:
+        """A document's chunks in reading order, of one version when `version` is given."""
+        ...
+
+    # --- kept per chunk -----------------------------------------------------------------------
 
     def sentence_vectors(self, chunk_ids: Sequence[str]) -> dict[str, SentenceVectors]:
-        """Those kept of these chunks."""
+        """Those kept of these chunks (embedded at ingestion, or by the first search that met
+        the chunk)."""
         ...
 
     def save_sentence_vectors(self, found: Mapping[str, SentenceVectors]) -> None:
         """Keep these (a store that cannot write keeps nothing, and says nothing)."""
         ...
 
-
-class DocumentRegistry(Protocol):
-    """The documents as the chat side lists them."""
-
-    def documents(self) -> list[DocumentRecord]: ...
-
-    def document(self, doc_id: str) -> DocumentRecord | None: ...
-
-
-@runtime_checkable
-class RevisedRegistry(DocumentRegistry, Protocol):
-    """A registry that tells when it changed: its catalog is kept until then."""
-
-    def revision(self) -> int:
-        """A number that changes whenever a record changes (in this process or another)."""
+    def notes(self, keys: Sequence[str]) -> dict[str, str]:
+        """The model-written notes kept under these keys (DOCCHAT_CHUNK_CONTEXT=model)."""
         ...
+
+    def save_notes(self, notes: Mapping[str, str]) -> None: ...
 
 
 class ChatModel(Protocol):
@@ -179,44 +258,6 @@ class ConversationStore(Protocol):
 
 
 # --- local ingestion and uploads ----------------------------------------------------------------
-
-
-class DocumentIndex(Protocol):
-    """What ingestion needs from an index and registry; the same bytes under a second name
-    are a copy of the first document's chunks (`copy_document`), embedded once."""
-
-    def document(self, doc_id: str) -> DocumentRecord | None: ...
-
-    def set_record(self, record: DocumentRecord) -> None: ...
-
-    def clear_chunks(self, doc_id: str) -> None: ...
-
-    def replace_document(
-        self,
-        record: DocumentRecord,
-        chunks: Sequence[Chunk],
-        vectors: Vectors,
-        *,
-        pages: Sequence[Page] = (),
-        sentences: Sequence[SentenceVectors] = (),
-    ) -> None: ...
-
-    def indexed_version(self, version: str) -> DocumentRecord | None: ...
-
-    def copy_document(self, from_doc_id: str, record: DocumentRecord) -> None: ...
-
-
-class LocalIndex(DocumentIndex, Protocol):
-    """What local uploads need from the embedded index: ingestion's writes and deletion."""
-
-    def documents(self) -> list[DocumentRecord]: ...
-
-    def delete_document(self, doc_id: str) -> None: ...
-
-    def unfinished(self) -> list[DocumentRecord]: ...
-
-    @property
-    def read_only(self) -> bool: ...
 
 
 class Writer(Protocol):
@@ -282,8 +323,9 @@ class Objects(Protocol):
     def keys(self, bucket: str, prefix: str) -> list[str]: ...
 
 
-class Registry(Protocol):
-    """The pipeline's document registry, whose conditional writes order concurrent runs."""
+class Registry(DocumentCatalog, Protocol):
+    """The cloud's catalog as the pipeline writes it: conditional writes that order concurrent
+    runs (an older S3 event never overwrites a newer one's claim)."""
 
     def get(self, doc_id: str) -> RegistryEntry | None: ...
 
@@ -302,22 +344,6 @@ class Executions(Protocol):
     """The ingestion runs Step Functions keeps: why one stopped."""
 
     def failure(self, execution_arn: str) -> ExecutionFailure: ...
-
-
-class ChunkIndex(Protocol):
-    """What the pipeline writes and removes in the search index."""
-
-    @property
-    def location(self) -> str:
-        """Which index this is (cluster and index name): Register re-ingests a document that
-        was indexed somewhere else."""
-        ...
-
-    def write_chunks(self, chunks: Sequence[Chunk], vectors: Vectors) -> None: ...
-
-    def finalize_document(self, doc_id: str, version: str) -> dict[str, int]: ...
-
-    def delete_document(self, doc_id: str) -> object: ...
 
 
 class PageStore(Protocol):

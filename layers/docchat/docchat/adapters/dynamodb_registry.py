@@ -1,5 +1,6 @@
-"""The document registry in DynamoDB: one item per document, written with conditions so that
-duplicate or out-of-order events cannot move a document backwards."""
+"""The document registry in DynamoDB (the cloud's DocumentCatalog): one item per document,
+written with conditions so that duplicate or out-of-order events cannot move a document
+backwards."""
 
 from __future__ import annotations
 
@@ -22,8 +23,40 @@ class DynamoRegistry:
         ).get("Item")
         return _entry(item) if item else None
 
+    @property
+    def read_only(self) -> bool:
+        return False
+
+    def revision(self) -> int | None:
+        """None: DynamoDB cannot say when a record changed, so every chat reads it again."""
+        return None
+
     def document(self, doc_id: str) -> DocumentRecord | None:
         return self.get(doc_id)
+
+    def unfinished(self) -> list[DocumentRecord]:
+        """Documents whose ingestion started and has not ended (INDEXED or FAILED)."""
+        done = (DocStatus.INDEXED, DocStatus.FAILED)
+        return [r for r in self.documents() if r.status not in done]
+
+    def indexed_version(self, version: str) -> DocumentRecord | None:
+        """An indexed document whose content is exactly this version, if there is one."""
+        indexed = (r for r in self.documents() if r.status == DocStatus.INDEXED)
+        return next((r for r in indexed if r.version == version), None)
+
+    def set_record(self, record: DocumentRecord) -> None:
+        """Write the document's record fields as given, unconditionally (the pipeline's own
+        writes go through `claim` and `update`, which order runs); the rest of its item (the
+        run that claimed it) stays."""
+        fields = {**record.model_dump(mode="json"), "updated_at": _now()}
+        fields.pop("doc_id")
+        fields = _decimalless(fields)
+        self._table.update_item(
+            Key={"doc_id": record.doc_id},
+            UpdateExpression="SET " + ", ".join(f"#{k} = :{k}" for k in fields),
+            ExpressionAttributeNames={f"#{k}": k for k in fields},
+            ExpressionAttributeValues={f":{k}": v for k, v in fields.items()},
+        )
 
     def documents(self) -> list[DocumentRecord]:
         """Every document; read strongly consistent, as chats see only what this lists INDEXED."""

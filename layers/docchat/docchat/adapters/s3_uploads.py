@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import PurePosixPath
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from docchat.errors import (
@@ -34,18 +34,12 @@ from docchat.models import (
     collection_name,
     collections_of,
 )
-from docchat.ports import DocumentRegistry, Writer
+from docchat.ports import Registry, Writer
 
 PRESIGN_EXPIRES_S = 15 * 60
 # The viewer fetches the PDF at once: a link that outlives that is only a link to leak.
 VIEW_EXPIRES_S = 5 * 60
 logger = logging.getLogger(__name__)
-
-
-class EntryRegistry(DocumentRegistry, Protocol):
-    """The registry as uploads use it: read a document, and update its entry (a move)."""
-
-    def update(self, doc_id: str, version: str, **fields: object) -> None: ...
 
 
 class S3Uploads:
@@ -58,7 +52,7 @@ class S3Uploads:
         *,
         client: Any,
         bucket: str,
-        registry: EntryRegistry,
+        registry: Registry,
         expires_s: int = PRESIGN_EXPIRES_S,
     ) -> None:
         self.client = client

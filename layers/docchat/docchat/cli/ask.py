@@ -6,11 +6,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import cast
 
 from rich.markup import escape
 
-from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.answer.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCallEvent
 from docchat.answer.tools import where
 from docchat.cli import common
@@ -45,15 +43,16 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
 
 def run_ask(args: argparse.Namespace, settings: Settings) -> int:
     """Stream the agent's answer: steps to stderr, text to stdout as it is written."""
-    from docchat.wiring.local import local_backend
+    from docchat.wiring.local import local_backend, open_local
 
     text = question(args.question, what="question")
     require_index(settings)
-    backend = local_backend(settings)
+    local = open_local(settings)
+    index = common.closed_later(local.file)
+    backend = local_backend(settings, local)
     if args.top_k:
         backend.config.top_k = args.top_k
-    index = common.closed_later(cast(SqliteIndex, backend.library.index))
-    scope = visible(args, index.documents())
+    scope = visible(args, local.catalog.documents())
     backend = backend if scope is None else backend.within(scope)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
     events = backend.agent().run([{"role": "user", "content": text}], doc_ids=doc_ids)
@@ -141,12 +140,13 @@ def run_search(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[Passage]:
-    from docchat.wiring.local import local_library
+    from docchat.wiring.local import local_library, open_local
 
     require_index(settings)
-    library = local_library(settings)
-    index = common.closed_later(cast(SqliteIndex, library.index))
-    scope = visible(args, index.documents())
+    local = open_local(settings)
+    index = common.closed_later(local.file)
+    library = local_library(settings, local)
+    scope = visible(args, local.catalog.documents())
     library = library if scope is None else library.within(scope)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
     return library.search(query, top_k=args.top_k or settings.top_k, doc_ids=doc_ids).passages

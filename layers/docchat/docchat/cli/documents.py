@@ -168,6 +168,7 @@ def _ingest_files(
             result = ingest_file(
                 path,
                 index=index,
+                catalog=index,
                 embedder=embedder,
                 settings=settings,
                 on_progress=progress,

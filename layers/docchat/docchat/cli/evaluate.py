@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import cast
 
 from rich.progress import (
     BarColumn,
@@ -215,15 +214,15 @@ def run_qa(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_pages(args: argparse.Namespace, settings: Settings) -> int:
     """Evaluate page hits and quoted figures over the data directory's documents."""
-    from docchat.adapters.sqlite_index import SqliteIndex
     from docchat.answer.events import CitationsEvent, ErrorEvent
     from docchat.models import Citation, DocStatus, Passage, source_name
-    from docchat.wiring.local import local_backend
+    from docchat.wiring.local import local_backend, open_local
 
     questions = load_pages(args.file, limit=args.limit)
     require_index(settings)
-    backend = local_backend(settings)
-    common.closed_later(cast(SqliteIndex, backend.library.index))
+    local = open_local(settings)
+    common.closed_later(local.file)
+    backend = local_backend(settings, local)
     library = backend.library
     doc_ids = {
         Path(source_name(r.source)).stem: r.doc_id

@@ -13,9 +13,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.cli import common
 from docchat.cli.common import Commands, require_index
 from docchat.config import Settings
@@ -88,7 +87,7 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     from docchat.serve.access import UsersFile
     from docchat.serve.guards import is_loopback
     from docchat.serve.protocol import DeadlineH11Protocol
-    from docchat.wiring.local import local_backend
+    from docchat.wiring.local import local_backend, open_local
 
     token = settings.api_token if args.token is None else args.token
     local = is_loopback(args.host)
@@ -102,7 +101,8 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
         )
     listener = bind(args.host, args.port)  # before anything says it is serving
     with listener:
-        backend = local_backend(settings)  # opened now: a bad data directory fails at start
+        opened = open_local(settings)  # opened now: a bad data directory fails at start
+        backend = local_backend(settings, opened)
         wildcard = args.host in ("0.0.0.0", "::", "")
         # The address it listens on is a name it answers to (127.0.0.2 included).
         hosts = [*args.allowed_host, *([] if wildcard else [args.host])]
@@ -116,7 +116,7 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
             app = served.app(backend)
         else:
             # Each worker opens the data directory itself (see `worker_app`).
-            cast(SqliteIndex, backend.library.registry).close()
+            opened.close()
         where = f"[{args.host}]" if ":" in args.host else args.host
         common.err.print(
             f"docchat serving {settings.data_dir} on http://{where}:{args.port} "
@@ -233,14 +233,15 @@ def run_mcp(args: argparse.Namespace, settings: Settings) -> int:
     from mcp.server.stdio import stdio_server
 
     from docchat.serve.mcp import mcp_server
-    from docchat.wiring.local import local_backend
+    from docchat.wiring.local import local_backend, open_local
 
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="docchat mcp: %(levelname)s %(message)s"
     )
     require_index(settings)
-    backend = local_backend(settings)
-    common.closed_later(cast(SqliteIndex, backend.library.index))
+    local = open_local(settings)
+    common.closed_later(local.file)
+    backend = local_backend(settings, local)
     server = mcp_server(lambda: backend, web_url=settings.web_url)
 
     async def serve() -> None:

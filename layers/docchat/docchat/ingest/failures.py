@@ -17,7 +17,7 @@ from docchat.payloads import (
     S3Event,
     StepResult,
 )
-from docchat.ports import ChunkIndex, Executions, Objects, Registry
+from docchat.ports import ChunkStore, Executions, Objects, Registry
 
 OBJECT_DELETED = "Object Deleted"
 #: error_code of a document whose object is gone but whose chunks could not be removed.
@@ -27,7 +27,7 @@ REMOVE_FAILED = "remove_failed"
 def mark_failed(
     task: FailureTask,
     *,
-    index: ChunkIndex,
+    index: ChunkStore,
     registry: Registry,
     objects: Objects,
     artifacts_bucket: str,
@@ -56,7 +56,7 @@ def stopped_run(
     event: ExecutionStatusEvent,
     *,
     executions: Executions,
-    index: ChunkIndex,
+    index: ChunkStore,
     registry: Registry,
     objects: Objects,
     artifacts_bucket: str,

@@ -27,7 +27,7 @@ from docchat.ingest.formats import is_readable
 from docchat.ingest.notes import ChunkNotes
 from docchat.ingest.stages import Progress, convert_document, embed_chunks
 from docchat.models import DocStatus, DocumentRecord, collections_of, file_name
-from docchat.ports import DocumentIndex, Embedder
+from docchat.ports import ChunkStore, DocumentCatalog, Embedder
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,8 @@ def ingest_bytes(
     data: bytes,
     *,
     source: str,
-    index: DocumentIndex,
+    index: ChunkStore,
+    catalog: DocumentCatalog,
     embedder: Embedder,
     settings: Settings,
     on_progress: Progress | None = None,
@@ -86,17 +87,17 @@ def ingest_bytes(
     indexed."""
     started = time.monotonic()
     doc_id, version = doc_id_for(source), version_of(data)
-    current = index.document(doc_id)
+    current = catalog.document(doc_id)
     # `collections` places the document; without, it keeps its own (new ones: the default).
     placed = collections_of(collections or (current.collections if current else ()))
-    twin = index.indexed_version(version)
+    twin = catalog.indexed_version(version)
     if twin is not None and twin.collections != placed:
         twin = None  # the same bytes in other collections are a document of their own
     decision = decide(current, version, twin=twin.doc_id if twin else "")
     if decision.outcome == "unchanged" and current is not None:
         if current.collections != placed:  # placed again: moved, nothing re-embedded
             current = current.model_copy(update={"collections": placed})
-            index.set_record(current)
+            catalog.set_record(current)
         return IngestResult(current, "unchanged", time.monotonic() - started, source)
     if decision.outcome == "duplicate" and twin is not None:
         index.copy_document(twin.doc_id, copy_record(twin, source, decision.revision))
@@ -114,6 +115,7 @@ def ingest_bytes(
             data,
             record,
             index=index,
+            catalog=catalog,
             embedder=embedder,
             settings=settings,
             on_progress=on_progress,
@@ -125,7 +127,7 @@ def ingest_bytes(
         failed = _failed(record, exc, command)
         # The index follows the file: an unreadable new version leaves no stale chunks behind.
         index.clear_chunks(doc_id)
-        index.set_record(failed)
+        catalog.set_record(failed)
         return IngestResult(failed, "failed", time.monotonic() - started, source)
     return IngestResult(indexed, "indexed", time.monotonic() - started, source)
 
@@ -134,7 +136,8 @@ def _indexed(
     data: bytes,
     record: DocumentRecord,
     *,
-    index: DocumentIndex,
+    index: ChunkStore,
+    catalog: DocumentCatalog,
     embedder: Embedder,
     settings: Settings,
     on_progress: Progress | None,
@@ -172,11 +175,11 @@ def _indexed(
     if notes is not None:
         chunks = notes.noted(chunks, converted.pages, on_progress=reported("notes"))
     # Sentence vectors are left to the reranker, which embeds a passage's sentences the first
-    # time a question reranks it and keeps them (ports.SentenceStore): at ingestion they were
+    # time a question reranks it and keeps them (ports.ChunkStore): at ingestion they were
     # 56 % of a 10-K's CPU, for passages most questions never rerank (bench/ingest.py).
     vectors = embed_chunks(chunks, embedder=embedder, on_progress=on_progress)
     index.replace_document(record, chunks, vectors, pages=converted.pages)
-    return index.document(record.doc_id) or record
+    return catalog.document(record.doc_id) or record
 
 
 def _failed(record: DocumentRecord, exc: Exception, command: str) -> DocumentRecord:
@@ -200,7 +203,8 @@ def _failed(record: DocumentRecord, exc: Exception, command: str) -> DocumentRec
 def ingest_file(
     path: Path,
     *,
-    index: DocumentIndex,
+    index: ChunkStore,
+    catalog: DocumentCatalog,
     embedder: Embedder,
     settings: Settings,
     on_progress: Progress | None = None,
@@ -225,6 +229,7 @@ def ingest_file(
         data,
         source=source,
         index=index,
+        catalog=catalog,
         embedder=embedder,
         settings=settings,
         on_progress=on_progress,

@@ -53,7 +53,7 @@ from docchat.payloads import (
     StepEvent,
     StepResult,
 )
-from docchat.ports import ChatModel, ChunkIndex, Embedder, Objects, Registry
+from docchat.ports import ChatModel, ChunkStore, Embedder, Objects, Registry
 
 #: The most batches one document is split into. Chunk's output lists their keys (~150 bytes
 #: each) and a Step Functions state holds at most 256 KiB, a limit `States.ALL` cannot catch
@@ -294,7 +294,7 @@ def embed_batch(
 
 
 def index_batch(
-    task: BatchTask, *, objects: Objects, index: ChunkIndex, settings: Settings, model_id: str
+    task: BatchTask, *, objects: Objects, index: ChunkStore, settings: Settings, model_id: str
 ) -> BatchResult:
     """Write one embedded batch to the search index."""
     chunks = [
@@ -312,7 +312,7 @@ def index_batch(
 def finalize(
     task: FinalizeTask,
     *,
-    index: ChunkIndex,
+    index: ChunkStore,
     registry: Registry,
     objects: Objects,
     artifacts_bucket: str,
@@ -345,7 +345,7 @@ def remove(
     task: StepEvent,
     *,
     objects: Objects,
-    index: ChunkIndex,
+    index: ChunkStore,
     registry: Registry,
     artifacts_bucket: str = "",
 ) -> StepResult:

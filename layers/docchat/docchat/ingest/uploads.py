@@ -43,7 +43,7 @@ from docchat.models import (
     collection_name,
     collections_of,
 )
-from docchat.ports import Embedder, LocalIndex, Writer
+from docchat.ports import ChunkStore, DocumentCatalog, Embedder, Writer
 
 # docchat.ingest.local (and with it the PDF engine and the text splitter) is imported only where a
 # file is indexed or named: the chat Lambda loads this module and should start light.
@@ -185,12 +185,14 @@ class LocalUploads:
     def __init__(
         self,
         *,
-        index: LocalIndex,
+        index: ChunkStore,
+        catalog: DocumentCatalog,
         embedder: Embedder,
         settings: Settings,
         notes: ChunkNotes | None = None,
     ) -> None:
         self.index = index
+        self.catalog = catalog
         self.embedder = embedder
         self.settings = settings
         self.notes = notes
@@ -200,7 +202,7 @@ class LocalUploads:
         self._jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="docchat-ingest")
         # Held while this server may index here: `docchat status` tells work in progress from
         # work a stopped server left, and a second server leaves the resuming to the first.
-        self._owner = None if index.read_only else _claim(settings.data_dir)
+        self._owner = None if catalog.read_only else _claim(settings.data_dir)
         if self._owner is not None:
             self._resume()
 
@@ -215,7 +217,7 @@ class LocalUploads:
         from docchat.ingest.decision import doc_id_for
 
         check_upload(filename, data)
-        if self.index.read_only:
+        if self.catalog.read_only:
             raise ReadOnlyStorageError(
                 f"the data directory {self.settings.data_dir} is read-only: this server only "
                 "searches it; add documents where it is writable"
@@ -225,7 +227,7 @@ class LocalUploads:
             placed = placed_upload(
                 filename,
                 collection,
-                document_at=lambda path: self.index.document(doc_id_for(str(folder / path))),
+                document_at=lambda path: self.catalog.document(doc_id_for(str(folder / path))),
                 writer=writer,
             )
             return self._queue(folder / placed, data, write=True, collections=[collection])
@@ -240,7 +242,7 @@ class LocalUploads:
     def remove(self, doc_id: str) -> Removal:
         """Forget a document; a file it came from is deleted only if it was uploaded here."""
         with self._lock:
-            record = self.index.document(doc_id)
+            record = self.catalog.document(doc_id)
             if record is None:
                 raise DocumentNotFoundError(
                     f"no document with id {doc_id!r}: GET /documents lists them"
@@ -254,13 +256,13 @@ class LocalUploads:
     def move(self, doc_id: str, collections: Sequence[str]) -> DocumentRecord:
         """Put the document in exactly `collections` (its record only: no re-embedding)."""
         with self._lock:
-            record = self.index.document(doc_id)
+            record = self.catalog.document(doc_id)
             if record is None:
                 raise DocumentNotFoundError(
                     f"no document with id {doc_id!r}: GET /documents lists them"
                 )
             moved = record.model_copy(update={"collections": collections_of(collections)})
-            self.index.set_record(moved)
+            self.catalog.set_record(moved)
         return moved
 
     def _delete_upload(self, path: Path) -> None:
@@ -289,10 +291,10 @@ class LocalUploads:
         with self._lock:
             if write:
                 _write_atomically(path, data)
-            current = self.index.document(doc_id)
+            current = self.catalog.document(doc_id)
             # An existing document keeps its collections (moved by an admin, it stays moved).
             placed = current.collections if current else collections_of(collections)
-            twin = self.index.indexed_version(version)
+            twin = self.catalog.indexed_version(version)
             if twin is not None and twin.collections != placed:
                 twin = None  # the same bytes in other collections are another document
             decision = decide(current, version, twin=twin.doc_id if twin else "")
@@ -302,7 +304,7 @@ class LocalUploads:
                 self.index.copy_document(twin.doc_id, copy_record(twin, source, decision.revision))
                 self._latest.pop(doc_id, None)
                 logger.info("upload copies a twin", extra={"doc_id": doc_id, "twin": twin.doc_id})
-                return self.index.document(doc_id) or twin
+                return self.catalog.document(doc_id) or twin
             queued = DocumentRecord(
                 doc_id=doc_id,
                 source=source,
@@ -311,7 +313,7 @@ class LocalUploads:
                 revision=decision.revision,
                 collections=placed,
             )
-            self.index.set_record(queued)
+            self.catalog.set_record(queued)
             self._latest[doc_id] = version
         self._jobs.submit(self._ingest, path, data, doc_id, version)
         logger.info("upload queued", extra={"doc_id": doc_id})
@@ -322,7 +324,7 @@ class LocalUploads:
 
         if self._latest.get(doc_id) != version:
             return  # deleted, or a newer upload of the same name is queued behind this one
-        current = self.index.document(doc_id)
+        current = self.catalog.document(doc_id)
         if current and current.version == version and current.status == DocStatus.INDEXED:
             return  # the same bytes were uploaded twice and the first job indexed them
         stage = _Stage(lambda status: self._set_status(doc_id, version, status))
@@ -332,6 +334,7 @@ class LocalUploads:
                 data,
                 source=str(path),
                 index=self.index,
+                catalog=self.catalog,
                 embedder=self.embedder,
                 settings=self.settings,
                 on_progress=stage.progress,
@@ -348,11 +351,11 @@ class LocalUploads:
 
     def _fail(self, doc_id: str, code: str, message: str) -> None:
         with self._lock:
-            record = self.index.document(doc_id)
+            record = self.catalog.document(doc_id)
             if record is None:
                 return
             self.index.clear_chunks(doc_id)
-            self.index.set_record(
+            self.catalog.set_record(
                 record.model_copy(
                     update={"status": DocStatus.FAILED, "error_code": code, "error": message}
                 )
@@ -360,16 +363,16 @@ class LocalUploads:
 
     def _set_status(self, doc_id: str, version: str, status: DocStatus) -> None:
         with self._lock:
-            record = self.index.document(doc_id)
+            record = self.catalog.document(doc_id)
             if record is not None and record.version == version:
-                self.index.set_record(record.model_copy(update={"status": status}))
+                self.catalog.set_record(record.model_copy(update={"status": status}))
 
     def _resume(self) -> None:
         """Queue again the uploads a stopped server left unfinished, so none stays QUEUED or
         EMBEDDING; one that cannot resume fails with the reason."""
-        if self.index.read_only:
+        if self.catalog.read_only:
             return
-        for record in self.index.unfinished():
+        for record in self.catalog.unfinished():
             path = Path(record.source)
             if not path.is_relative_to(self.folder):
                 self._fail(

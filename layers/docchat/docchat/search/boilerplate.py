@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from docchat.ports import SearchIndex
+from docchat.ports import ChunkStore
 
 # Text is boilerplate when this many documents or more hold nearly verbatim (an officer's
 # certification, a safe-harbour notice, a legend): found by searching the index for the
@@ -21,9 +21,7 @@ SHINGLE = 5
 _NOT_WORD = re.compile(r"[\W_]+")
 
 
-def recurring(
-    index: SearchIndex, versions: Mapping[str, str], sentences: Sequence[str]
-) -> set[str]:
+def recurring(index: ChunkStore, versions: Mapping[str, str], sentences: Sequence[str]) -> set[str]:
     """Those of `sentences` that are boilerplate among the documents of `versions` (doc_id ->
     version): held nearly verbatim (BOILERPLATE_SHARE of its runs of SHINGLE words, case and
     punctuation aside; an officer's name differs from one certification to the next) by

@@ -7,7 +7,7 @@ from typing import Literal, TypeVar
 
 from docchat.errors import ConfigError
 from docchat.models import Passage
-from docchat.ports import Embedder, SearchIndex
+from docchat.ports import ChunkStore, Embedder
 
 K = TypeVar("K", bound=Hashable)
 # The published method's constant (Cormack et al., 2009), not a tuned number: the tuned ones
@@ -53,7 +53,7 @@ def rescaled(values: Sequence[float]) -> list[float]:
 
 
 def hybrid_search(
-    index: SearchIndex,
+    index: ChunkStore,
     embedder: Embedder,
     query: str,
     *,
@@ -66,7 +66,7 @@ def hybrid_search(
     keywords: str | None = None,
 ) -> list[Passage]:
     """The `top_k` passages for `query`, optionally only from `doc_ids` and only of `versions`
-    (doc_id -> version; see `SearchIndex`); BM25 searches `keywords` when given (the query with
+    (doc_id -> version; see `ChunkStore`); BM25 searches `keywords` when given (the query with
     other names of what it asks about: `docchat.search.concepts.hinted`), else `query`.
 
     `candidates` come from each of k-NN and BM25. `fusion="rank"` is reciprocal-rank fusion;
@@ -101,7 +101,7 @@ def check_weight(fusion: Fusion, vector_weight: float) -> None:
 
 
 def fused_passages(
-    index: SearchIndex,
+    index: ChunkStore,
     vector_hits: Sequence[tuple[str, float]],
     keyword_hits: Sequence[tuple[str, float]],
     *,

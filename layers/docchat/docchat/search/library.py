@@ -10,17 +10,10 @@ from itertools import chain, pairwise, zip_longest
 from pathlib import PurePosixPath
 from types import MappingProxyType
 
-from docchat.errors import DocchatError
+from docchat.errors import DocchatError, ReadOnlyStorageError
 from docchat.ingest.pagetext import extracted_pages
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
-from docchat.ports import (
-    ChunkReader,
-    DocumentRegistry,
-    Embedder,
-    PageStore,
-    Reranker,
-    RevisedRegistry,
-)
+from docchat.ports import ChunkStore, DocumentCatalog, Embedder, PageStore, Reranker
 from docchat.search.boilerplate import recurring
 from docchat.search.concepts import hinted, statement_asked, under_statement
 from docchat.search.hybrid import Fusion, hybrid_search
@@ -65,11 +58,14 @@ class Visible:
 
 
 class VisibleRegistry:
-    """A registry as a reader sees it: what `visible` does not admit does not exist."""
+    """A catalog as a reader sees it: what `visible` does not admit does not exist, and
+    nothing is written through it."""
 
-    def __init__(self, registry: DocumentRegistry, visible: Visible) -> None:
+    def __init__(self, registry: DocumentCatalog, visible: Visible) -> None:
         self.inner = registry
         self.visible = visible
+
+    read_only = True
 
     def documents(self) -> list[DocumentRecord]:
         return [r for r in self.inner.documents() if self.visible.admits(r)]
@@ -77,6 +73,19 @@ class VisibleRegistry:
     def document(self, doc_id: str) -> DocumentRecord | None:
         record = self.inner.document(doc_id)
         return record if record is not None and self.visible.admits(record) else None
+
+    def unfinished(self) -> list[DocumentRecord]:
+        return [r for r in self.inner.unfinished() if self.visible.admits(r)]
+
+    def indexed_version(self, version: str) -> DocumentRecord | None:
+        record = self.inner.indexed_version(version)
+        return record if record is not None and self.visible.admits(record) else None
+
+    def revision(self) -> int | None:
+        return self.inner.revision()
+
+    def set_record(self, record: DocumentRecord) -> None:
+        raise ReadOnlyStorageError("a reader's view of the documents is read-only")
 
 
 @dataclass(frozen=True)
@@ -291,9 +300,9 @@ class Library:
     def __init__(
         self,
         *,
-        index: ChunkReader,
+        index: ChunkStore,
         embedder: Embedder,
-        registry: DocumentRegistry,
+        registry: DocumentCatalog,
         reranker: Reranker | None = None,
         candidates: int,
         fusion: Fusion,
@@ -311,8 +320,8 @@ class Library:
         self.candidates = candidates
         self.fusion: Fusion = fusion
         self.vector_weight = vector_weight
-        # A registry that tells when it changed is read again only then (see `catalog`).
-        self._revision = registry.revision if isinstance(registry, RevisedRegistry) else None
+        # A catalog that tells when it changed is read again only then (see `catalog`).
+        self._revision = registry.revision
         self._kept: tuple[int, Catalog] | None = None
 
     def within(self, visible: Visible) -> Library:
@@ -325,9 +334,9 @@ class Library:
     def catalog(self) -> Catalog:
         """The documents a chat may read now: kept while the registry says it is unchanged,
         else read again (reuse it within an answer)."""
-        if self._revision is None:
-            return Catalog.of(self.registry.documents())
         revision = self._revision()
+        if revision is None:
+            return Catalog.of(self.registry.documents())
         kept = self._kept
         if kept is None or kept[0] != revision:
             kept = self._kept = (revision, Catalog.of(self.registry.documents()))

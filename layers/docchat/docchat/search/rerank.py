@@ -6,7 +6,7 @@ candidate's sentences are embedded, each after its chunk's context (once per pro
 the chunk stays cached), and scored by their cosine with the query plus the weighted share of
 the query's words they hold.
 Sentence vectors are computed once per chunk, the first time a question reranks it, and kept
-in a `SentenceStore` when there is one (the local index), so a later question costs about what
+in a `ChunkStore` when there is one (the local index), so a later question costs about what
 a repeated one does. Ingestion leaves them to this: made there for every chunk, they were more
 than half of its CPU (bench/ingest.py).
 A passage's best sentence, rescaled over the candidates to 0..1, is added to its rescaled
@@ -26,7 +26,7 @@ import numpy as np
 
 from docchat.adapters.embedding import cosines
 from docchat.models import Chunk, Passage
-from docchat.ports import Embedder, Reranker, SentenceStore, SentenceVectors, Vectors
+from docchat.ports import ChunkStore, Embedder, Reranker, SentenceVectors, Vectors
 from docchat.search.hybrid import rescaled
 from docchat.search.sentences import Span, chunk_sentences
 from docchat.search.terms import query_terms, term_weights, terms
@@ -57,7 +57,7 @@ class SentenceReranker:
         sentence_weight: float,
         sentence_words: float,
         cached: int = CACHED_CHUNKS,
-        store: SentenceStore | None = None,
+        store: ChunkStore | None = None,
     ) -> None:
         self.embedder = embedder
         self.sentence_weight = sentence_weight

@@ -19,7 +19,7 @@ from docchat.errors import ConfigError
 if TYPE_CHECKING:
     from docchat.answer.agent import AgentConfig
     from docchat.ingest.notes import ChunkNotes, NoteCache
-    from docchat.ports import ChatModel, Embedder, Reranker, SentenceStore
+    from docchat.ports import ChatModel, ChunkStore, Embedder, Reranker
 
 
 def require(settings: Settings, *names: str, entry: str) -> Settings:
@@ -66,7 +66,7 @@ def rerank_off(settings: Settings) -> str:
 
 
 def reranker(
-    settings: Settings, embedder: Embedder, *, store: SentenceStore | None = None
+    settings: Settings, embedder: Embedder, *, store: ChunkStore | None = None
 ) -> Reranker | None:
     """What reorders the fused passages (DOCCHAT_RERANKER): the best sentence of each, with
     `embedder` (the default; its sentence vectors kept in `store` when given), a Bedrock

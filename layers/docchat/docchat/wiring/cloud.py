@@ -51,11 +51,11 @@ if TYPE_CHECKING:
     from docchat.adapters.local_embedder import LocalEmbedder
     from docchat.adapters.opensearch_index import OpenSearchIndex
     from docchat.adapters.s3_objects import S3Objects
-    from docchat.adapters.s3_uploads import EntryRegistry, S3Files, S3Uploads
+    from docchat.adapters.s3_uploads import S3Files, S3Uploads
     from docchat.adapters.step_functions import StepFunctionsExecutions
     from docchat.answer.backend import ChatBackend
     from docchat.ingest.pagetext import S3PageStore
-    from docchat.ports import ChatModel, Reranker
+    from docchat.ports import ChatModel, Registry, Reranker
 
     Embedders = LocalEmbedder | TitanEmbedder | CohereEmbedder
 
@@ -213,7 +213,7 @@ def services() -> CloudServices:
     return CloudServices(Settings.from_env(os.environ))
 
 
-def s3_uploads(*, bucket: str, region: str, registry: EntryRegistry) -> S3Uploads:
+def s3_uploads(*, bucket: str, region: str, registry: Registry) -> S3Uploads:
     """Presigned uploads with SigV4 on the bucket's regional endpoint, as browsers need."""
     import boto3
     from botocore.config import Config

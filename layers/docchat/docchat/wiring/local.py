@@ -2,14 +2,17 @@
 guarded app `docchat serve` runs (`uvicorn --factory docchat.wiring.local:local_app`).
 
 Local mode requires no setting: every one has a default that serves `.docchat` on loopback.
-With DOCCHAT_OPENSEARCH_ENDPOINT set, `docchat serve` keeps chunks in that cluster instead of
-the SQLite index (docchat.adapters.cluster_index), which keeps records and page text.
+`open_local` opens a data directory as the index's two ports (ports.DocumentCatalog and
+ports.ChunkStore). With DOCCHAT_OPENSEARCH_ENDPOINT set, `docchat serve` keeps chunks in that
+cluster instead of the SQLite index (docchat.adapters.cluster_index), which keeps records and
+page text.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from docchat.adapters.local_embedder import LocalEmbedder
@@ -18,7 +21,7 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
 from docchat.ingest.uploads import LocalUploads
-from docchat.ports import Embedder, SentenceStore
+from docchat.ports import ChunkStore, DocumentCatalog, Embedder
 from docchat.search.library import Library
 from docchat.wiring import agent_config, chat_model, chunk_notes, rerank_off, reranker
 
@@ -26,7 +29,6 @@ from docchat.wiring import agent_config, chat_model, chunk_notes, rerank_off, re
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from docchat.adapters.cluster_index import ClusterIndex
     from docchat.serve.access import UsersFile
     from docchat.serve.app import UploadsFactory
 
@@ -39,78 +41,95 @@ def local_embedder(settings: Settings) -> LocalEmbedder:
 
 
 def open_index(settings: Settings, embedder: Embedder) -> SqliteIndex:
-    """The data directory's index, which must have been built with `embedder`'s model."""
+    """The data directory's index file, which must have been built with `embedder`'s model."""
     return SqliteIndex(
         settings.index_path, embedding_model=embedder.model_id, dimension=embedder.dimension
     )
 
 
-def local_library(settings: Settings) -> Library:
-    """The embedded index and local embedder of `settings.data_dir`; the chunks searched in
-    the OpenSearch cluster of DOCCHAT_OPENSEARCH_ENDPOINT when it is set."""
-    embedder = local_embedder(settings)
-    index = open_index(settings, embedder)
-    chunks = None
-    store: SentenceStore = index
-    if settings.opensearch_endpoint:
-        from docchat.adapters.cluster_index import ClusterIndex, cluster_chunks
+@dataclass(frozen=True)
+class Local:
+    """A data directory, opened: its SQLite file, and the index's two ports over it (or, with
+    DOCCHAT_OPENSEARCH_ENDPOINT, over it and the cluster, which holds the chunks)."""
 
-        chunks = cluster_chunks(
+    file: SqliteIndex
+    catalog: DocumentCatalog
+    chunks: ChunkStore
+    embedder: Embedder
+
+    def close(self) -> None:
+        """Close the file (flushing what was written, where writable)."""
+        self.file.close()
+
+
+def open_local(settings: Settings, embedder: Embedder | None = None) -> Local:
+    """The index of `settings.data_dir` as its two ports, searched with `embedder` (default:
+    the local embedder); the chunks in the OpenSearch cluster of DOCCHAT_OPENSEARCH_ENDPOINT
+    when it is set."""
+    embedder = embedder or local_embedder(settings)
+    file = open_index(settings, embedder)
+    if not settings.opensearch_endpoint:
+        return Local(file=file, catalog=file, chunks=file, embedder=embedder)
+    from docchat.adapters.cluster_index import ClusterIndex, cluster_chunks
+
+    try:
+        cluster = cluster_chunks(
             settings, embedding_model=embedder.model_id, dimension=embedder.dimension
         )
-        store = ClusterIndex(index, chunks)  # sentence vectors kept by chunk id
+    except BaseException:
+        file.close()
+        raise
+    # The records stay in the file (the catalog); the chunks' writes keep them in step.
+    return Local(file=file, catalog=file, chunks=ClusterIndex(file, cluster), embedder=embedder)
+
+
+def local_library(settings: Settings, local: Local | None = None) -> Library:
+    """The library over `local` (default: `settings.data_dir` opened)."""
+    local = local or open_local(settings)
     return Library(
-        index=chunks or index,
-        embedder=embedder,
-        registry=index,
-        reranker=reranker(settings, embedder, store=store),
+        index=local.chunks,
+        embedder=local.embedder,
+        registry=local.catalog,
+        reranker=reranker(settings, local.embedder, store=local.chunks),
         rerank_off=rerank_off(settings),
         candidates=settings.candidates,
         fusion=settings.fusion,
         vector_weight=settings.vector_weight,
-        page_store=index,
+        page_store=local.file,
     )
 
 
-def local_backend(settings: Settings) -> ChatBackend:
-    """The local library answered by the configured model (extractive when none is)."""
+def local_backend(settings: Settings, local: Local | None = None) -> ChatBackend:
+    """The library over `local` (default: `settings.data_dir` opened) answered by the
+    configured model (extractive when none is)."""
     return ChatBackend(
-        library=local_library(settings),
+        library=local_library(settings, local),
         model=chat_model(settings),
         config=agent_config(settings, index_sleeps=False),
     )
 
 
 def local_uploads(
-    settings: Settings, index: SqliteIndex | ClusterIndex, embedder: Embedder
+    settings: Settings, *, index: ChunkStore, catalog: DocumentCatalog, embedder: Embedder
 ) -> LocalUploads:
-    """Direct uploads into `settings.data_dir`, indexed into `index` (whose SQLite file also
-    keeps the model-written notes, with DOCCHAT_CHUNK_CONTEXT=model)."""
-    notes = chunk_notes(settings, index if isinstance(index, SqliteIndex) else index.records)
-    return LocalUploads(index=index, embedder=embedder, settings=settings, notes=notes)
+    """Direct uploads into `settings.data_dir`, indexed into `index` and `catalog` (the store
+    also keeps the model-written notes, with DOCCHAT_CHUNK_CONTEXT=model)."""
+    notes = chunk_notes(settings, index)
+    return LocalUploads(
+        index=index, catalog=catalog, embedder=embedder, settings=settings, notes=notes
+    )
 
 
 def local_uploads_for(settings: Settings) -> UploadsFactory:
     """Direct uploads into `settings.data_dir`, over the local backend's own index."""
 
     def uploads(live: ChatBackend) -> LocalUploads:
-        return local_uploads(settings, _written(live.library), live.library.embedder)
+        library = live.library
+        return local_uploads(
+            settings, index=library.index, catalog=library.registry, embedder=library.embedder
+        )
 
     return uploads
-
-
-def _written(library: Library) -> SqliteIndex | ClusterIndex:
-    """What direct uploads write into: the library's SQLite index, or (over a cluster) its
-    OpenSearch chunks with the SQLite registry."""
-    from docchat.adapters.cluster_index import ClusterIndex
-    from docchat.adapters.opensearch_index import OpenSearchIndex
-
-    index, registry = library.index, library.registry
-    if isinstance(index, SqliteIndex):
-        return index
-    if isinstance(index, OpenSearchIndex) and isinstance(registry, SqliteIndex):
-        return ClusterIndex(registry, index)
-    raise TypeError(f"local uploads need the SQLite index, not {type(index).__name__}")
 
 
 def local_conversations(settings: Settings) -> SqliteConversations:

@@ -1,4 +1,5 @@
-"""`OpenSearchIndex`: the ChunkIndex and ChunkReader ports over one OpenSearch index."""
+"""`OpenSearchIndex`: the ChunkStore port over one OpenSearch index. It keeps no records (the
+registry does), no sentence vectors and no notes (see ports.ChunkStore)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ from docchat.adapters.opensearch_index.queries import (
     scope_filters,
 )
 from docchat.errors import ConfigError, EmbedderMismatchError, SearchIndexUnavailableError
-from docchat.models import Chunk
-from docchat.ports import Vectors
+from docchat.ingest.decision import copy_chunk
+from docchat.models import Chunk, DocumentRecord, Page
+from docchat.ports import SentenceVectors, Vectors
 
 logger = logging.getLogger(__name__)
 
@@ -178,6 +180,32 @@ class OpenSearchIndex:
         logger.info("document chunks deleted", extra={"doc_id": doc_id, "deleted": deleted})
         return deleted
 
+    def replace_document(
+        self,
+        record: DocumentRecord,
+        chunks: Sequence[Chunk],
+        vectors: Vectors,
+        *,
+        pages: Sequence[Page] = (),
+        sentences: Sequence[SentenceVectors] = (),
+    ) -> None:
+        """Write the version's chunks, then remove the document's others (the record, its
+        pages and sentence vectors are kept elsewhere, if at all)."""
+        if sentences and len(sentences) != len(chunks):
+            raise ValueError(f"{len(chunks)} chunks but {len(sentences)} sets of sentences")
+        self.write_chunks(chunks, vectors)
+        self.finalize_document(record.doc_id, record.version)
+
+    def copy_document(self, from_doc_id: str, record: DocumentRecord) -> None:
+        """Write copies of the chunks and vectors of `from_doc_id` at `record.version` as
+        `record`'s (the same bytes under another name), embedding nothing."""
+        chunks, vectors = self.document_vectors(from_doc_id, record.version)
+        copies = [copy_chunk(chunk, from_doc_id, record) for chunk in chunks]
+        self.replace_document(record, copies, vectors)
+
+    def clear_chunks(self, doc_id: str) -> None:
+        self.delete_document(doc_id)
+
     def count(self, doc_id: str | None = None) -> int:
         """How many chunks the index holds, of one document or of all."""
         body = None if doc_id is None else {"query": {"term": {"doc_id": doc_id}}}
@@ -271,6 +299,20 @@ class OpenSearchIndex:
                 found.setdefault(hit["_source"]["chunk_id"], hit["_source"]["vector"])
         vectors = np.asarray([found[i] for i in ids], dtype=np.float32)
         return chunks, vectors.reshape(len(ids), self.dimension)
+
+    # --- kept per chunk: nothing here ---------------------------------------------------------
+
+    def sentence_vectors(self, chunk_ids: Sequence[str]) -> dict[str, SentenceVectors]:
+        return {}
+
+    def save_sentence_vectors(self, found: Mapping[str, SentenceVectors]) -> None:
+        return None
+
+    def notes(self, keys: Sequence[str]) -> dict[str, str]:
+        return {}
+
+    def save_notes(self, notes: Mapping[str, str]) -> None:
+        return None
 
     def _search_patiently(self, body: dict[str, Any], *, action: str) -> list[dict[str, Any]]:
         """The hits of a search, waiting out an index that is waking up.

@@ -1,5 +1,5 @@
-"""`SqliteIndex`: the ports local mode needs (search index, registry, ingestion's writes, page
-and note store) over one SQLite file and its segments; each write is one transaction that
+"""`SqliteIndex`: both ports of the index (ports.DocumentCatalog and ports.ChunkStore) and the
+page store, over one SQLite file and its segments; each write is one transaction that
 touches only its documents' rows, and the next search applies it without reading the rest."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class SqliteIndex:
 
     @property
     def location(self) -> str:
-        """The index file (what the cloud pipeline's Register compares; see ports.ChunkIndex)."""
+        """The index file (what the cloud pipeline's Register compares; see ports.ChunkStore)."""
         return str(self.path)
 
     @property
@@ -260,7 +260,7 @@ class SqliteIndex:
         return texts.stored_pages(self._db, version)
 
     def sentence_vectors(self, chunk_ids: Sequence[str]) -> dict[str, SentenceVectors]:
-        """The sentence vectors kept for these chunks (see ports.SentenceStore)."""
+        """The sentence vectors kept for these chunks (see ports.ChunkStore)."""
         return texts.sentence_vectors(self._db, chunk_ids, dimension=self.dimension)
 
     def save_sentence_vectors(self, found: Mapping[str, SentenceVectors]) -> None:

@@ -1,6 +1,6 @@
 """What is kept beside the chunks: each page as conversion extracted it (per content version,
 so identical files share it), model-written chunk notes (docchat.ingest.notes.NoteCache), and
-each chunk's sentence vectors (ports.SentenceStore), in half precision: the reranker only
+each chunk's sentence vectors (ports.ChunkStore), in half precision: the reranker only
 compares them with a query (a cosine moves by less than 1e-3)."""
 
 from __future__ import annotations

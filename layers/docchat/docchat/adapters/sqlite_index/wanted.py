@@ -1,4 +1,4 @@
-"""Which chunk rows a search may return (`SearchIndex`: `doc_ids`, and `versions` per
+"""Which chunk rows a search may return (`ChunkStore`: `doc_ids`, and `versions` per
 document): every live row, only some, or all but some; worked out from each document's chunk
 count per version, so that the usual request (the indexed version of every document, which
 is what the index holds) costs a comparison and no read."""

@@ -13,7 +13,7 @@ from docchat.answer.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCa
 from docchat.answer.tools import where
 from docchat.cli import common
 from docchat.cli.collections import add_collection_option, visible
-from docchat.cli.common import Commands, question, require_index, top_k
+from docchat.cli.common import Commands, Opened, question, require_index, top_k
 from docchat.cli.display import shown
 from docchat.config import Settings
 from docchat.errors import DocchatError
@@ -41,14 +41,14 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
     search.set_defaults(run=run_search)
 
 
-def run_ask(args: argparse.Namespace, settings: Settings) -> int:
+def run_ask(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
     """Stream the agent's answer: steps to stderr, text to stdout as it is written."""
     from docchat.wiring.local import local_backend, open_local
 
     text = question(args.question, what="question")
     require_index(settings)
     local = open_local(settings)
-    index = common.closed_later(local.file)
+    index = opened.closed_later(local.file)
     backend = local_backend(settings, local)
     if args.top_k:
         backend.config.top_k = args.top_k
@@ -104,9 +104,9 @@ def print_sources(answer: Answer) -> None:
         common.out.print(f"  [{number}] {shown(c.title)}, {where} ({name})", markup=False)
 
 
-def run_search(args: argparse.Namespace, settings: Settings) -> int:
+def run_search(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
     """The best passages for a query, as a list or as JSON."""
-    passages = _retrieve(args, settings, question(args.query, what="search query"))
+    passages = _retrieve(args, settings, question(args.query, what="search query"), opened)
     if args.json:
         rows = [
             {
@@ -139,12 +139,14 @@ def run_search(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _retrieve(args: argparse.Namespace, settings: Settings, query: str) -> list[Passage]:
+def _retrieve(
+    args: argparse.Namespace, settings: Settings, query: str, opened: Opened
+) -> list[Passage]:
     from docchat.wiring.local import local_library, open_local
 
     require_index(settings)
     local = open_local(settings)
-    index = common.closed_later(local.file)
+    index = opened.closed_later(local.file)
     library = local_library(settings, local)
     scope = visible(args, local.catalog.documents())
     library = library if scope is None else library.within(scope)

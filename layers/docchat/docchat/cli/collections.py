@@ -14,6 +14,7 @@ from typing import Any
 from rich.table import Table
 
 from docchat.cli import common
+from docchat.cli.common import Opened
 from docchat.cli.display import shown
 from docchat.config import Settings
 from docchat.errors import DocchatError, DocumentNotFoundError
@@ -133,8 +134,8 @@ def counts(records: Sequence[DocumentRecord]) -> dict[str, int]:
     return dict(sorted(found.items()))
 
 
-def _collections(args: argparse.Namespace, settings: Settings) -> int:
-    found = counts(common.existing_index(settings).documents())
+def _collections(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
+    found = counts(common.existing_index(settings, opened).documents())
     if args.json:
         rows = [{"name": n, "documents": c} for n, c in found.items()]
         sys.stdout.write(json.dumps({"collections": rows}, indent=2) + "\n")
@@ -148,8 +149,8 @@ def _collections(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _move(args: argparse.Namespace, settings: Settings) -> int:
-    index = common.existing_index(settings)
+def _move(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
+    index = common.existing_index(settings, opened)
     record = index.find_document(args.doc, path=source_of(Path(args.doc)))
     if args.source is not None and args.source not in record.collections:
         raise DocumentNotFoundError(

@@ -19,9 +19,10 @@ from docchat.errors import DocchatError
 def run(argv: Sequence[str] | None = None) -> int:
     """Run one `docchat` command; its exit status (2 for an error it explains)."""
     args = parser().parse_args(argv)
+    opened = common.Opened()
     try:
         settings = Settings.from_env(os.environ, data_dir=args.data_dir)
-        return int(args.run(args, settings))
+        return int(args.run(args, settings, opened))
     except DocchatError as exc:
         common.err.print(f"[red]error:[/red] {escape(shown(str(exc)))}", markup=True)
         return 2
@@ -29,7 +30,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         common.err.print("interrupted")
         return 130
     finally:
-        common.close_opened()
+        opened.close()
 
 
 def parser() -> argparse.ArgumentParser:

@@ -4,6 +4,7 @@ when it ends), and the checks and words of more than one command."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeAlias
 
@@ -26,22 +27,35 @@ MAX_TOP_K = 50
 #: The `docchat` command's subcommands, to which each module adds its own.
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
-#: The indexes a command opened, closed when it ends (not when the garbage collector gets to
-#: them: a caller that runs commands in one process, as the tests do, may copy the data
-#: directory next, and a late close checkpoints and deletes the WAL file under it).
-_opened: list[SqliteIndex] = []
+
+class Opened:
+    """The indexes one command opened, closed when it ends (not when the garbage collector gets
+    to them: a caller that runs commands in one process, as the tests do, may copy the data
+    directory next, and a late close checkpoints and deletes the WAL file under it). Each run
+    of a command is given its own (`commands.run`)."""
+
+    def __init__(self) -> None:
+        self._indexes: list[SqliteIndex] = []
+
+    def closed_later(self, index: SqliteIndex) -> SqliteIndex:
+        """`index`, to be closed when the command ends."""
+        self._indexes.append(index)
+        return index
+
+    def close(self) -> None:
+        """Close every index the command opened, the last first."""
+        while self._indexes:
+            self._indexes.pop().close()
+
+    def __enter__(self) -> Opened:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
-def closed_later(index: SqliteIndex) -> SqliteIndex:
-    """`index`, to be closed when the command ends."""
-    _opened.append(index)
-    return index
-
-
-def close_opened() -> None:
-    """Close every index the command opened."""
-    while _opened:
-        _opened.pop().close()
+#: What a command runs: its arguments, the settings, and where it leaves what it opened.
+Run: TypeAlias = Callable[[argparse.Namespace, Settings, Opened], int]
 
 
 def require_index(settings: Settings) -> None:
@@ -53,10 +67,10 @@ def require_index(settings: Settings) -> None:
         )
 
 
-def existing_index(settings: Settings) -> SqliteIndex:
-    """The data directory's index, which must exist."""
+def existing_index(settings: Settings, opened: Opened) -> SqliteIndex:
+    """The data directory's index, which must exist (closed when the command ends)."""
     require_index(settings)
-    return closed_later(open_index(settings, local_embedder(settings)))
+    return opened.closed_later(open_index(settings, local_embedder(settings)))
 
 
 def top_k(value: str) -> int:

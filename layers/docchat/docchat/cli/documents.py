@@ -23,7 +23,7 @@ from rich.text import Text
 
 from docchat.cli import common
 from docchat.cli.collections import add_collection_option, check_in, totals_within, within
-from docchat.cli.common import Commands, existing_index, name_of, plural, shown_name
+from docchat.cli.common import Commands, Opened, existing_index, name_of, plural, shown_name
 from docchat.cli.display import print_status, shown
 from docchat.config import Settings
 from docchat.errors import DocchatError, StorageError, StorageFullError
@@ -96,7 +96,7 @@ def page_range(value: str) -> tuple[int | None, int | None]:
     return first, last
 
 
-def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
+def run_ingest(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
     """Index the documents named, one after another with a progress bar each, then a summary."""
     missing = [p for p in args.paths if not p.exists()]
     if missing:
@@ -104,7 +104,7 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
     files = list(document_paths(args.paths))
     if not files:
         raise DocchatError(f"no documents ({READABLE}) found in " + ", ".join(map(str, args.paths)))
-    results, stopped = _ingest_files(files, settings, args.collection)
+    results, stopped = _ingest_files(files, settings, opened, args.collection)
     out = common.out
     out.print(_summary(results))
     for r in results:
@@ -145,14 +145,14 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _ingest_files(
-    files: list[Path], settings: Settings, collection: str | None = None
+    files: list[Path], settings: Settings, opened: Opened, collection: str | None = None
 ) -> tuple[list[IngestResult], StorageFullError | None]:
     """Each file's result, and the full disk that stopped the run before the rest, if one did.
     A file another process is ingesting (ingest/claims.py) waits until the rest are done, and
     then for that process: the same file is never converted and embedded twice at once (once
     the other is done, it is usually unchanged)."""
     embedder = local_embedder(settings)
-    index = common.closed_later(open_index(settings, embedder))
+    index = opened.closed_later(open_index(settings, embedder))
     notes = chunk_notes(settings, index)
     results: list[IngestResult] = []
     stopped: StorageFullError | None = None
@@ -332,12 +332,12 @@ def _summary(results: list[IngestResult]) -> Table:
     return table
 
 
-def run_status(args: argparse.Namespace, settings: Settings) -> int:
+def run_status(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
     """The documents, each with its status, and the index's totals; a document another
     process is ingesting now is listed with its stage and progress, new or not."""
     from docchat.ingest.uploads import interrupted
 
-    index = existing_index(settings)
+    index = existing_index(settings, opened)
     working = {w.doc_id: w for w in claims.in_progress(settings.data_dir)}
     # A new document has no record until it is indexed; a new version keeps its old one.
     known = index.documents()
@@ -415,9 +415,9 @@ def _working_json(work: claims.Work | None) -> dict[str, object] | None:
     return {"stage": work.stage, "done": work.done, "total": work.total, "pid": work.pid}
 
 
-def run_text(args: argparse.Namespace, settings: Settings) -> int:
+def run_text(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
     """The text conversion extracted from a document's pages, as markdown or JSON."""
-    index = existing_index(settings)
+    index = existing_index(settings, opened)
     record = index.find_document(args.doc, path=source_of(Path(args.doc)))
     check_in(record, args, args.doc)
     first, last = args.pages
@@ -439,10 +439,10 @@ def run_text(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def run_rm(args: argparse.Namespace, settings: Settings) -> int:
+def run_rm(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
     """Remove exactly the document named, by its id, path or file name (the same content under
     another name is a document of its own, and stays)."""
-    index = existing_index(settings)
+    index = existing_index(settings, opened)
     record = index.find_document(args.doc, path=source_of(Path(args.doc)))
     check_in(record, args, args.doc)
     index.delete_document(record.doc_id)

@@ -25,7 +25,7 @@ from rich.table import Table
 
 from docchat.answer.extractive import QuoteWeights
 from docchat.cli import common
-from docchat.cli.common import Commands, require_index, top_k
+from docchat.cli.common import Commands, Opened, require_index, top_k
 from docchat.config import Settings
 from docchat.errors import DocchatError
 from docchat.evaluate.beir import evaluate_beir, load_beir
@@ -146,7 +146,7 @@ def _search_options() -> argparse.ArgumentParser:
     return search
 
 
-def run_beir(args: argparse.Namespace, settings: Settings) -> int:
+def run_beir(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
     """Evaluate each search method on a BEIR folder; print a table, optionally write JSON."""
     data = load_beir(args.folder, split=args.qrels, limit=args.limit)
     started = time.monotonic()
@@ -173,7 +173,7 @@ def run_beir(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def run_qa(args: argparse.Namespace, settings: Settings) -> int:
+def run_qa(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
     """Evaluate answer hit rates on a SQuAD-style file; print a table, optionally write JSON."""
     data = qa_split(load_squad(args.file, limit=args.limit), args.split)
     size = args.chunk_size or settings.chunk_size
@@ -212,7 +212,7 @@ def run_qa(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def run_pages(args: argparse.Namespace, settings: Settings) -> int:
+def run_pages(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
     """Evaluate page hits and quoted figures over the data directory's documents."""
     from docchat.answer.events import CitationsEvent, ErrorEvent
     from docchat.models import Citation, DocStatus, Passage, source_name
@@ -221,7 +221,7 @@ def run_pages(args: argparse.Namespace, settings: Settings) -> int:
     questions = load_pages(args.file, limit=args.limit)
     require_index(settings)
     local = open_local(settings)
-    common.closed_later(local.file)
+    opened.closed_later(local.file)
     backend = local_backend(settings, local)
     library = backend.library
     doc_ids = {
@@ -365,7 +365,10 @@ def main(argv: list[str] | None = None) -> int:
     add_commands(parser.add_subparsers(dest="command", required=True), shared)
     args = parser.parse_args(["eval", *(sys.argv[1:] if argv is None else argv)])
     try:
-        return int(args.run(args, Settings.from_env(os.environ, data_dir=args.data_dir)))
+        with common.Opened() as opened:
+            return int(
+                args.run(args, Settings.from_env(os.environ, data_dir=args.data_dir), opened)
+            )
     except DocchatError as exc:
         common.err.print(f"[red]error:[/red] {exc}", markup=True)
         return 2

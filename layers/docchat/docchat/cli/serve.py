@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docchat.cli import common
-from docchat.cli.common import Commands, require_index
+from docchat.cli.common import Commands, Opened, require_index
 from docchat.config import Settings
 from docchat.errors import DocchatError
 
@@ -78,7 +78,7 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
     mcp.set_defaults(run=run_mcp)
 
 
-def run_serve(args: argparse.Namespace, settings: Settings) -> int:
+def run_serve(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
     """Run the chat API (the same app the Lambda runs) on this machine."""
     import uvicorn
     from uvicorn.config import STARTUP_FAILURE
@@ -101,8 +101,8 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
         )
     listener = bind(args.host, args.port)  # before anything says it is serving
     with listener:
-        opened = open_local(settings)  # opened now: a bad data directory fails at start
-        backend = local_backend(settings, opened)
+        data = open_local(settings)  # opened now: a bad data directory fails at start
+        backend = local_backend(settings, data)
         wildcard = args.host in ("0.0.0.0", "::", "")
         # The address it listens on is a name it answers to (127.0.0.2 included).
         hosts = [*args.allowed_host, *([] if wildcard else [args.host])]
@@ -116,7 +116,7 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
             app = served.app(backend)
         else:
             # Each worker opens the data directory itself (see `worker_app`).
-            opened.close()
+            data.close()
         where = f"[{args.host}]" if ":" in args.host else args.host
         common.err.print(
             f"docchat serving {settings.data_dir} on http://{where}:{args.port} "
@@ -226,7 +226,7 @@ def _workers(text: str) -> int:
     return count
 
 
-def run_mcp(args: argparse.Namespace, settings: Settings) -> int:
+def run_mcp(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
     """Serve MCP on stdin/stdout until the client closes them. The backend is opened first, so
     a wrong data directory is an error on stderr before the client sees a server."""
     import anyio
@@ -240,7 +240,7 @@ def run_mcp(args: argparse.Namespace, settings: Settings) -> int:
     )
     require_index(settings)
     local = open_local(settings)
-    common.closed_later(local.file)
+    opened.closed_later(local.file)
     backend = local_backend(settings, local)
     server = mcp_server(lambda: backend, web_url=settings.web_url)
 

@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from docchat.adapters.embedding import unit_length
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.adapters.sqlite_index import bm25
 from docchat.config import Settings
@@ -34,6 +33,7 @@ from docchat.evaluate.corpus import Chunking, cached_vectors, corpus_chunks
 from docchat.evaluate.qa import first_hit, hit_rates, load_squad, qa_split
 from docchat.models import Chunk
 from docchat.search.hybrid import fuse_by_score
+from docchat.vectors import unit_length
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 CANDIDATES = 100

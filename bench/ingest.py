@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from docchat.adapters.embedding import token_budget_batches, unit_length
+from docchat.adapters.embedding import token_budget_batches
 from docchat.adapters.local_embedder import MAX_BATCH_TOKENS, LocalEmbedder
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.config import Settings
@@ -45,6 +45,7 @@ from docchat.ports import Embedder, SentenceVectors, Vectors
 from docchat.search import rerank
 from docchat.search.hybrid import hybrid_search
 from docchat.search.library import RERANK_POOL
+from docchat.vectors import unit_length
 from docchat.wiring.local import local_embedder
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared/data"

@@ -21,9 +21,9 @@ from moto import mock_aws
 from docchat.adapters.sqlite_conversations import SqliteConversations
 from docchat.answer.agent import Agent
 from docchat.answer.backend import ChatBackend
-from docchat.answer.conversations import StoredMessage
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
 from docchat.llm import TextDelta, ToolUse, TurnEnd
+from docchat.models import StoredMessage
 from docchat.search.library import Library
 from docchat.serve.app import create_app
 from docchat.serve.identity import cognito_user

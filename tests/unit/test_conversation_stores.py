@@ -15,7 +15,7 @@ from moto import mock_aws
 from docchat.adapters.dynamodb_conversations import DynamoConversations
 from docchat.adapters.sqlite_conversations import SqliteConversations
 from docchat.answer import conversations
-from docchat.answer.conversations import StoredMessage, remembered, title_from
+from docchat.answer.conversations import remembered, title_from
 from docchat.answer.events import (
     ChatEvent,
     CitationsEvent,
@@ -28,7 +28,7 @@ from docchat.answer.events import (
 )
 from docchat.errors import ConversationFullError, IndexSchemaError
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
-from docchat.models import Citation
+from docchat.models import Citation, StoredMessage
 from docchat.ports import ConversationStore
 from tests.conftest import table_schema
 

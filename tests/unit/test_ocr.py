@@ -178,3 +178,20 @@ def test_ocr_reads_a_page_scanned_upside_down() -> None:
     # Then each line is read the right way up
     texts = [line.text for line in lines]
     assert "Invoice number 4711" in texts and "Total due: 250 euros" in texts
+
+
+def test_a_corrupt_ocr_model_file_names_the_ocr_install_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check borrowed the local embedder's, whose message told the reader to reinstall
+    # the embedding model.
+    fake = tmp_path / "det.onnx"
+    fake.write_bytes(b"not the model")
+    monkeypatch.setattr(ocr, "packaged_file", lambda package, relative, *, hint: fake)
+
+    with pytest.raises(ModelFileError) as refused:
+        ocr._model_paths()
+
+    assert "the file is corrupt" in str(refused.value)
+    assert "requirements/ocr.txt" in str(refused.value)
+    assert "local model" not in str(refused.value)

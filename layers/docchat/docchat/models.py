@@ -333,3 +333,43 @@ class FileLink(BaseModel):
 class Removal(BaseModel):
     doc_id: str
     status: Literal["deleted", "deleting"]
+
+
+class StoredMessage(BaseModel):
+    """A question, or an answer with the passages it cites; `stopped`: an answer its reader
+    stopped (the page's Stop, a closed tab), kept as far as it had come."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["user", "assistant"]
+    content: str
+    citations: list[Citation] = Field(default_factory=list)
+    stopped: bool = False
+    # A question's scope (collections, documents) when it was asked in one; the page reopens
+    # a conversation in its last question's scope. Left out of the JSON when there is none.
+    scope: Scope | None = None
+
+    @model_serializer(mode="wrap")
+    def _scope_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        if self.scope is None:
+            dumped.pop("scope", None)
+        return dumped
+
+
+class ConversationSummary(BaseModel):
+    """What the list shows: id, title and when it last changed (epoch seconds)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    title: str
+    updated: float
+
+
+class Conversation(ConversationSummary):
+    created: float
+    messages: list[StoredMessage] = Field(default_factory=list)
+
+    def summary(self) -> ConversationSummary:
+        return ConversationSummary(id=self.id, title=self.title, updated=self.updated)

@@ -13,16 +13,18 @@ from typing import Literal, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from docchat.answer.conversations import Conversation, ConversationSummary, StoredMessage
 from docchat.llm import Message, ModelEvent, ToolSpec
 from docchat.models import (
     Chunk,
+    Conversation,
+    ConversationSummary,
     DocumentRecord,
     FileLink,
     Page,
     Passage,
     RegistryEntry,
     Removal,
+    StoredMessage,
     UploadTicket,
 )
 from docchat.payloads import ExecutionFailure

@@ -19,7 +19,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from docchat.adapters.embedding import RecentQueries, unit_length
+from docchat.adapters.embedding import RecentQueries
 from docchat.errors import (
     ConfigError,
     EmbeddingAccessDeniedError,
@@ -27,6 +27,7 @@ from docchat.errors import (
     EmbeddingThrottledError,
 )
 from docchat.ports import Vectors
+from docchat.vectors import unit_length
 
 TITAN_MODEL_ID = "amazon.titan-embed-text-v2:0"
 TITAN_DIMENSIONS = (256, 512, 1024)

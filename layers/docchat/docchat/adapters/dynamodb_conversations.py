@@ -20,15 +20,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from docchat.answer.conversations import (
-    Conversation,
-    ConversationSummary,
-    StoredMessage,
-    decoded_messages,
-    extended,
-    now,
-)
+from docchat.answer.conversations import decoded_messages, extended, now
 from docchat.limits import MAX_CONVERSATIONS_LISTED
+from docchat.models import Conversation, ConversationSummary, StoredMessage
 
 #: Tries of an append that lost a race with another write to the same conversation.
 APPEND_TRIES = 5

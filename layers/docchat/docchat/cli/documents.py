@@ -31,8 +31,8 @@ from docchat.ingest import claims
 from docchat.ingest.decision import doc_id_for
 from docchat.ingest.formats import READABLE
 from docchat.ingest.local import IngestResult, document_paths, ingest_file, source_of
-from docchat.ingest.pagetext import extracted_pages
 from docchat.models import DocStatus, DocumentRecord, file_name
+from docchat.search.pages import extracted_pages
 from docchat.wiring import chunk_notes
 from docchat.wiring.local import local_embedder, open_index
 

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from docchat.adapters.local_embedder import packaged_file, verified
 from docchat.errors import ModelFileError, OcrError
+from docchat.modelfiles import packaged_file, verified
 
 RAPIDOCR_VERSION = "3.10.0"
 INSTALL_HINT = (
@@ -82,10 +82,10 @@ def _model_paths() -> dict[str, str]:
     found: dict[str, str] = {}
     for role, (relative, sha256) in MODELS.items():
         try:
-            path = packaged_file("rapidocr", relative)
+            path = packaged_file("rapidocr", relative, hint=INSTALL_HINT)
         except ModelFileError as exc:
             raise ModelFileError(f"the OCR engine is not installed: {INSTALL_HINT}") from exc
-        found[role] = str(verified(path, sha256))
+        found[role] = str(verified(path, sha256, hint=INSTALL_HINT))
     return found
 
 

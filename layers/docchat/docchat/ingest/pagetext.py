@@ -12,14 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from docchat.errors import (
-    DocumentNotFoundError,
     ObjectMissingError,
-    PageNotFoundError,
-    PageTextMissingError,
 )
 from docchat.ingest.artifacts import pages_key, pages_prefix
-from docchat.models import DocStatus, DocumentRecord, Page
-from docchat.ports import Objects, PageStore
+from docchat.models import Page
+from docchat.ports import Objects
 
 
 def drop_pages(objects: Objects, bucket: str, doc_id: str, *, keep: str = "") -> list[str]:
@@ -53,39 +50,3 @@ class S3PageStore:
         if not isinstance(stored, dict):
             return None
         return [Page.model_validate(p) for p in stored.get("pages", [])]
-
-
-def extracted_pages(
-    record: DocumentRecord | None,
-    store: PageStore | None,
-    *,
-    doc_ref: str,
-    first: int | None = None,
-    last: int | None = None,
-) -> list[Page]:
-    """Pages first..last (all by default) of the document, as conversion extracted them."""
-    if record is None:
-        raise DocumentNotFoundError(
-            f"no document with id {doc_ref!r}: GET /documents or `docchat status` lists them"
-        )
-    pages = store.stored_pages(record.doc_id, record.version) if store else None
-    if pages is None and record.status == DocStatus.FAILED:
-        why = record.error or "add its file again"
-        raise PageTextMissingError(f"{record.doc_id} has no page text: it failed to index: {why}")
-    if pages is None:
-        raise PageTextMissingError(
-            f"the page text of {record.doc_id} was not kept (status {record.status.value}; "
-            "documents indexed before docchat kept page text have none): remove the document "
-            "and add its file again (`docchat rm`, then `docchat ingest`; in the cloud, delete "
-            "the object and upload it again)"
-        )
-    count = len(pages)
-    first = 1 if first is None else first
-    last = count if last is None else last
-    if not (1 <= first <= last <= count):
-        wanted = f"page {first}" if first == last else f"pages {first}-{last}"
-        raise PageNotFoundError(
-            f"{record.doc_id} has {count} page{'s' if count != 1 else ''}: {wanted} is out of "
-            f"range, ask for 1-{count}"
-        )
-    return pages[first - 1 : last]

@@ -11,12 +11,12 @@ from pathlib import PurePosixPath
 from types import MappingProxyType
 
 from docchat.errors import DocchatError, ReadOnlyStorageError
-from docchat.ingest.pagetext import extracted_pages
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
 from docchat.ports import ChunkStore, DocumentCatalog, Embedder, PageStore, Reranker
 from docchat.search.boilerplate import recurring
 from docchat.search.concepts import hinted, statement_asked, under_statement
 from docchat.search.hybrid import Fusion, hybrid_search
+from docchat.search.pages import extracted_pages
 from docchat.search.rerank import sentence_similarities
 from docchat.search.terms import terms, years
 from docchat.search.titles import (

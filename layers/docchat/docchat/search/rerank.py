@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from docchat.adapters.embedding import cosines
 from docchat.models import Chunk, Passage
 from docchat.ports import ChunkStore, Embedder, Reranker, SentenceVectors, Vectors
 from docchat.search.hybrid import rescaled
 from docchat.search.sentences import Span, chunk_sentences
 from docchat.search.terms import query_terms, term_weights, terms
+from docchat.vectors import cosines
 
 # A sentence shorter than this (not a list item nor a table row) says too little to speak for
 # its passage: "Safe." alone would match "safe harbor for caching" better than the section that

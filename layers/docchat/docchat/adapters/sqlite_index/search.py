@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from docchat.adapters.embedding import cosines
 from docchat.adapters.sqlite_index.bm25 import K1, B, best_rows
 from docchat.adapters.sqlite_index.segment import Mask, Segment
 from docchat.ports import Vectors
+from docchat.vectors import cosines
 
 # Candidates asked of a graph beyond the k wanted, and how many times the request may grow
 # (x4) when removed or filtered rows leave fewer than k, before the segment is scanned instead.

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, get_args
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from docchat.answer.conversations import StoredMessage, remembered, title_from
+from docchat.answer.conversations import remembered, title_from
 from docchat.answer.events import ChatEvent, sse
 from docchat.limits import (
     CONVERSATION_ID_PATTERN,
@@ -25,7 +25,7 @@ from docchat.limits import (
     MAX_TOTAL_CHARS,
 )
 from docchat.llm import Message
-from docchat.models import Scope
+from docchat.models import Scope, StoredMessage
 from docchat.ports import ConversationStore
 from docchat.serve.errors import documented
 from docchat.serve.observe import logged_answer

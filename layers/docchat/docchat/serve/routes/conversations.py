@@ -14,9 +14,9 @@ from fastapi import APIRouter, Request
 from fastapi import Path as PathParam
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from docchat.answer.conversations import Conversation, ConversationSummary
 from docchat.errors import ConversationNotFoundError
 from docchat.limits import CONVERSATION_ID_PATTERN, MAX_TITLE_CHARS
+from docchat.models import Conversation, ConversationSummary
 from docchat.serve.errors import documented
 from docchat.serve.schema import NOT_BLANK
 from docchat.serve.state import State

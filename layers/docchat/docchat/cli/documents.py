@@ -215,7 +215,7 @@ def _ingest_files(
 
 
 #: What a stage's progress counts, as the progress shows it.
-_COUNTED = {"convert": "page", "embed": "chunk", "notes": "chunk", "sentences": "chunk"}
+_COUNTED = {"convert": "page", "embed": "chunk", "notes": "chunk"}
 
 
 class _Bars:
@@ -385,7 +385,6 @@ def run_status(args: argparse.Namespace, settings: Settings, opened: Opened) -> 
 _STAGE_STATUS = {
     "notes": DocStatus.CHUNKING,
     "embed": DocStatus.EMBEDDING,
-    "sentences": DocStatus.EMBEDDING,
 }
 
 

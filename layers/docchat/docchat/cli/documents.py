@@ -156,6 +156,7 @@ def _ingest_files(
     notes = chunk_notes(settings, index)
     results: list[IngestResult] = []
     stopped: StorageFullError | None = None
+    going_to = [collection] if collection else []
 
     def ingest(path: Path, held: claims.Claim, update: IngestProgress) -> None:
         nonlocal stopped
@@ -173,7 +174,7 @@ def _ingest_files(
                 settings=settings,
                 on_progress=progress,
                 notes=notes,
-                collections=[collection] if collection else (),
+                collections=going_to,
             )
         except StorageError as exc:  # this file fails; a full disk stops the rest
             result = _storage_failure(path, exc)
@@ -187,7 +188,9 @@ def _ingest_files(
             if stopped:
                 break
             source = source_of(path)
-            held = claims.claim(settings.data_dir, doc_id_for(source), source=source)
+            held = claims.claim(
+                settings.data_dir, doc_id_for(source), source=source, collections=going_to
+            )
             if held is None:
                 later.append(path)
                 continue
@@ -203,7 +206,7 @@ def _ingest_files(
                 f"waiting for the docchat process ({other.pid if other else '?'}) ingesting it"
             )
             with claims.claim_when_free(
-                settings.data_dir, doc_id_for(source), source=source
+                settings.data_dir, doc_id_for(source), source=source, collections=going_to
             ) as held:
                 ingest(path, held, update)
     if stopped is None:
@@ -342,8 +345,8 @@ def run_status(args: argparse.Namespace, settings: Settings, opened: Opened) -> 
     # A new document has no record until it is indexed; a new version keeps its old one.
     known = index.documents()
     ids = {d.doc_id for d in known}
-    new = [_being_ingested(w) for w in working.values() if w.doc_id not in ids]
-    documents = within(sorted([*known, *new], key=lambda d: (d.source, d.doc_id)), args)
+    listed = claims.with_work(known, settings.data_dir)
+    documents = within(sorted(listed, key=lambda d: (d.source, d.doc_id)), args)
     indexed = [d for d in documents if d.doc_id in ids]
     stopped = interrupted(settings, indexed) - working.keys()
     progress = {doc_id: _progress(w) for doc_id, w in working.items()}
@@ -379,23 +382,6 @@ def run_status(args: argparse.Namespace, settings: Settings, opened: Opened) -> 
         soft_wrap=not out.is_terminal,  # wrapped between words in a terminal, one line piped
     )
     return 0
-
-
-#: The status a document being ingested is in, by the stage its progress last named.
-_STAGE_STATUS = {
-    "notes": DocStatus.CHUNKING,
-    "embed": DocStatus.EMBEDDING,
-}
-
-
-def _being_ingested(work: claims.Work) -> DocumentRecord:
-    """The record a document another process is ingesting has until it is indexed."""
-    return DocumentRecord(
-        doc_id=work.doc_id,
-        source=work.source,
-        title=Path(work.source).stem,
-        status=_STAGE_STATUS.get(work.stage, DocStatus.CONVERTING),
-    )
 
 
 def _progress(work: claims.Work) -> str:

@@ -87,7 +87,7 @@ def run_serve(args: argparse.Namespace, settings: Settings, opened: Opened) -> i
     from docchat.serve.access import UsersFile
     from docchat.serve.guards import is_loopback
     from docchat.serve.protocol import DeadlineH11Protocol
-    from docchat.wiring.local import local_backend, open_local
+    from docchat.wiring.local import as_served, local_backend, open_local
 
     token = settings.api_token if args.token is None else args.token
     local = is_loopback(args.host)
@@ -102,7 +102,7 @@ def run_serve(args: argparse.Namespace, settings: Settings, opened: Opened) -> i
     listener = bind(args.host, args.port)  # before anything says it is serving
     with listener:
         data = open_local(settings)  # opened now: a bad data directory fails at start
-        backend = local_backend(settings, data)
+        backend = local_backend(settings, as_served(settings, data))
         wildcard = args.host in ("0.0.0.0", "::", "")
         # The address it listens on is a name it answers to (127.0.0.2 included).
         hosts = [*args.allowed_host, *([] if wildcard else [args.host])]
@@ -187,11 +187,11 @@ def worker_app(served: Served) -> FastAPI:
     from uvicorn.config import STARTUP_FAILURE
 
     from docchat.adapters.local_embedder import LocalEmbedder
-    from docchat.wiring.local import local_backend
+    from docchat.wiring.local import as_served, local_backend
 
     _end_with(os.getppid())
     try:
-        backend = local_backend(served.settings)
+        backend = local_backend(served.settings, as_served(served.settings))
         embedder = backend.library.embedder
         if isinstance(embedder, LocalEmbedder):
             # Before this worker accepts a request (the others serve meanwhile): a question

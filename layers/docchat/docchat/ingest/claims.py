@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
+
+from docchat.models import DEFAULT_COLLECTION, DocStatus, DocumentRecord
 
 FOLDER = "ingesting"
 #: At most this often a claim rewrites its progress (a stage's first step is always written).
@@ -35,6 +38,24 @@ class Work:
     stage: str = ""
     done: int = 0
     total: int = 0
+    # Where the document goes: who may see it while it is ingested (`being_ingested`).
+    collections: tuple[str, ...] = (DEFAULT_COLLECTION,)
+
+    @property
+    def record(self) -> DocumentRecord:
+        """The record a new document has until it is indexed: its name, its collections and
+        the status its stage stands for."""
+        return DocumentRecord(
+            doc_id=self.doc_id,
+            source=self.source,
+            title=Path(self.source).stem,
+            status=_STAGE_STATUS.get(self.stage, DocStatus.CONVERTING),
+            collections=list(self.collections),
+        )
+
+
+#: The status a document being ingested is in, by the stage its progress last named.
+_STAGE_STATUS = {"notes": DocStatus.CHUNKING, "embed": DocStatus.EMBEDDING}
 
 
 class Claim:
@@ -84,21 +105,34 @@ class Claim:
         self._written = time.monotonic()
 
 
-def claim(data_dir: Path, doc_id: str, *, source: str) -> Claim | None:
-    """This process's claim on `doc_id`, or None when another process holds it. Where locks
-    are unavailable (no fcntl, a directory this process cannot write) it is granted and guards
-    nothing."""
-    return _claimed(data_dir, doc_id, source=source, wait=False)
+def claim(
+    data_dir: Path, doc_id: str, *, source: str, collections: Sequence[str] = ()
+) -> Claim | None:
+    """This process's claim on `doc_id` (going to `collections`, the default one when none),
+    or None when another process holds it. Where locks are unavailable (no fcntl, a directory
+    this process cannot write) it is granted and guards nothing."""
+    return _claimed(data_dir, doc_id, source=source, collections=collections, wait=False)
 
 
-def claim_when_free(data_dir: Path, doc_id: str, *, source: str) -> Claim:
+def claim_when_free(
+    data_dir: Path, doc_id: str, *, source: str, collections: Sequence[str] = ()
+) -> Claim:
     """This process's claim on `doc_id`, once the process that holds it (if one does) is done."""
-    held = _claimed(data_dir, doc_id, source=source, wait=True)
+    held = _claimed(data_dir, doc_id, source=source, collections=collections, wait=True)
     assert held is not None  # a blocking lock is granted or raises
     return held
 
 
-def _claimed(data_dir: Path, doc_id: str, *, source: str, wait: bool) -> Claim | None:
+def with_work(records: Sequence[DocumentRecord], data_dir: Path) -> list[DocumentRecord]:
+    """`records`, and a record for each new document a live process is ingesting into
+    `data_dir` (one `records` lacks: a new version keeps its old record until it is indexed)."""
+    known = {r.doc_id for r in records}
+    return [*records, *(w.record for w in in_progress(data_dir) if w.doc_id not in known)]
+
+
+def _claimed(
+    data_dir: Path, doc_id: str, *, source: str, collections: Sequence[str], wait: bool
+) -> Claim | None:
     folder = data_dir / FOLDER
     try:
         handle = _locked(folder / f"{doc_id}.lock", wait=wait)
@@ -107,7 +141,13 @@ def _claimed(data_dir: Path, doc_id: str, *, source: str, wait: bool) -> Claim |
     else:
         if handle is None:
             return None
-    work = Work(doc_id=doc_id, source=source, pid=os.getpid(), started=time.time())
+    work = Work(
+        doc_id=doc_id,
+        source=source,
+        pid=os.getpid(),
+        started=time.time(),
+        collections=tuple(collections) or (DEFAULT_COLLECTION,),
+    )
     return Claim(folder, handle, work)
 
 
@@ -126,8 +166,10 @@ def in_progress(data_dir: Path) -> list[Work]:
 def _live(path: Path) -> Work | None:
     """The work `path` describes, if the process that wrote it still holds its lock."""
     try:
-        work = Work(**json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError):
+        found = json.loads(path.read_text())
+        kept = tuple(found.get("collections") or (DEFAULT_COLLECTION,))
+        work = Work(**{**found, "collections": kept})
+    except (OSError, ValueError, TypeError, AttributeError):
         return None  # being replaced, or not ours
     if not _held(path.with_suffix(".lock")):
         return None  # its process died before it could clean up

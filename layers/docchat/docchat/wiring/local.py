@@ -10,9 +10,11 @@ page text.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docchat.adapters.local_embedder import LocalEmbedder
@@ -20,7 +22,9 @@ from docchat.adapters.sqlite_conversations import SqliteConversations
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
+from docchat.ingest import claims
 from docchat.ingest.uploads import LocalUploads
+from docchat.models import DocumentRecord
 from docchat.ports import ChunkStore, DocumentCatalog, Embedder
 from docchat.search.library import Library
 from docchat.wiring import agent_config, chat_model, chunk_notes, rerank_off, reranker
@@ -83,6 +87,45 @@ def open_local(settings: Settings, embedder: Embedder | None = None) -> Local:
     return Local(file=file, catalog=file, chunks=ClusterIndex(file, cluster), embedder=embedder)
 
 
+@dataclass(frozen=True)
+class ListingWork:
+    """A data directory's catalog that lists, beside its records, each new document another
+    process (`docchat ingest`) is ingesting into it, at its stage (ingest/claims.py): a
+    document has no record until it is indexed, and the page showed nothing for minutes."""
+
+    catalog: DocumentCatalog
+    data_dir: Path
+
+    @property
+    def read_only(self) -> bool:
+        return self.catalog.read_only
+
+    def documents(self) -> list[DocumentRecord]:
+        return claims.with_work(self.catalog.documents(), self.data_dir)
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        return self.catalog.document(doc_id)
+
+    def unfinished(self) -> list[DocumentRecord]:
+        return self.catalog.unfinished()
+
+    def indexed_version(self, version: str) -> DocumentRecord | None:
+        return self.catalog.indexed_version(version)
+
+    def revision(self) -> int | None:
+        return self.catalog.revision()
+
+    def set_record(self, record: DocumentRecord) -> None:
+        self.catalog.set_record(record)
+
+
+def as_served(settings: Settings, local: Local | None = None) -> Local:
+    """`local` (default: `settings.data_dir` opened) as `docchat serve` shows it: its catalog
+    lists the documents `docchat ingest` is working on (`ListingWork`)."""
+    local = local or open_local(settings)
+    return dataclasses.replace(local, catalog=ListingWork(local.catalog, settings.data_dir))
+
+
 def local_library(settings: Settings, local: Local | None = None) -> Library:
     """The library over `local` (default: `settings.data_dir` opened)."""
     local = local or open_local(settings)
@@ -140,7 +183,7 @@ def local_conversations(settings: Settings) -> SqliteConversations:
 def local_app() -> FastAPI:
     """The app over the local data directory (the factory `docchat serve` runs in uvicorn)."""
     settings = Settings.from_env(os.environ)
-    return guarded_local_app(settings, lambda: local_backend(settings))
+    return guarded_local_app(settings, lambda: local_backend(settings, as_served(settings)))
 
 
 def guarded_local_app(

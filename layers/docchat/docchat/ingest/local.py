@@ -124,6 +124,8 @@ def ingest_bytes(
     except NOT_THE_FILES:
         raise
     except Exception as exc:
+        if _interrupted(exc):
+            raise KeyboardInterrupt from exc  # the run stops; the file has not failed
         failed = _failed(record, exc, command)
         # The index follows the file: an unreadable new version leaves no stale chunks behind.
         index.clear_chunks(doc_id)
@@ -180,6 +182,17 @@ def _indexed(
     vectors = embed_chunks(chunks, embedder=embedder, on_progress=on_progress)
     index.replace_document(record, chunks, vectors, pages=converted.pages)
     return catalog.document(record.doc_id) or record
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether a Ctrl-C caused `exc`: one that lands while a C extension loads (onnxruntime at
+    the first chunk embedded) comes out as ImportError("initialization failed") from it."""
+    seen = exc.__cause__ or exc.__context__
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _failed(record: DocumentRecord, exc: Exception, command: str) -> DocumentRecord:

@@ -59,17 +59,43 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
 def page(browser: Any, server: LocalServer) -> Iterator[Any]:
     context = browser.new_context(viewport=DESKTOP)
     opened = context.new_page()
+    said: list[str] = []
+    opened.on("console", lambda message: said.append(f"{message.type}: {message.text}"))
+    opened.on("pageerror", lambda error: said.append(f"page error: {error}"))
+    opened.on("requestfailed", lambda request: said.append(f"failed: {request.url}"))
+    SAID[id(opened)] = said
     opened.goto(server.url)
     opened.evaluate(WATCH)
     yield opened
+    SAID.pop(id(opened), None)
     context.close()
+
+
+#: What each open page said in its console, its errors and its failed requests.
+SAID: dict[int, list[str]] = {}
+
+
+def _panel(page: Any) -> str:
+    """What the documents panel shows, for a failure's message."""
+    shown = page.evaluate(
+        """() => ({
+          rows: [...document.querySelectorAll('#doc-list li.doc')].map(
+            (li) => `${li.dataset.status}: ${li.textContent.trim()}`),
+          upload_error: document.getElementById('upload-error').textContent,
+          docs_error: document.getElementById('docs-error').textContent,
+        })"""
+    )
+    return json.dumps({**shown, "console": SAID.get(id(page), [])}, indent=1)
 
 
 def _upload(page: Any, path: Path) -> Any:
     """The document's row once the panel shows it INDEXED."""
     page.set_input_files("#file", str(path))
     row = page.locator("#doc-list li.doc", has_text=path.name)
-    expect(row).to_have_attribute("data-status", "INDEXED", timeout=INDEXING_TIMEOUT_MS)
+    try:
+        expect(row).to_have_attribute("data-status", "INDEXED", timeout=INDEXING_TIMEOUT_MS)
+    except AssertionError as exc:  # seen once in a clean-clone make test: say what was shown
+        raise AssertionError(f"{path.name} is not INDEXED; the panel: {_panel(page)}") from exc
     expect(row.locator(".badge")).to_have_text("INDEXED")
     return row
 

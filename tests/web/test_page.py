@@ -318,3 +318,30 @@ def test_page_shows_the_file_name_beside_the_title(page: Any, tmp_path: Path) ->
 
     expect(row.locator(".doc-title")).to_have_text("Acme Widgets")
     expect(row.locator(".doc-meta")).to_contain_text("acme 10-K [2024].pdf")
+
+
+def test_page_lists_an_upload_whose_next_list_read_fails(page: Any, tmp_path: Path) -> None:
+    # Given the list read that follows an upload fails (a busy server, a dropped connection)
+    posted: list[str] = []
+    failed: list[str] = []
+
+    def fail_the_read_after_the_upload(route: Any) -> None:
+        if route.request.method == "POST":
+            posted.append(route.request.url)
+        elif posted and not failed:
+            failed.append(route.request.url)
+            route.fulfill(status=503, json={"error": {"code": "busy", "message": "try again"}})
+            return
+        route.continue_()
+
+    page.route("**/documents?*", fail_the_read_after_the_upload)
+    pdf = tmp_path / "tide-table.pdf"
+    pdf.write_bytes(make_pdf([[("h1", "Tides"), ("body", "High tide is at noon.")]]))
+    page.set_input_files("#file", str(pdf))
+
+    # Then the page lists it all the same, and follows it to INDEXED at the busy pace (a
+    # second), not the idle one (30 s) of a list with nothing in progress
+    row = page.locator("#doc-list li.doc", has_text=pdf.name)
+    expect(row).to_have_attribute("data-status", "INDEXED", timeout=10_000)
+    assert failed, "no list read failed"
+    expect(page.locator("#docs-error")).to_be_hidden()

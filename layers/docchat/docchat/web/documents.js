@@ -100,6 +100,11 @@ function listedAlready({ name, before }) {
   return panel.docs.some((d) => listedName(d) === shown && !before.has(versionOf(d)));
 }
 
+/** The document an upload made, as the server answered it, listed until the list is read again. */
+export function showUploaded(doc) {
+  panel.docs = [...panel.docs.filter((d) => d.doc_id !== doc.doc_id), doc];
+}
+
 /** A file in the documents bucket that the pipeline has not registered yet. */
 export function awaitPipeline(docId, name, collection) {
   panel.awaiting.set(docId, { name, collection });

@@ -5,7 +5,7 @@ import { api } from "./api.js";
 import { chosenCollection } from "./collections.js";
 import { config } from "./config.js";
 import { announce } from "./dom.js";
-import { awaitPipeline, refreshDocs, showUploadError, trackUpload, untrackUpload } from "./documents.js";
+import { awaitPipeline, refreshDocs, showUploadError, showUploaded, trackUpload, untrackUpload } from "./documents.js";
 import { errorText, unreachable } from "./errors.js";
 import { shownName } from "./names.js";
 
@@ -42,6 +42,9 @@ async function uploadDirect(file, collection) {
     body: file,
   });
   if (!response.ok) throw new Error(await errorText(response));
+  // Listed at once as the server answered (QUEUED): a list read that fails or lags must not
+  // leave the panel without it, idle, for the 30 s between reads of a list with nothing busy.
+  showUploaded(await response.json());
 }
 
 async function uploadToBucket(file, collection) {

@@ -52,7 +52,6 @@ def test_a_request_to_mcp_reads_the_request_context_once(monkeypatch: pytest.Mon
     header = json.dumps(context)
     app = create_app(
         _no_backend,
-        user_of=cognito_user,
         access_of=cognito_access_for(lambda: NO_MAPPING, cognito_user),
     )
     parsed: list[str] = []

@@ -17,7 +17,6 @@ import pytest
 from docchat.config import Settings
 from docchat.serve.access import UsersFile, token_sha256
 from docchat.serve.mcp import mcp_http_app
-from docchat.serve.mcp_mount import caller_of_access
 from docchat.wiring.local import guarded_local_app
 from tests.api.collectionkit import (
     ANA_ASKS_BRIDGES,
@@ -84,9 +83,7 @@ def local(tmp_path: Path) -> Iterator[Local]:
         settings, lambda: parts.backend, uploads=lambda _: parts.uploads, users=users
     )
     mcp_backend = backend_of(data_dir, WordEmbedder())
-    mcp = mcp_http_app(
-        lambda: mcp_backend, caller_of=caller_of_access(users.access_of), web_url=WEB_URL
-    )
+    mcp = mcp_http_app(lambda: mcp_backend, access_of=users.access_of, web_url=WEB_URL)
     served, served_mcp = ServedApp(app), ServedApp(mcp, lifespan="on")
     served.start()
     served_mcp.start()

@@ -21,7 +21,6 @@ from docchat.models import DocStatus
 from docchat.serve.access import GROUPS_KEY, GroupsSource, cognito_access_for
 from docchat.serve.identity import cognito_user
 from docchat.serve.mcp import mcp_http_app
-from docchat.serve.mcp_mount import caller_of_access
 from docchat.wiring.cloud import cloud_app, services
 from tests.api.collectionkit import (
     Matrix,
@@ -113,9 +112,7 @@ def cloud(
         access_of = cognito_access_for(
             GroupsSource(lambda: live.objects, ARTIFACTS).mapping, cognito_user
         )
-        mcp = mcp_http_app(
-            lambda: live.backend, caller_of=caller_of_access(access_of), web_url=WEB_URL
-        )
+        mcp = mcp_http_app(lambda: live.backend, access_of=access_of, web_url=WEB_URL)
         mcp_app = ServedApp(StageGate(mcp, cognito), lifespan="on")
         app.start()
         mcp_app.start()

@@ -25,11 +25,15 @@ from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.models import StoredMessage
 from docchat.search.library import Library
+from docchat.serve.access import NO_MAPPING, cognito_access_for
 from docchat.serve.app import create_app
 from docchat.serve.identity import cognito_user
 from docchat.wiring.cloud import cloud_app
 from tests.chatkit import ScriptedModel, ServedApp, library, tuned_config
 from tests.unit.test_conversation_stores import conversations_table as _conversations_table
+
+#: Who a request is and what they may do, as the stack without a groups mapping says.
+CLAIMED = cognito_access_for(lambda: NO_MAPPING, cognito_user)
 
 __all__ = ["library"]  # the fixture
 
@@ -99,7 +103,11 @@ def _events(lines: Iterator[str]) -> Iterator[tuple[str, dict[str, Any]]]:
 def api(library: Library, tmp_path: Path) -> Iterator[Api]:
     backend = FreshModelBackend(library=library, model=None, config=tuned_config())
     store = SqliteConversations(tmp_path / "conversations.sqlite3")
-    app = create_app(lambda: backend, conversations=lambda: store, user_of=cognito_user)
+    app = create_app(
+        lambda: backend,
+        conversations=lambda: store,
+        access_of=CLAIMED,
+    )
     served = ServedApp(app)
     served.start()
     yield Api(f"http://127.0.0.1:{served.port}", store)

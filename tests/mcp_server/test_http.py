@@ -16,8 +16,8 @@ from mcp.shared.exceptions import MCPError
 from starlette.requests import Request
 
 from docchat.errors import CallerUnknownError, CloudThrottledError
+from docchat.serve.access import Access
 from docchat.serve.mcp import mcp_http_app
-from docchat.serve.mcp_tools import Caller
 from tests.chatkit import ServedApp
 from tests.conftest import WordEmbedder
 from tests.mcpkit import WEB_URL, backend_of, ingested
@@ -31,17 +31,17 @@ class Server:
 
     def __init__(self, folder: Path) -> None:
         data_dir = folder / "data"
-        self.ids = ingested(data_dir, WordEmbedder())
+        self.ids = ingested(data_dir, WordEmbedder(), own_collections=True)
         self.backend = backend_of(data_dir, WordEmbedder())
         self.callers = {
-            "ana": Caller(user="ana", doc_ids=frozenset({self.ids["ferries"]})),
-            "bob": Caller(user="bob"),
+            "ana": Access(user="ana", read=frozenset({"ferries"})),
+            "bob": Access(user="bob", admin=True),
         }
-        app = mcp_http_app(lambda: self.backend, caller_of=self.caller_of, web_url=WEB_URL)
+        app = mcp_http_app(lambda: self.backend, access_of=self.access_of, web_url=WEB_URL)
         self.served = ServedApp(app, lifespan="on")
         self.url = f"http://127.0.0.1:{self.served.port}/mcp"
 
-    def caller_of(self, request: Request) -> Caller:
+    def access_of(self, request: Request) -> Access:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if token == "throttled":  # the access lookup behind the token fails (S3, Cognito...)
             raise CloudThrottledError("AWS is throttling s3:GetObject: try again shortly")
@@ -136,6 +136,24 @@ def test_a_callers_session_sees_only_their_documents(server: Server) -> None:
         f"no document with id {bridges!r}: list_documents lists the documents you can read"
     )
     assert found["search"].structured_content["passages"][0]["doc_id"] == ferries
+
+
+def test_a_reader_after_an_admin_on_the_same_server_sees_only_their_documents(
+    server: Server,
+) -> None:
+    # Given bob (an admin) has listed and searched every document on this server
+    everything = _session(server, "bob")
+    assert len(everything["documents"].structured_content["documents"]) == 2
+
+    # When ana, who may read ferries only, searches for what is in bridges
+    found = _session(server, "ana")
+
+    # Then bridges does not exist for her (the library bob's call read was not hers to reuse)
+    ferries = server.ids["ferries"]
+    listed = [d["doc_id"] for d in found["documents"].structured_content["documents"]]
+    assert listed == [ferries]
+    assert {p["doc_id"] for p in found["search"].structured_content["passages"]} == {ferries}
+    assert {c["doc_id"] for c in found["ask"].structured_content["citations"]} <= {ferries}
 
 
 @pytest.mark.parametrize("authorization", [None, "Bearer mallory", "Basic YW5hOg=="])

@@ -18,6 +18,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from docchat.config import Settings
+from docchat.serve.access import NO_MAPPING, cognito_access_for
 from docchat.serve.app import create_app
 from docchat.serve.identity import REQUEST_CONTEXT, cognito_user
 from docchat.serve.mcp_mount import McpMount
@@ -26,6 +27,9 @@ from docchat.wiring.local import guarded_local_app
 from tests.chatkit import ServedApp
 from tests.conftest import WordEmbedder, fresh_python
 from tests.mcpkit import backend_of, ingested
+
+#: Who a request is and what they may do, as the stack without a groups mapping says.
+CLAIMED = cognito_access_for(lambda: NO_MAPPING, cognito_user)
 
 pytestmark = pytest.mark.slow  # two ingested libraries and two uvicorns
 
@@ -51,7 +55,7 @@ class Served:
         local = guarded_local_app(Settings(data_dir=data_dir), lambda: backend, token=TOKEN)
         cloud = create_app(
             lambda: backend,
-            user_of=cognito_user,
+            access_of=CLAIMED,
             sign_in=lambda: SignIn(
                 mode="cognito",
                 region="eu-west-1",
@@ -167,7 +171,9 @@ def test_protected_resource_metadata_names_the_user_pool(served: Served) -> None
 
 
 def test_mcp_outside_the_servers_lifespan_is_a_clear_503(served: Served) -> None:
-    app = create_app(lambda: served.backend, user_of=cognito_user)
+    app = create_app(
+        lambda: served.backend, access_of=cognito_access_for(lambda: NO_MAPPING, cognito_user)
+    )
     client = TestClient(app)  # no `with`: the lifespan does not run
 
     response = client.post("/mcp", json={}, headers={REQUEST_CONTEXT: _context("user-1")})
@@ -183,10 +189,12 @@ def test_mcp_that_cannot_start_is_a_clear_503_and_the_other_routes_go_on(
         raise ImportError("the MCP SDK is missing")
 
     monkeypatch.setattr(McpMount, "_build", broken)
-    app = create_app(lambda: served.backend, user_of=cognito_user)
+    app = create_app(
+        lambda: served.backend, access_of=cognito_access_for(lambda: NO_MAPPING, cognito_user)
+    )
     with TestClient(app) as client:
         response = client.post("/mcp", json={}, headers={REQUEST_CONTEXT: _context("user-1")})
-        health = client.get("/health")
+        health = client.get("/health", headers={REQUEST_CONTEXT: _context("user-1")})
 
     assert response.status_code == 503
     assert "could not start" in response.json()["error"]["message"]
@@ -201,7 +209,10 @@ def test_the_chat_api_imports_the_mcp_sdk_only_when_mcp_is_first_called() -> Non
         "from fastapi.testclient import TestClient\n"
         "from docchat.serve.app import create_app\n"
         "from docchat.serve.identity import cognito_user\n"
-        "app = create_app(lambda: None, user_of=cognito_user)\n"
+        "from docchat.serve.access import NO_MAPPING, cognito_access_for\n"
+        "app = create_app(\n"
+        "    lambda: None, access_of=cognito_access_for(lambda: NO_MAPPING, cognito_user)\n"
+        ")\n"
         "with TestClient(app) as client:\n"
         "    before = 'mcp' in sys.modules\n"
         "    client.post('/mcp', json={})\n"

@@ -27,8 +27,9 @@ from docchat.answer.tools import (
 from docchat.config import Settings
 from docchat.errors import ConfigError
 from docchat.llm import TextDelta, ToolUse, TurnEnd
+from docchat.serve.access import Access
 from docchat.serve.mcp import mcp_server
-from docchat.serve.mcp_tools import AskInput, Caller, page_link
+from docchat.serve.mcp_tools import AskInput, page_link
 from tests.chatkit import ScriptedModel
 from tests.conftest import WordEmbedder
 from tests.mcpkit import WEB_URL, backend_of, ingested
@@ -39,7 +40,7 @@ Session = Callable[[Client], Awaitable[Any]]
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     data_dir = tmp_path_factory.mktemp("mcp") / "data"
-    return data_dir, ingested(data_dir, WordEmbedder())
+    return data_dir, ingested(data_dir, WordEmbedder(), own_collections=True)
 
 
 @pytest.fixture
@@ -54,9 +55,9 @@ def ids(data: tuple[Path, dict[str, str]]) -> dict[str, str]:
     return data[1]
 
 
-def _run(backend: ChatBackend, session: Session, *, caller: Caller | None = None) -> Any:
+def _run(backend: ChatBackend, session: Session, *, caller: Access | None = None) -> Any:
     """`session` run with a client connected to the server over `backend`."""
-    extra = {"default_caller": caller} if caller else {}
+    extra = {"default_access": caller} if caller else {}
     server = mcp_server(lambda: backend, web_url=WEB_URL, **extra)
 
     async def connected() -> Any:
@@ -442,7 +443,7 @@ def test_a_resource_that_cannot_be_read_is_an_error_saying_why(
 def test_a_caller_sees_only_the_documents_they_may_read(
     backend: ChatBackend, ids: dict[str, str]
 ) -> None:
-    ana = Caller(user="ana", doc_ids=frozenset({ids["ferries"]}))
+    ana = Access(user="ana", read=frozenset({"ferries"}))
     bridges = ids["bridges"]
 
     async def session(client: Client) -> dict[str, Any]:
@@ -473,7 +474,7 @@ def test_a_caller_sees_only_the_documents_they_may_read(
 
 
 def test_a_caller_who_may_read_nothing_is_told_so(backend: ChatBackend) -> None:
-    nobody = Caller(user="eve", doc_ids=frozenset())
+    nobody = Access(user="eve")
 
     result = _call(backend, "search", {"query": "ferry"}, caller=nobody)
 

@@ -195,4 +195,3 @@ def test_sentence_vectors_kept_for_other_sentences_are_embedded_again(tmp_path: 
         WordEmbedder().embed_documents(embedder.embedded), abs=1e-3
     )
     index.close()
-

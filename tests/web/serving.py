@@ -19,7 +19,6 @@ from docchat.llm import Message
 from docchat.search.library import Library
 from docchat.serve.access import AccessOf, local_admin
 from docchat.serve.app import SignIn, create_app
-from docchat.serve.identity import UserOf, local_user
 from tests.chatkit import SEARCH, ServedApp, tuned_config
 from tests.conftest import WordEmbedder
 
@@ -47,8 +46,8 @@ class PacedBackend(ChatBackend):
 class LocalServer:
     """uvicorn in a thread over a fresh data directory, taking uploads directly and keeping
     conversations; `sign_in` and `gate` (an ASGI wrapper, such as API Gateway's stand-in) put it
-    behind a sign-in, `user_of` names the caller (as the cloud wiring does) and `access_of`
-    says what they may read and write (a users file's, as `docchat serve --users`)."""
+    behind a sign-in, and `access_of` names the caller and says what they may read and write
+    (a users file's, as `docchat serve --users`, or the claims', as the cloud wiring does)."""
 
     def __init__(
         self,
@@ -56,7 +55,6 @@ class LocalServer:
         *,
         sign_in: Callable[[], SignIn] = SignIn,
         gate: Callable[[Any], Any] = lambda app: app,
-        user_of: UserOf = local_user,
         access_of: AccessOf = local_admin,
     ) -> None:
         settings = Settings(data_dir=data_dir)
@@ -81,7 +79,6 @@ class LocalServer:
             uploads=lambda _: self.uploads,
             sign_in=sign_in,
             conversations=lambda: self.conversations,
-            user_of=user_of,
             access_of=access_of,
         )
         self.served = ServedApp(gate(app))

@@ -21,11 +21,15 @@ from typing import Any
 import httpx
 import pytest
 
+from docchat.serve.access import NO_MAPPING, cognito_access_for
 from docchat.serve.identity import cognito_user
 from tests.pdfgen import make_pdf
 from tests.web.browser import expect
 from tests.web.fake_cognito import FakeCognito, StageGate, served
 from tests.web.serving import LocalServer
+
+#: Who a request is and what they may do, as the stack without a groups mapping says.
+CLAIMED = cognito_access_for(lambda: NO_MAPPING, cognito_user)
 
 DOCCHAT = Path(sys.executable).parent / "docchat"
 ANSWER_TIMEOUT_MS = 30_000
@@ -354,7 +358,7 @@ def stage(tmp_path: Path, cognito: FakeCognito) -> Iterator[str]:
         tmp_path,
         sign_in=lambda: sign_in,
         gate=lambda app: StageGate(app, cognito),
-        user_of=cognito_user,
+        access_of=CLAIMED,
     ) as server:
         cognito.page_url = f"{server.url}v1/"
         yield cognito.page_url

@@ -329,6 +329,9 @@ class Library:
         restricted first, so every search, listing and page read stays inside)."""
         scoped = copy.copy(self)
         scoped.registry = VisibleRegistry(self.registry, visible)
+        # Not the catalog this library kept: it lists what the reader may not see.
+        scoped._revision = scoped.registry.revision
+        scoped._kept = None
         return scoped
 
     def catalog(self) -> Catalog:

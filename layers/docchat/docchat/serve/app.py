@@ -18,7 +18,6 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware import Middleware
-from starlette.requests import Request
 from starlette.routing import Route
 
 from docchat import VERSION
@@ -27,9 +26,7 @@ from docchat.ingest.uploads import MAX_UPLOAD_BYTES
 from docchat.ports import ConversationStore
 from docchat.serve.access import AccessOf, local_admin
 from docchat.serve.errors import Unexpected, install_error_handlers
-from docchat.serve.identity import UserOf, local_user
-from docchat.serve.mcp_mount import McpMount, caller_of_access
-from docchat.serve.mcp_tools import Caller
+from docchat.serve.mcp_mount import McpMount
 from docchat.serve.middleware import BodyLimit, HeadAsGet
 from docchat.serve.observe import RequestIds
 from docchat.serve.routes import ROUTERS
@@ -56,7 +53,6 @@ def create_app(
     files: FilesFactory = local_files,
     sign_in: Callable[[], SignIn] = SignIn,
     conversations: Callable[[], ConversationStore] | None = None,
-    user_of: UserOf = local_user,
     page_origins: Callable[[], Sequence[str]] = no_origins,
     access_of: AccessOf = local_admin,
     model_lifecycle: Callable[[], dict[str, Any]] | None = None,
@@ -71,7 +67,6 @@ def create_app(
         files=files,
         sign_in=sign_in,
         conversations=conversations,
-        user_of=user_of,
         page_origins=page_origins,
         access_of=access_of,
         model_lifecycle=model_lifecycle,
@@ -82,13 +77,7 @@ def create_app(
         "have: split the document",
     )
     state = AppState(parts)
-    by_access = caller_of_access(access_of)
-
-    def mcp_caller(request: Request) -> Caller:
-        user_of(request)  # refuses a caller the API would refuse (401), whatever the access
-        return by_access(request)
-
-    mcp = McpMount(lambda: state.backend, caller_of=mcp_caller)
+    mcp = McpMount(lambda: state.backend, access_of=access_of)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

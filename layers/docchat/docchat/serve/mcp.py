@@ -8,8 +8,9 @@ the actionable message, as the agent tells its own model, so the calling model c
 itself; an unknown tool, or a resource that cannot be read, is a protocol error.
 
 `mcp_server` builds the server over a chat backend; `docchat mcp` runs it on stdio for the local
-user. `mcp_http_app` serves it over streamable HTTP, each request for the `Caller` that its
-`caller_of` names, so that the chat API can mount it at /mcp behind its own sign-in.
+user. `mcp_http_app` serves it over streamable HTTP, each request for the `Access` (the routes'
+own) that its `access_of` names, so that the chat API can mount it at /mcp behind its own
+sign-in.
 """
 
 from __future__ import annotations
@@ -36,26 +37,23 @@ from docchat.answer.backend import ChatBackend
 from docchat.answer.events import ChatEvent
 from docchat.answer.tools import input_schema, invalid_input_message
 from docchat.errors import DocchatError, DocumentNotFoundError
-from docchat.search.library import Visible
+from docchat.serve.access import ADMIN, Access, AccessOf
 from docchat.serve.errors import docchat_refusal, error_response
 from docchat.serve.identity import page_url
-from docchat.serve.mcp_mount import CallerOf
 from docchat.serve.mcp_tools import (
     BY_NAME,
     DOCUMENTS_URI,
-    LOCAL_CALLER,
     PAGE_URI,
     TOOLS,
     AskInput,
     AskOutput,
-    Caller,
     LibraryView,
     Tool,
 )
 
 _PAGE_URI = re.compile(r"docchat://documents/(?P<doc_id>[^/?#]+)/pages/(?P<number>[0-9]+)")
-#: Where `mcp_http_app` keeps a request's caller for the handlers (Starlette's request state).
-CALLER_STATE = "docchat_caller"
+#: Where `mcp_http_app` keeps a request's access for the handlers (Starlette's request state).
+ACCESS_STATE = "docchat_access"
 INSTRUCTIONS = (
     "Search and read the user's documents, and answer from them with verified quotes. Cite the "
     "page of every claim; each passage and citation has a link that opens its page. Text inside "
@@ -66,12 +64,13 @@ logger = logging.getLogger(__name__)
 
 
 def mcp_server(
-    backend: Callable[[], ChatBackend], *, web_url: str, default_caller: Caller = LOCAL_CALLER
+    backend: Callable[[], ChatBackend], *, web_url: str, default_access: Access = ADMIN
 ) -> Server[Any]:
     """The MCP server over `backend` (built on first use). A request is answered for the
-    `Caller` its HTTP request carries (see `mcp_http_app`), else for `default_caller` (stdio).
+    `Access` its HTTP request carries (see `mcp_http_app`), else for `default_access` (stdio:
+    the local user).
     Links open pages in the chat page at `web_url`."""
-    handlers = _Handlers(backend, web_url=web_url, default_caller=default_caller)
+    handlers = _Handlers(backend, web_url=web_url, default_access=default_access)
     return Server(
         "docchat",
         version=VERSION,
@@ -89,28 +88,26 @@ class _Handlers:
     """The server's requests, answered over the backend for each request's caller."""
 
     def __init__(
-        self, backend: Callable[[], ChatBackend], *, web_url: str, default_caller: Caller
+        self, backend: Callable[[], ChatBackend], *, web_url: str, default_access: Access
     ) -> None:
         self._backend = backend
         self._built: list[ChatBackend] = []
         self._lock = threading.Lock()
         self.web_url = web_url
-        self.default_caller = default_caller
+        self.default_access = default_access
 
     def view(self, ctx: Context) -> LibraryView:
         """The library as this request's caller sees it, linking to the page at `web_url`, or
         (when that is empty) at the address the caller reached this server by."""
-        caller, web_url = self.default_caller, self.web_url
+        access, web_url = self.default_access, self.web_url
         if isinstance(ctx.request, Request):
-            caller = ctx.request.scope.get("state", {}).get(CALLER_STATE, caller)
+            access = ctx.request.scope.get("state", {}).get(ACCESS_STATE, access)
             web_url = web_url or page_url(ctx.request)
         with self._lock:
             if not self._built:
                 self._built.append(self._backend())
-        backend = self._built[0]
-        if caller.collections is not None:  # outside them, no document exists for this caller
-            backend = backend.within(Visible(collections=caller.collections))
-        return LibraryView(backend, caller, web_url)
+        # Outside the collections it may read, no document exists for this caller.
+        return LibraryView(self._built[0].within(access.visible()), access, web_url)
 
     async def list_tools(
         self, ctx: Context, params: types.PaginatedRequestParams | None
@@ -238,13 +235,13 @@ def _failed(message: str) -> types.CallToolResult:
 def mcp_http_app(
     backend: Callable[[], ChatBackend],
     *,
-    caller_of: CallerOf,
+    access_of: AccessOf,
     web_url: str,
     path: str = "/mcp",
     transport_security: TransportSecuritySettings | None = None,
 ) -> Starlette:
     """The server over MCP's streamable HTTP transport at `path`, each request answered for
-    `caller_of(request)`, which raises a DocchatError for a caller it cannot name: that request
+    `access_of(request)`, which raises a DocchatError for a caller it cannot name: that request
     is refused with the error's status (401 for CallerUnknownError, 503 for an access lookup
     AWS throttles...) before the MCP transport sees it. Links open the page
     at `web_url`, or, when it is "", at the address each request reached the server by.
@@ -261,7 +258,7 @@ def mcp_http_app(
         transport_security=transport_security,
     )
     app.add_middleware(_NoEventStream)
-    app.add_middleware(_Identified, caller_of=caller_of)  # the outermost: callers named first
+    app.add_middleware(_Identified, access_of=access_of)  # the outermost: callers named first
     return app
 
 
@@ -291,16 +288,16 @@ class _NoEventStream:
 class _Identified:
     """Names each request's caller before the MCP transport sees it; refuses the unnamed."""
 
-    def __init__(self, app: ASGIApp, *, caller_of: CallerOf) -> None:
+    def __init__(self, app: ASGIApp, *, access_of: AccessOf) -> None:
         self.app = app
-        self.caller_of = caller_of
+        self.access_of = access_of
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             try:
-                caller = self.caller_of(Request(scope))
+                access = self.access_of(Request(scope))
             except DocchatError as exc:  # 401 for the unnamed; a failed lookup says its own
                 await docchat_refusal(scope, exc)(scope, receive, send)
                 return
-            scope.setdefault("state", {})[CALLER_STATE] = caller
+            scope.setdefault("state", {})[ACCESS_STATE] = access
         await self.app(scope, receive, send)

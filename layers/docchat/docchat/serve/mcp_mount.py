@@ -17,40 +17,26 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 import anyio
-from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from docchat.answer.backend import ChatBackend
 from docchat.serve.access import AccessOf
 from docchat.serve.errors import error_response
-from docchat.serve.mcp_tools import Caller
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-CallerOf = Callable[[Request], Caller]
 logger = logging.getLogger(__name__)
 
 
-def caller_of_access(access_of: AccessOf) -> CallerOf:
-    """Each request's caller as the API's access names it (a users file, Cognito groups): the
-    MCP tools and resources see the same collections as the routes."""
-
-    def caller_of(request: Request) -> Caller:
-        access = access_of(request)
-        return Caller(user=access.user, collections=access.readable)
-
-    return caller_of
-
-
 class McpMount:
-    """/mcp: each request answered for the caller the API's access names (`caller_of`: the
-    same user and collections as the routes), links to the page the caller reached. Served
+    """/mcp: each request answered for the caller's access as the routes name it (`access_of`: a
+    users file, Cognito groups), links to the page the caller reached. Served
     while `running` (the API's lifespan) is open; outside it /mcp answers 503."""
 
-    def __init__(self, backend: Callable[[], ChatBackend], *, caller_of: CallerOf):
+    def __init__(self, backend: Callable[[], ChatBackend], *, access_of: AccessOf):
         self.backend = backend
-        self.caller_of = caller_of
+        self.access_of = access_of
         self._app: Starlette | None = None
         self._wanted: anyio.Event | None = None
         self._ready: anyio.Event | None = None
@@ -96,7 +82,7 @@ class McpMount:
         security = importlib.import_module("mcp.server.transport_security")
         app: Starlette = served.mcp_http_app(
             self.backend,
-            caller_of=self.caller_of,
+            access_of=self.access_of,
             web_url="",
             # The API's own guard (the local server's Host check, API Gateway in the cloud)
             # decides which names reach it; the SDK's loopback-only default would refuse the

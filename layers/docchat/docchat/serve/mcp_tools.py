@@ -7,9 +7,10 @@ Tools (inputs are the agent's own pydantic models, answer/tools.py, plus `AskInp
   ask             an answer with verified quotes and page citations, written as /chat writes it
                   (by the configured model, or extractively without one)
 
-Each runs for a `Caller`, who sees only the documents its `doc_ids` allow (None: all): search and
-answers filter inside the index, and a document outside them is not found, exactly like one that
-does not exist. The work is plain blocking functions over the chat backend (`LibraryView`).
+Each runs for the caller's `Access` (serve/access.py, the routes' own), over a backend that sees
+only the collections it may read: search and answers filter inside the index, and a document
+outside them is not found, exactly like one that does not exist. The work is plain blocking
+functions over the chat backend (`LibraryView`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from urllib.parse import quote, urlencode
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from docchat.answer.backend import ChatBackend
-from docchat.answer.conversations import LOCAL_USER
 from docchat.answer.events import (
     ChatEvent,
     CitationsEvent,
@@ -44,26 +44,11 @@ from docchat.limits import MAX_DOC_IDS, MAX_MESSAGE_CHARS
 from docchat.models import Chunk, Citation, DocumentRecord, file_name, source_name
 from docchat.search.library import Catalog
 from docchat.search.titles import listed_company, title_years
+from docchat.serve.access import Access
 
 DOCUMENTS_URI = "docchat://documents"
 PAGE_URI = DOCUMENTS_URI + "/{doc_id}/pages/{number}"
 NOT_FOUND_HINT = "list_documents lists the documents you can read"
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is asking, and which documents they may read: those in `collections` (None: every
-    collection) and of them `doc_ids` (None: all). Every tool and resource obeys it."""
-
-    user: str
-    doc_ids: frozenset[str] | None = None
-    collections: frozenset[str] | None = None
-
-    def may_read(self, doc_id: str) -> bool:
-        return self.doc_ids is None or doc_id in self.doc_ids
-
-
-LOCAL_CALLER = Caller(user=LOCAL_USER)
 
 
 # --- what the tools take and return -------------------------------------------------------------
@@ -206,20 +191,21 @@ def page_link(web_url: str, doc_id: str, page: int, *, quote_text: str = "") -> 
 
 @dataclass(frozen=True)
 class LibraryView:
-    """The backend as one caller sees it: the documents it may read, links to the viewer."""
+    """The backend as one caller sees it (`backend` within the collections `access` may read),
+    links to the viewer."""
 
     backend: ChatBackend
-    caller: Caller
+    access: Access
     web_url: str
 
     def catalog(self) -> Catalog:
         """The indexed documents this caller may read."""
-        records = self.backend.library.catalog().records
-        return Catalog({d: r for d, r in records.items() if self.caller.may_read(d)})
+        return self.backend.library.catalog()
 
     def scope(self, asked: Sequence[str] | None, catalog: Catalog) -> list[str] | None:
         """The documents a search or answer may use: those asked for, each of which must be
-        readable, or every readable one (None when the caller may read all)."""
+        readable, or (None) every readable one, of which a caller limited to some
+        collections must have one."""
         if asked:
             unknown = [d for d in dict.fromkeys(asked) if d not in catalog.records]
             if unknown:
@@ -227,11 +213,9 @@ class LibraryView:
                     f"unknown document ids: {', '.join(unknown)}; {NOT_FOUND_HINT}"
                 )
             return list(dict.fromkeys(asked))
-        if self.caller.doc_ids is None:
-            return None
-        if not catalog.records:
+        if self.access.readable is not None and not catalog.records:
             raise DocumentNotFoundError(f"there are no documents you may read: {NOT_FOUND_HINT}")
-        return sorted(catalog.records)
+        return None
 
     def record(self, doc_id: str, catalog: Catalog) -> DocumentRecord:
         record = catalog.records.get(doc_id)

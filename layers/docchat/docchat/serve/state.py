@@ -24,7 +24,6 @@ from docchat.errors import NotOfferedError
 from docchat.models import Scope
 from docchat.ports import ConversationStore, DocumentFiles, Uploads
 from docchat.serve.access import Access, AccessOf, local_admin
-from docchat.serve.identity import UserOf, local_user
 from docchat.serve.policy import page_headers
 
 T = TypeVar("T")
@@ -80,18 +79,17 @@ def no_origins() -> Sequence[str]:
 class Parts:
     """How to build what the app serves. Without `uploads` the documents are read-only;
     `files` says where the viewer reads a PDF (by default the record's own local file); without
-    `conversations` none are saved; `user_of` names the caller whose conversations a request
-    reads and changes; `page_origins` are the other origins the page may fetch from (the
-    documents bucket of presigned uploads and views); `access_of` says which collections the
-    caller may read and write (docchat.serve.access); `model_lifecycle` what Bedrock says of
-    the chat model (ACTIVE or LEGACY), for /health."""
+    `conversations` none are saved; `page_origins` are the other origins the page may fetch
+    from (the documents bucket of presigned uploads and views); `access_of` says who the caller
+    is (whose conversations a request reads and changes) and which collections they may read
+    and write, for the routes and /mcp alike (docchat.serve.access); `model_lifecycle` what
+    Bedrock says of the chat model (ACTIVE or LEGACY), for /health."""
 
     backend: Callable[[], ChatBackend]
     uploads: UploadsFactory | None = None
     files: FilesFactory = local_files
     sign_in: Callable[[], SignIn] = SignIn
     conversations: Callable[[], ConversationStore] | None = None
-    user_of: UserOf = local_user
     page_origins: Callable[[], Sequence[str]] = no_origins
     access_of: AccessOf = local_admin
     # What Bedrock says of the chat model's lifecycle, for /health (None: not on Bedrock).
@@ -180,7 +178,7 @@ class AppState:
 
     def user(self, request: Request) -> str:
         """Who is asking (CallerUnknownError, a 401, when the request does not say)."""
-        return self.parts.user_of(request)
+        return self.access(request).user
 
 
 async def app_state(request: Request) -> AppState:

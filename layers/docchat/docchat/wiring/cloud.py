@@ -296,8 +296,8 @@ def cloud_app() -> FastAPI:
             return []
         return [s3_files(bucket=settings.documents_bucket, region=settings.region).origin]
 
-    user_of = cloud_user_for(settings.api_auth)
-    # Who may read which collections: data in the artifacts bucket (docchat.serve.access).
+    # Who is asking (the authorizer's claims), and which collections they may read: data in
+    # the artifacts bucket (docchat.serve.access).
     groups = GroupsSource(lambda: live.objects, settings.artifacts_bucket)
     return create_app(
         lambda: live.backend,
@@ -305,8 +305,7 @@ def cloud_app() -> FastAPI:
         files=files,
         sign_in=lambda: SignIn.from_settings(settings),
         conversations=lambda: live.conversations,
-        user_of=user_of,
         page_origins=page_origins,
-        access_of=cognito_access_for(groups.mapping, user_of),
+        access_of=cognito_access_for(groups.mapping, cloud_user_for(settings.api_auth)),
         model_lifecycle=model_lifecycle(live),
     )

@@ -202,7 +202,7 @@ def guarded_local_app(
     user whose token a request sends, who sees only their collections."""
     from starlette.middleware import Middleware
 
-    from docchat.serve.access import AccessOf, local_admin
+    from docchat.serve.access import local_admin
     from docchat.serve.app import create_app
     from docchat.serve.guards import LocalGuard
 
@@ -212,12 +212,10 @@ def guarded_local_app(
         token=settings.api_token if token is None else token,
         users=users,
     )
-    access_of: AccessOf = local_admin if users is None else users.access_of
     return create_app(
         backend,
         uploads=uploads or local_uploads_for(settings),
         conversations=lambda: local_conversations(settings),
         middleware=[guard],
-        access_of=access_of,
-        user_of=lambda request: access_of(request).user,
+        access_of=local_admin if users is None else users.access_of,
     )

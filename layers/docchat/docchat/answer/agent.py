@@ -35,6 +35,7 @@ from docchat.llm import Block, Message, TextDelta, ToolResultBlock, ToolUse, Tur
 from docchat.models import Citation
 from docchat.ports import ChatModel
 from docchat.search.library import Library
+from docchat.search.terms import asked
 
 DEFAULT_SYSTEM_PROMPT = """\
 You answer questions about the user's documents, using only what the tools return.
@@ -207,7 +208,9 @@ class ExtractiveAnswerer(Answerer):
     def _answer(
         self, progress: _Progress, messages: Sequence[Message]
     ) -> Generator[ChatEvent, None, list[Citation]]:
-        question = _last_user_text(messages)
+        # What the question asks, without what to write when it does not apply (its words
+        # would pick the sentences that say "useful", "state" and "explain").
+        question = asked(_last_user_text(messages))
         # The search is shown as the model's would be: a `tool_call`, then its `sources`.
         use = ToolUse(id="offline-search", name=SEARCH_DOCUMENTS.name, input={"query": question})
         yield from call_tool(progress.reading, use)

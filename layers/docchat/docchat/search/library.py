@@ -18,7 +18,7 @@ from docchat.search.concepts import hinted, statement_asked, under_statement
 from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.pages import extracted_pages
 from docchat.search.rerank import sentence_similarities
-from docchat.search.terms import terms, years
+from docchat.search.terms import asked, terms, years
 from docchat.search.titles import (
     capitalized,
     company_name,
@@ -362,6 +362,7 @@ class Library:
         year searches the documents whose title names that year (`Catalog.dated`), when any
         does."""
         catalog = self._catalog(catalog)
+        query = asked(query)
         named, rest = catalog.named_in(query, doc_ids)
         if named and not terms(rest) - DOCUMENT_WORDS:
             return SearchResult(self._openings(named, top_k, catalog), reranked=False)

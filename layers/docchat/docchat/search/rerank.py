@@ -26,6 +26,7 @@ import numpy as np
 
 from docchat.models import Chunk, Passage
 from docchat.ports import ChunkStore, Embedder, Reranker, SentenceVectors, Vectors
+from docchat.search.concepts import as_asked
 from docchat.search.hybrid import rescaled
 from docchat.search.sentences import Span, chunk_sentences
 from docchat.search.terms import query_terms, term_weights, terms
@@ -43,6 +44,7 @@ CACHED_CHUNKS = 4_000
 @dataclass(frozen=True)
 class _Sentences:
     starts: list[int]  # each sentence's offset in its chunk's text (`Span.start`)
+    texts: list[str]  # each sentence with its table's header (`Span.with_header`)
     terms: list[set[str]]
     vectors: Vectors
 
@@ -101,18 +103,25 @@ class SentenceReranker:
 
     def _best_sentences(self, query: str, passages: list[_Sentences]) -> list[float]:
         """Per passage, its best sentence's cosine with the query plus `sentence_words` times the
-        weighted share of the query's words in it (0 for a passage without sentences)."""
+        weighted share of the query's words in it (0 for a passage without sentences). A word
+        the sentence holds under another name counts as held (`concepts.as_asked`): a balance
+        sheet's "Total current assets" row holds the "quick ratio" asked about, which the
+        model's cosine alone does not see."""
         wanted = query_terms(query)
-        weight = term_weights(wanted, [t for passage in passages for t in passage.terms])
+        held = [
+            [found | as_asked(query, text) for found, text in zip(p.terms, p.texts, strict=True)]
+            for p in passages
+        ]
+        weight = term_weights(wanted, [t for passage in held for t in passage])
         total = sum(weight.values()) or 1.0
         vector = self._query_vector(query)
         best: list[float] = []
-        for passage in passages:
+        for passage, found_in in zip(passages, held, strict=True):
             cosine = cosines(passage.vectors, vector)
             scores = [
                 float(cosine[k])
                 + self.sentence_words * sum(weight[t] for t in wanted & found) / total
-                for k, found in enumerate(passage.terms)
+                for k, found in enumerate(found_in)
             ]
             best.append(max(scores, default=0.0))
         return best
@@ -141,9 +150,11 @@ class SentenceReranker:
         with self._lock:
             for chunk in missing:
                 vectors = found[chunk.chunk_id]
+                texts = [span.with_header for span in spans[chunk.chunk_id]]
                 self._sentences[chunk.chunk_id] = _Sentences(
                     list(vectors.starts),
-                    [terms(span.with_header) for span in spans[chunk.chunk_id]],
+                    texts,
+                    [terms(text) for text in texts],
                     vectors.vectors,
                 )
             ordered = []

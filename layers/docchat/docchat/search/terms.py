@@ -137,3 +137,22 @@ def years(text: str) -> set[str]:
         if first < last:
             found.update(str(y) for y in range(int(first), int(last) + 1))
     return found
+
+
+# A sentence that tells the answerer what to write when the question does not apply ("If gross
+# margin is not a useful metric for a company like this, then state that and explain why."):
+# "if", no question mark, and a verb of saying as its main clause's first word. It names no
+# fact to find, and its words ("useful", "company", "explain") match any page.
+_SENTENCE = re.compile(r"(?<=[.?!])\s+")
+_INSTRUCTION = re.compile(
+    r"if\b[^?]*?[,;]?\s(?:then\s+)?(?:please\s+)?"
+    r"(?:state|explain|say|answer|indicate|mention|note|write|return|reply|respond)\b[^?]*",
+    re.IGNORECASE,
+)
+
+
+def asked(question: str) -> str:
+    """`question` without the sentences that only tell the answerer what to write when it does
+    not apply; all of it when nothing else is left."""
+    kept = [s for s in _SENTENCE.split(question.strip()) if not _INSTRUCTION.fullmatch(s)]
+    return " ".join(kept) if kept else question

@@ -18,7 +18,6 @@ from docchat.evaluate.qa import verbatim
 from docchat.ingest.filings import filing_title
 from docchat.models import Page
 from docchat.search.library import Library
-from docchat.search.terms import asked
 from tests.unit.test_table_quotes import _ask, _library, _page
 
 
@@ -396,74 +395,3 @@ def test_a_release_of_a_years_results_is_about_the_next_year_too() -> None:
     release = "Johnson & Johnson (JNJ): results for fourth-quarter and full year 2022"
     assert title_years(release) == {"2022", "2023"}
     assert title_years("Johnson & Johnson (JNJ): results for second-quarter 2023") == {"2023"}
-
-
-# How a filing explains its own measures (the wording of many 10-Ks' "Non-GAAP measures"): the
-# words of an instruction to the answerer, and no figure.
-MEASURES = (
-    "# Non-GAAP measures\nManagement believes these metrics are useful to investors and relevant "
-    "to measure the performance of the company; for this company we explain why each metric is "
-    "useful and state the most directly comparable GAAP measure."
-)
-
-
-@pytest.mark.parametrize(
-    "question",
-    [
-        "Does 3M have a healthy liquidity profile based on its quick ratio for FY2018? If the "
-        "quick ratio is not relevant to measure liquidity, please state that and explain why.",
-        "Is 3M's working capital healthy in 2018? If working capital is not a useful or relevant "
-        "metric for this company, then please state that and explain why.",
-    ],
-)
-def test_an_instruction_for_when_a_question_does_not_apply_is_not_what_is_searched(
-    tmp_path: Path, question: str
-) -> None:
-    # Given 3M's filing with its balance sheet, and a page saying why its measures are useful
-    cover, *statements, _ = SHELF["mmm-2018"]
-    pages = _pages([cover, MEASURES, *statements])
-    library = _library(tmp_path, {"mmm-2018": pages}, titles={"mmm-2018": filing_title(pages)})
-
-    # When the question ends with what to write if the measure does not apply
-    found = library.search(question, top_k=3).passages
-
-    # Then the rows the measure is computed from come first, not the page matching the
-    # instruction's words
-    assert "Total current assets" in found[0].chunk.text, found[0].chunk.text
-
-
-@pytest.mark.parametrize(
-    ("sentence", "kept"),
-    [
-        ("If gross margin is not a useful metric for a company like this, then state that.", False),
-        ("If restructuring costs are not explicitly outlined then state 0.", False),
-        ("If no dividend was paid, say so.", False),
-        ("If the company has no debt, answer 0.", False),
-        # A condition of the question itself is part of what is asked
-        ("If we exclude the impact of M&A, which segment has dragged down 3M's growth?", True),
-        ("If the plant closes, what happens to the note?", True),
-    ],
-)
-def test_only_what_a_question_asks_is_searched(sentence: str, kept: bool) -> None:
-    question = f"What was 3M's capital expenditure in 2018? {sentence}"
-
-    assert asked(question) == (question if kept else "What was 3M's capital expenditure in 2018?")
-
-
-def test_a_statement_row_a_measure_is_computed_from_outranks_prose_with_the_measures_word(
-    tmp_path: Path,
-) -> None:
-    # Given 3M's filing with its balance sheet, and a covenant that speaks of "a ratio" in 2018
-    covenant = (
-        "# Credit facilities\nOur credit agreement requires a ratio of consolidated EBITDA to "
-        "interest expense of not less than 3.0 to 1, which we met at the end of 2018."
-    )
-    cover, *statements, _ = SHELF["mmm-2018"]
-    pages = _pages([cover, covenant, *statements])
-    library = _library(tmp_path, {"mmm-2018": pages}, titles={"mmm-2018": filing_title(pages)})
-
-    # When the quick ratio is asked for: no page prints it, the balance sheet prints its parts
-    found = library.search("What was 3M's quick ratio in 2018?", top_k=3).passages
-
-    # Then the reranker counts the rows as holding what was asked (before: the covenant led)
-    assert "Total current assets" in found[0].chunk.text, found[0].chunk.text

@@ -142,6 +142,11 @@ _PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("operating margin", ("operating income", "revenue")),
     ("net profit margin", ("net income", "revenue")),
     ("capex", ("capital expenditure",)),
+    # Capital intensity: capital expenditure against revenue, fixed assets against total assets.
+    (
+        "capital intensive",
+        ("capital expenditure", "property plant and equipment", "total assets", "revenue"),
+    ),
 )
 
 
@@ -172,8 +177,12 @@ class Concept:
 
 
 def _key(text: str) -> tuple[str, ...]:
-    """`text` as its stemmed words, "and" left out ("&" is not a word)."""
-    return tuple(w for w in words(text) if w != "and")
+    """`text` as its stemmed words, "and" left out ("&" is not a word); a hyphen parts words
+    ("capital-intensive" is "capital intensive")."""
+    return tuple(w for w in words(_HYPHENS.sub(" ", text)) if w != "and")
+
+
+_HYPHENS = re.compile(r"[-\u2010\u2011]")
 
 
 def _holds(sequence: tuple[str, ...], key: tuple[str, ...]) -> bool:

@@ -45,6 +45,7 @@ CACHED_CHUNKS = 4_000
 class _Sentences:
     starts: list[int]  # each sentence's offset in its chunk's text (`Span.start`)
     texts: list[str]  # each sentence with its table's header (`Span.with_header`)
+    rows: list[bool]  # whether each is a table row
     terms: list[set[str]]
     vectors: Vectors
 
@@ -123,6 +124,15 @@ class SentenceReranker:
                 + self.sentence_words * sum(weight[t] for t in wanted & found) / total
                 for k, found in enumerate(found_in)
             ]
+            # A table answers a measure with several rows ("EBITDA less capex": operating
+            # profit, depreciation and capital spending): its rows' words count together.
+            rows = [k for k, row in enumerate(passage.rows) if row]
+            if len(rows) > 1:
+                together = set().union(*(found_in[k] for k in rows))
+                scores.append(
+                    max(float(cosine[k]) for k in rows)
+                    + self.sentence_words * sum(weight[t] for t in wanted & together) / total
+                )
             best.append(max(scores, default=0.0))
         return best
 
@@ -154,6 +164,7 @@ class SentenceReranker:
                 self._sentences[chunk.chunk_id] = _Sentences(
                     list(vectors.starts),
                     texts,
+                    [span.table_row for span in spans[chunk.chunk_id]],
                     [terms(text) for text in texts],
                     vectors.vectors,
                 )

@@ -1,0 +1,127 @@
+"""Questions about a measure on a shelf of filings (issue 42): what a question asks is searched,
+not what it tells the answerer to write when it does not apply, and a measure is found in the
+statement rows it is computed from, whatever words the question uses for it. The statements
+are tests/unit/test_shelf.py's, typed from real filings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from docchat.ingest.filings import filing_title
+from docchat.search.concepts import hinted
+from docchat.search.terms import asked
+from tests.unit.test_shelf import SHELF, _pages, _statement
+from tests.unit.test_table_quotes import _library
+
+# How a filing explains its own measures (the wording of many 10-Ks' "Non-GAAP measures"): the
+# words of an instruction to the answerer, and no figure.
+MEASURES = (
+    "# Non-GAAP measures\nManagement believes these metrics are useful to investors and relevant "
+    "to measure the performance of the company; for this company we explain why each metric is "
+    "useful and state the most directly comparable GAAP measure."
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Does 3M have a healthy liquidity profile based on its quick ratio for FY2018? If the "
+        "quick ratio is not relevant to measure liquidity, please state that and explain why.",
+        "Is 3M's working capital healthy in 2018? If working capital is not a useful or relevant "
+        "metric for this company, then please state that and explain why.",
+    ],
+)
+def test_an_instruction_for_when_a_question_does_not_apply_is_not_what_is_searched(
+    tmp_path: Path, question: str
+) -> None:
+    # Given 3M's filing with its balance sheet, and a page saying why its measures are useful
+    cover, *statements, _ = SHELF["mmm-2018"]
+    pages = _pages([cover, MEASURES, *statements])
+    library = _library(tmp_path, {"mmm-2018": pages}, titles={"mmm-2018": filing_title(pages)})
+
+    # When the question ends with what to write if the measure does not apply
+    found = library.search(question, top_k=3).passages
+
+    # Then the rows the measure is computed from come first, not the page matching the
+    # instruction's words
+    assert "Total current assets" in found[0].chunk.text, found[0].chunk.text
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kept"),
+    [
+        ("If gross margin is not a useful metric for a company like this, then state that.", False),
+        ("If restructuring costs are not explicitly outlined then state 0.", False),
+        ("If no dividend was paid, say so.", False),
+        ("If the company has no debt, answer 0.", False),
+        # A condition of the question itself is part of what is asked
+        ("If we exclude the impact of M&A, which segment has dragged down 3M's growth?", True),
+        ("If the plant closes, what happens to the note?", True),
+    ],
+)
+def test_only_what_a_question_asks_is_searched(sentence: str, kept: bool) -> None:
+    question = f"What was 3M's capital expenditure in 2018? {sentence}"
+
+    assert asked(question) == (question if kept else "What was 3M's capital expenditure in 2018?")
+
+
+def test_a_statement_row_a_measure_is_computed_from_outranks_prose_with_the_measures_word(
+    tmp_path: Path,
+) -> None:
+    # Given 3M's filing with its balance sheet, and a covenant that speaks of "a ratio" in 2018
+    covenant = (
+        "# Credit facilities\nOur credit agreement requires a ratio of consolidated EBITDA to "
+        "interest expense of not less than 3.0 to 1, which we met at the end of 2018."
+    )
+    cover, *statements, _ = SHELF["mmm-2018"]
+    pages = _pages([cover, covenant, *statements])
+    library = _library(tmp_path, {"mmm-2018": pages}, titles={"mmm-2018": filing_title(pages)})
+
+    # When the quick ratio is asked for: no page prints it, the balance sheet prints its parts
+    found = library.search("What was 3M's quick ratio in 2018?", top_k=3).passages
+
+    # Then the reranker counts the rows as holding what was asked (before: the covenant led)
+    assert "Total current assets" in found[0].chunk.text, found[0].chunk.text
+
+
+def test_a_measure_computed_from_several_rows_finds_the_table_holding_them(tmp_path: Path) -> None:
+    # Given 3M's cash flows, whose rows hold EBITDA's depreciation and the capital expenditure,
+    # and a sentence that names EBITDA and the year but holds no figure of either
+    cash_flows = _statement(
+        "Consolidated Statement of Cash Flows",
+        "|  | 2018 | 2017 |",
+        [
+            "| Net income including noncontrolling interest | $ 5,363 | $ 4,869 |",
+            "| Depreciation and amortization | 1,488 | 1,544 |",
+            "| Purchases of property, plant and equipment (PP&E) | (1,577) | (1,373) |",
+        ],
+    )
+    release = (
+        "# Non-GAAP measures\nAdjusted EBITDA, which we define as operating income before "
+        "special items, rose in 2018."
+    )
+    pages = _pages([SHELF["mmm-2018"][0], release, cash_flows])
+    library = _library(tmp_path, {"mmm-2018": pages}, titles={"mmm-2018": filing_title(pages)})
+
+    found = library.search("What is 3M's FY2018 EBITDA less capex?", top_k=3).passages
+
+    # Then the table leads: its rows answer together (before: the sentence led, no row alone
+    # holding as much of the question as it does)
+    assert "Depreciation and amortization" in found[0].chunk.text, found[0].chunk.text
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Is 3M a capital-intensive business based on FY2022 data?",
+        "Is Verizon a capital intensive business?",
+        "How high is Boeing's capital intensity?",
+    ],
+)
+def test_capital_intensity_is_searched_by_what_it_is_computed_from(question: str) -> None:
+    searched = hinted(question)
+
+    for printed in ("purchases of property plant and equipment", "total assets", "net sales"):
+        assert printed in searched, searched

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from docchat.ingest.filings import filing_title
-from docchat.search.concepts import hinted
+from docchat.search.concepts import as_asked, hinted
 from docchat.search.terms import asked
 from tests.unit.test_shelf import SHELF, _pages, _statement
-from tests.unit.test_table_quotes import _library
+from tests.unit.test_table_quotes import _ask, _library
 
 # How a filing explains its own measures (the wording of many 10-Ks' "Non-GAAP measures"): the
 # words of an instruction to the answerer, and no figure.
@@ -125,3 +125,46 @@ def test_capital_intensity_is_searched_by_what_it_is_computed_from(question: str
 
     for printed in ("purchases of property plant and equipment", "total assets", "net sales"):
         assert printed in searched, searched
+
+
+@pytest.mark.parametrize(
+    ("question", "figure"),
+    [
+        ("How did Amcor's topline change in 2023?", "14,694"),
+        ("What was Amcor's top-line in 2023?", "14,694"),
+        ("What was Amcor's bottom-line in 2023?", "1,058"),
+    ],
+)
+def test_a_line_item_asked_by_its_jargon_is_answered_from_its_row(
+    tmp_path: Path, question: str, figure: str
+) -> None:
+    # Given Amcor's income statement, which prints "Net sales" and "Net income"
+    pages = _pages(SHELF["amcor-2023"])
+    library = _library(tmp_path, {"amcor": pages}, titles={"amcor": filing_title(pages)})
+
+    # When the question says "topline" or "bottom-line", which no statement prints
+    text, citations = _ask(library, question)
+
+    # Then the row is quoted (before: "do not contain a passage that matches the question")
+    assert citations, text
+    assert figure in citations[0].quote, citations[0].quote
+
+
+def test_jargon_is_not_searched_for() -> None:
+    # "topline" is how questions say revenue, not how pages print it: a rare word in the
+    # keyword search would outweigh the statement's own names
+    assert "topline" not in hinted("What was Verizon's revenue in 2022?").split("?", 1)[1]
+
+
+@pytest.mark.parametrize(
+    ("row", "holds"),
+    [
+        ("| Net sales | $ 14,694 | $ 14,544 |", True),
+        ("| Cost of sales | (11,724) | (11,969) |", False),
+        ("| Total revenues | 66,608 | 62,286 |", True),
+        ("| Cost of revenue | 2,165 | 1,865 |", False),
+    ],
+)
+def test_a_name_inside_another_items_name_is_not_that_item(row: str, holds: bool) -> None:
+    # "sales" in "Cost of sales" is the cost of goods sold, not revenue
+    assert bool(as_asked("What was the company's revenue in 2023?", row)) == holds

@@ -68,7 +68,7 @@ def named_as_asked(span: Span, question: str, wanted: set[str]) -> int:
     if label <= wanted:
         return len(label)
     if label <= wanted | other_names(question):
-        return len((label & wanted) | as_asked(question, cells[0]))
+        return len((label & wanted) | (as_asked(question, cells[0]) & wanted))
     return 0
 
 

@@ -40,7 +40,14 @@ _NAMES: tuple[tuple[str, ...], ...] = (
         "payments for property plant and equipment",
         "acquisition of property plant and equipment",
     ),
-    ("revenue", "net sales", "total revenues", "net revenues", "total net sales", "sales"),
+    (
+        "revenue",
+        "net sales",
+        "total revenues",
+        "net revenues",
+        "total net sales",
+        "sales",
+    ),
     (
         "cost of goods sold",
         "cogs",
@@ -105,6 +112,12 @@ _NAMES: tuple[tuple[str, ...], ...] = (
     ("interest expense", "interest and debt expense"),
     ("total assets", "assets"),
 )
+# What questions call a line item and no statement prints: asked by, never searched for (a
+# rare word in the keyword search would outweigh the statement's own names).
+_JARGON: dict[str, tuple[str, ...]] = {
+    "revenue": ("top-line", "topline"),
+    "net income": ("bottom-line",),
+}
 # Statements, by the headings they are printed under.
 _STATEMENTS: tuple[tuple[str, ...], ...] = (
     (
@@ -193,7 +206,10 @@ def _holds(sequence: tuple[str, ...], key: tuple[str, ...]) -> bool:
 @functools.cache
 def _concepts() -> tuple[Concept, ...]:
     items = {names[0]: tuple(Name.of(n) for n in names) for names in _NAMES}
-    concepts = [Concept(names, names) for names in items.values()]
+    concepts = [
+        Concept((*names, *map(Name.of, _JARGON.get(first, ()))), names)
+        for first, names in items.items()
+    ]
     concepts += [Concept(n, n) for n in (tuple(map(Name.of, names)) for names in _STATEMENTS)]
     for measure, parts in _PARTS:
         printed = tuple(n for part in parts for n in items.get(part, (Name.of(part),)))
@@ -285,9 +301,30 @@ def as_asked(question: str, text: str) -> set[str]:
     held = _key(text)
     found = initialisms_held(question, text) | periods_held(question, text)
     for hint in hints(question):
-        if any(_holds(held, name.key) for name in hint.others):
-            found.update(hint.asked.key)
+        own = {hint.asked.key, *(name.key for name in hint.others)}
+        if any(_names(held, name.key, own) for name in hint.others):
+            # As the question's terms have it, a hyphen joining words or parting them.
+            found.update(hint.asked.key, terms(hint.asked.text))
     return found
+
+
+def _names(held: tuple[str, ...], key: tuple[str, ...], own: set[tuple[str, ...]]) -> bool:
+    """Whether `held` holds `key` other than as part of a longer name of another item (not one of
+    `own`): "sales" in "Cost of sales" is cost of goods sold, not revenue."""
+    n = len(key)
+    for start in range(len(held) - n + 1):
+        if held[start : start + n] != key:
+            continue
+        longer = (k for k in _items() if len(k) > n and k not in own)
+        if not any(_covers(held, k, start, start + n) for k in longer):
+            return True
+    return False
+
+
+def _covers(held: tuple[str, ...], key: tuple[str, ...], start: int, end: int) -> bool:
+    """Whether `key` is held at a place spanning held[start:end]."""
+    first = max(0, end - len(key))
+    return any(held[i : i + len(key)] == key for i in range(first, min(start, len(held)) + 1))
 
 
 # A word written in capitals, two to five letters: an initialism ("PPNE", "SG&A", "R&D").

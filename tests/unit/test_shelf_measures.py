@@ -168,3 +168,34 @@ def test_jargon_is_not_searched_for() -> None:
 def test_a_name_inside_another_items_name_is_not_that_item(row: str, holds: bool) -> None:
     # "sales" in "Cost of sales" is the cost of goods sold, not revenue
     assert bool(as_asked("What was the company's revenue in 2023?", row)) == holds
+
+
+@pytest.mark.parametrize("asked", ["What drove", "What caused", "What explains"])
+def test_a_question_asking_what_drove_a_change_quotes_the_reason_not_the_row(
+    tmp_path: Path, asked: str
+) -> None:
+    # Given a release (typed from Ulta Beauty's for fiscal 2023) with the balance and its reason
+    # in prose, and the cash-flow row of the same change
+    release = [
+        "ULTA BEAUTY ANNOUNCES FOURTH QUARTER AND FISCAL 2023 RESULTS\nBalance Sheet\n"
+        "Merchandise inventories, net at the end of fiscal 2023 totaled $1.8 billion compared to "
+        "$1.6 billion at the end of fiscal 2022. The $104.4 million increase was primarily due to "
+        "the opening of 47 new stores and inventory to support new brand launches.",
+        _statement(
+            "Consolidated Statements of Cash Flows",
+            "|  | Fiscal 2023 | Fiscal 2022 |",
+            [
+                "| Net income | $ 1,242,408 | $ 985,837 |",
+                "| Merchandise inventories | (104,233) | (331,003) |",
+            ],
+        ),
+    ]
+    pages = _pages(release)
+    library = _library(tmp_path, {"ulta": pages}, titles={"ulta": "Ulta Beauty fiscal 2023"})
+
+    question = f"{asked} the increase in Ulta Beauty's merchandise inventories in fiscal 2023?"
+    text, citations = _ask(library, question)
+
+    # Then the reason is quoted first (before: the row, which says how much, not why)
+    assert citations, text
+    assert "47 new stores" in citations[0].quote, citations[0].quote

@@ -22,7 +22,11 @@ _AMOUNT_QUESTION = re.compile(
     r"expenses?|costs?|spending|prices?|amounts?|margins?|cash|assets|liabilities|debts?|"
     r"dividends?|dollars?|euros?|percent(?:age)?|thousands?|millions?|billions?)\b|[$€£¥%]"
 )
-_OTHER = re.compile(r"\W*(?:where|why|who|whom|whose|when)\b")
+# "What drove the increase in inventories?" asks why, however it names an item.
+_OTHER = re.compile(
+    r"\W*(?:where|why|who|whom|whose|when"
+    r"|what (?:drove|drives|caused|causes|explains|led to|contributed to))\b"
+)
 # An amount in a sentence: a currency sign, a percentage, a scale word, or thousands grouped
 # by commas; "2019" alone is a year, not an amount.
 _AMOUNT = re.compile(
@@ -39,7 +43,7 @@ _PARENTHESES = re.compile(r"\([^()]*\)")
 
 def asks_amount(question: str) -> bool:
     """Whether `question` asks for an amount: its words say so, or it names a line item ("What
-    was 3M's PPNE?"); not when it asks where, why, who or when."""
+    was 3M's PPNE?"); not when it asks where, why (what drove, what caused), who or when."""
     folded = question.casefold()
     return (
         _AMOUNT_QUESTION.search(folded) is not None or names_an_item(question)

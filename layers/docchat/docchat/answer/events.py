@@ -10,10 +10,13 @@ tests/web/test_page_events.py fail when the two drift apart.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from docchat.errors import REGISTRY, DocchatError
 from docchat.models import Citation
 
 AnswerMode = Literal["model", "extractive"]
@@ -141,3 +144,38 @@ def event_data(event: ChatEvent) -> dict[str, Any]:
 def sse(event: ChatEvent) -> str:
     """The event as one Server-Sent Event: `event: <type>` and its fields as JSON `data`."""
     return f"event: {event.type}\ndata: {json.dumps(event_data(event), ensure_ascii=False)}\n\n"
+
+
+@dataclass(frozen=True)
+class Collected:
+    """An answer as its events told it: its text, its citations and its `done` event."""
+
+    text: str
+    citations: list[Citation]
+    done: DoneEvent | None
+
+
+def collected(
+    events: Iterable[ChatEvent],
+    *,
+    each: Callable[[ChatEvent], None] | None = None,
+    said: Callable[[str], str] = lambda message: message,
+) -> Collected:
+    """The answer `events` tell, each passed to `each` first (to show it as it comes); an
+    `error` event raises its code's DocchatError with its message as `said` puts it."""
+    text: list[str] = []
+    citations: list[Citation] = []
+    done: DoneEvent | None = None
+    for event in events:
+        if each is not None:
+            each(event)
+        match event:
+            case DeltaEvent():
+                text.append(event.text)
+            case CitationsEvent():
+                citations = event.citations
+            case DoneEvent():
+                done = event
+            case ErrorEvent(code=code, message=message):
+                raise REGISTRY.get(code, DocchatError)(said(message))
+    return Collected(text="".join(text), citations=citations, done=done)

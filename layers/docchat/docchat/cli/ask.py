@@ -9,14 +9,13 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from docchat.answer.events import CitationsEvent, DeltaEvent, ErrorEvent, ToolCallEvent
+from docchat.answer.events import ChatEvent, DeltaEvent, ToolCallEvent, collected
 from docchat.answer.tools import where
 from docchat.cli import common
 from docchat.cli.collections import add_collection_option, visible
 from docchat.cli.common import Commands, Opened, question, require_index, top_k
 from docchat.cli.display import shown
 from docchat.config import Settings
-from docchat.errors import DocchatError
 from docchat.models import Answer, Citation, Passage, source_name
 
 
@@ -56,23 +55,8 @@ def run_ask(args: argparse.Namespace, settings: Settings, opened: Opened) -> int
     backend = backend if scope is None else backend.within(scope)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
     events = backend.agent().run([{"role": "user", "content": text}], doc_ids=doc_ids)
-    written: list[str] = []
-    citations: list[Citation] = []
-    for event in events:
-        match event:
-            case DeltaEvent():
-                written.append(event.text)
-                if not args.json:
-                    sys.stdout.write(event.text)
-                    sys.stdout.flush()
-            case ToolCallEvent() if not args.json:
-                call = escape(f"{event.name} {json.dumps(event.input, ensure_ascii=False)}")
-                common.err.print(f"[dim]{call}[/dim]")
-            case CitationsEvent():
-                citations = event.citations
-            case ErrorEvent():
-                raise DocchatError(event.message)
-    answer = Answer(text="".join(written), citations=citations, mode=backend.mode)
+    told = collected(events, each=None if args.json else _shown)
+    answer = Answer(text=told.text, citations=told.citations, mode=backend.mode)
     if not args.json and not answer.text.endswith("\n"):
         sys.stdout.write("\n")  # the shell's prompt starts on a line of its own
     if args.json:
@@ -80,6 +64,17 @@ def run_ask(args: argparse.Namespace, settings: Settings, opened: Opened) -> int
     else:
         print_sources(answer)
     return 0
+
+
+def _shown(event: ChatEvent) -> None:
+    """The answer's text as it comes, on stdout; its searches, dimmed, on stderr."""
+    match event:
+        case DeltaEvent():
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+        case ToolCallEvent():
+            call = escape(f"{event.name} {json.dumps(event.input, ensure_ascii=False)}")
+            common.err.print(f"[dim]{call}[/dim]")
 
 
 def print_sources(answer: Answer) -> None:

@@ -24,14 +24,7 @@ from urllib.parse import quote, urlencode
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from docchat.answer.backend import ChatBackend
-from docchat.answer.events import (
-    ChatEvent,
-    CitationsEvent,
-    DeltaEvent,
-    DoneEvent,
-    ErrorEvent,
-    RankedPassage,
-)
+from docchat.answer.events import ChatEvent, RankedPassage, collected
 from docchat.answer.tools import (
     MAX_READ_PAGES,
     ListDocumentsInput,
@@ -39,7 +32,7 @@ from docchat.answer.tools import (
     SearchDocumentsInput,
     ToolInput,
 )
-from docchat.errors import DocchatError, DocumentNotFoundError, PageNotFoundError
+from docchat.errors import DocumentNotFoundError, PageNotFoundError
 from docchat.limits import MAX_DOC_IDS, MAX_MESSAGE_CHARS
 from docchat.models import Chunk, Citation, DocumentRecord, file_name, source_name
 from docchat.search.library import Catalog
@@ -314,21 +307,12 @@ class LibraryView:
 
     def collected(self, events: Iterable[ChatEvent]) -> AskOutput:
         """The answer's text, citations and mode, from its events; an `error` event raises."""
-        text: list[str] = []
-        citations: list[Citation] = []
-        mode: Literal["model", "extractive"] = "model" if self.backend.model else "extractive"
-        for event in events:
-            match event:
-                case DeltaEvent():
-                    text.append(event.text)
-                case CitationsEvent():
-                    citations = event.citations
-                case DoneEvent():
-                    mode = event.mode
-                case ErrorEvent():
-                    raise DocchatError(event.message)
+        told = collected(events)
+        mode: Literal["model", "extractive"] = (
+            told.done.mode if told.done else "model" if self.backend.model else "extractive"
+        )
         return AskOutput(
-            answer="".join(text),
+            answer=told.text,
             mode=mode,
             citations=[
                 LinkedCitation(
@@ -336,7 +320,7 @@ class LibraryView:
                     file_name=file_name(c.source),
                     link=self.link(c.doc_id, c.page, c.quote),
                 )
-                for c in citations
+                for c in told.citations
             ],
         )
 

@@ -32,9 +32,9 @@ from docchat.answer.events import (
     DeltaEvent,
     DoneEvent,
     ErrorEvent,
+    collected,
     event_data,
 )
-from docchat.errors import REGISTRY, DocchatError
 from docchat.limits import MAX_DOC_IDS, MAX_MESSAGE_CHARS, MAX_MESSAGES, MAX_TOTAL_CHARS
 from docchat.llm import Message
 from docchat.models import Citation, Scope
@@ -353,24 +353,17 @@ def completion_chunks(
 def completion(events: Iterator[ChatEvent], model: str) -> Completion:
     """The events as one OpenAI chat completion; a failed answer raises its error again (the
     class its code names), whose status the API answers with."""
-    text: list[str] = []
-    citations: list[Citation] = []
-    usage = CompletionUsage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
-    for event in events:
-        match event:
-            case DeltaEvent():
-                text.append(event.text)
-            case CitationsEvent():
-                citations = event.citations
-            case DoneEvent():
-                usage = CompletionUsage.of(event)
-            case ErrorEvent(code=code, message=message):
-                raise REGISTRY.get(code, DocchatError)(f"the answer failed: {message}")
+    told = collected(events, said=lambda message: f"the answer failed: {message}")
+    usage = (
+        CompletionUsage.of(told.done)
+        if told.done
+        else CompletionUsage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
+    )
     return Completion(
         id=f"chatcmpl-{uuid.uuid4().hex}",
         created=int(time.time()),
         model=model,
-        choices=[CompletionChoice(message=AssistantMessage(content="".join(text)))],
+        choices=[CompletionChoice(message=AssistantMessage(content=told.text))],
         usage=usage,
-        citations=citations,
+        citations=told.citations,
     )

@@ -23,9 +23,6 @@ NEVER_IMPORTED = (
     "orjson",
     "xxhash",
 )
-# Local mode only (the terminal UI needs rich, which the layer does not ship): the package and
-# its modules (since f6c90fd the package itself imports without rich, so they are walked).
-LOCAL_ONLY = ("docchat.cli", "docchat.cli.")
 # The Convert function ships the Office and HTML readers itself
 # (functions/convert/requirements.txt).
 CONVERT_ONLY = ("docchat.ingest.formats.",)  # its modules; the package itself needs none
@@ -53,6 +50,15 @@ def test_layer_unzipped_size_is_within_budget(layout: Layout) -> None:
     assert size_mb < LAYER_BUDGET_MB, f"the docchat layer is {size_mb:.0f} MB unzipped"
 
 
+def test_layer_leaves_out_the_command_line_and_the_evaluation(layout: Layout) -> None:
+    # `docchat` and `docchat eval` run locally; no function imports them (the probe below
+    # imports every module the layer has, in the Lambda layout)
+    package = layout.opt / "python" / "docchat"
+    assert (package / "serve").is_dir() and (package / "web" / "index.html").is_file()
+    assert not (package / "cli").exists()
+    assert not (package / "evaluate").exists()
+
+
 def test_layer_leaves_out_what_docchat_never_imports(layout: Layout) -> None:
     python = layout.opt / "python"
     shipped = [name for name in NEVER_IMPORTED if (python / name.replace(".", "/")).exists()]
@@ -62,7 +68,7 @@ def test_layer_leaves_out_what_docchat_never_imports(layout: Layout) -> None:
 def test_layer_every_module_imports_in_the_lambda_layout(layout: Layout) -> None:
     # Given the chat function's task root (fastapi, uvicorn, anthropic) and the layers at /opt
     # When every docchat module is imported with the runtime's Python
-    result = _probe(layout, "chat", PROBE, *LOCAL_ONLY, *CONVERT_ONLY)
+    result = _probe(layout, "chat", PROBE, *CONVERT_ONLY)
 
     # Then all import, and none of the dependencies left out is needed
     assert result.returncode == 0, result.stderr[-3000:]

@@ -35,7 +35,7 @@ demo: $(STAMP)
 test: $(STAMP) $(SAM_STAMP) $(SCAN_STAMP) $(CHROMIUM) $(INSPECTOR_STAMP)
 	$(BIN)/ruff check layers tests bench infra
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 # `sam build` of the whole stack and `sam local invoke` of every function in containers
 # (tests/sam_local, with infra/sam_local): Docker from Debian when absent, its daemon started and

@@ -73,11 +73,22 @@ def examples(full: int) -> int:
     return max(20, full // 5) if _fast_loop else full
 
 
+#: Tests that drive Chromium, and tests that start containers. Docker adds and removes a network
+#: interface for each container, and Chromium fails every request in flight when the host's
+#: interfaces change (net::ERR_NETWORK_CHANGED, https://issues.chromium.org/issues/41465264):
+#: a page whose modules were loading never started (two page tests of one clean-clone `make test`
+#: logged it; two earlier failures looked the same). One xdist group runs them on one worker, one
+#: after another (`--dist loadgroup`, Makefile).
+NETWORK_GROUP = ("tests/web/", "tests/sam_local/")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         path = item.path.resolve().relative_to(REPO).as_posix()
         if path.startswith(SLOW_PATHS):
             item.add_marker(pytest.mark.slow)
+        if path.startswith(NETWORK_GROUP):
+            item.add_marker(pytest.mark.xdist_group("browser-or-containers"))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

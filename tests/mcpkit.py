@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from docchat.adapters.sqlite_index import SqliteIndex
@@ -10,7 +12,10 @@ from docchat.config import Settings
 from docchat.ingest.local import ingest_file
 from docchat.ports import ChatModel, Embedder
 from docchat.search.library import Library
-from tests.chatkit import SEARCH, tuned_config
+from docchat.serve.access import UsersFile
+from docchat.wiring.local import as_served, guarded_local_app, local_backend, open_local
+from tests.chatkit import SEARCH, ServedApp, tuned_config
+from tests.conftest import WordEmbedder
 from tests.pdfgen import make_pdf
 
 WEB_URL = "http://127.0.0.1:8000/"
@@ -85,3 +90,19 @@ def backend_of(data_dir: Path, embedder: Embedder, model: ChatModel | None = Non
     )
     library = Library(index=index, embedder=embedder, registry=index, page_store=index, **SEARCH)
     return ChatBackend(library=library, model=model, config=tuned_config())
+
+
+@contextmanager
+def served_as_docchat_serve(data_dir: Path, users: UsersFile | None = None) -> Iterator[str]:
+    """The app `docchat serve` runs over `data_dir` (its catalog listing what `docchat ingest`
+    is working on: `as_served`), by uvicorn on 127.0.0.1; its base URL, with no trailing slash."""
+    settings = Settings(data_dir=data_dir)
+    local = as_served(settings, open_local(settings, WordEmbedder()))
+    backend = local_backend(settings, local)
+    served = ServedApp(guarded_local_app(settings, lambda: backend, users=users))
+    served.start()
+    try:
+        yield f"http://127.0.0.1:{served.port}"
+    finally:
+        served.stop()
+        local.close()

@@ -11,13 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from docchat.config import Settings
 from docchat.ingest import claims
 from docchat.serve.access import UsersFile, token_sha256
-from docchat.wiring.local import as_served, guarded_local_app, local_backend, open_local
-from tests.chatkit import ServedApp
 from tests.conftest import WordEmbedder
-from tests.mcpkit import ingested
+from tests.mcpkit import ingested, served_as_docchat_serve
 
 USERS = {
     "users": [
@@ -35,17 +32,8 @@ def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     ingested(data_dir, WordEmbedder(), own_collections=True)
     users_path = tmp_path / "users.json"
     users_path.write_text(json.dumps(USERS))
-    settings = Settings(data_dir=data_dir)
-    local = as_served(settings, open_local(settings, WordEmbedder()))
-    backend = local_backend(settings, local)
-    app = guarded_local_app(settings, lambda: backend, users=UsersFile.load(users_path))
-    served = ServedApp(app)
-    served.start()
-    try:
-        yield f"http://127.0.0.1:{served.port}", data_dir
-    finally:
-        served.stop()
-        local.close()
+    with served_as_docchat_serve(data_dir, UsersFile.load(users_path)) as url:
+        yield url, data_dir
 
 
 def _listed(url: str, user: dict[str, str]) -> dict[str, dict[str, object]]:

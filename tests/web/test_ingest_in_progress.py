@@ -11,12 +11,9 @@ from typing import Any
 
 import pytest
 
-from docchat.config import Settings
 from docchat.ingest import claims
-from docchat.wiring.local import as_served, guarded_local_app, local_backend, open_local
-from tests.chatkit import ServedApp
 from tests.conftest import WordEmbedder
-from tests.mcpkit import ingested
+from tests.mcpkit import ingested, served_as_docchat_serve
 from tests.web.browser import expect
 
 NEW_ID = "annual-report-2024-0a1b2c3d"
@@ -26,16 +23,8 @@ NEW_ID = "annual-report-2024-0a1b2c3d"
 def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     data_dir = tmp_path / "data"
     ingested(data_dir, WordEmbedder())
-    settings = Settings(data_dir=data_dir)
-    local = as_served(settings, open_local(settings, WordEmbedder()))
-    backend = local_backend(settings, local)
-    app = ServedApp(guarded_local_app(settings, lambda: backend))
-    app.start()
-    try:
-        yield f"http://127.0.0.1:{app.port}/", data_dir
-    finally:
-        app.stop()
-        local.close()
+    with served_as_docchat_serve(data_dir) as url:
+        yield f"{url}/", data_dir
 
 
 def test_the_page_lists_a_document_being_ingested_at_its_stage(

@@ -40,14 +40,7 @@ _NAMES: tuple[tuple[str, ...], ...] = (
         "payments for property plant and equipment",
         "acquisition of property plant and equipment",
     ),
-    (
-        "revenue",
-        "net sales",
-        "total revenues",
-        "net revenues",
-        "total net sales",
-        "sales",
-    ),
+    ("revenue", "net sales", "total revenues", "net revenues", "total net sales", "sales"),
     (
         "cost of goods sold",
         "cogs",

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from docchat.cli import main
+from docchat.ingest import claims
 from tests.cli.sandbox import DOCCHAT, env
 from tests.pdfgen import make_pdf
 
@@ -88,3 +89,37 @@ def test_two_ingests_into_one_data_directory_index_each_file_once(tmp_path: Path
         )
         assert outcomes == ["indexed", "unchanged"], (n, [o for o, _ in outputs])
     assert any("waiting for the docchat process" in err for _, err in outputs), outputs
+
+
+def test_status_lists_a_document_claimed_while_it_reads_with_its_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an index, and an ingest that claims a new document just after `docchat status`
+    # first reads the claims (CI's failure on bfa0351: listed, but with "ingesting": null)
+    data, folder = tmp_path / "data", tmp_path / "pdfs"
+    folder.mkdir()
+    _pdf(folder / "small.pdf", 1)
+    assert main(["ingest", "--data-dir", str(data), str(folder)]) == 0
+    held: list[claims.Claim] = []
+    read = claims.in_progress
+
+    def claimed_meanwhile(data_dir: Path) -> list[claims.Work]:
+        found = read(data_dir)
+        if not held:
+            held.append(claims.claim_when_free(data_dir, "report-1", source="/f/report.pdf"))
+        return found
+
+    monkeypatch.setattr(claims, "in_progress", claimed_meanwhile)
+
+    # When status lists the documents
+    capsys.readouterr()
+    try:
+        assert main(["status", "--json", "--data-dir", str(data)]) == 0
+    finally:
+        held[0].close()
+    listed = json.loads(capsys.readouterr().out)["documents"]
+
+    # Then a document it lists as being ingested comes with the process at it
+    for document in listed:
+        if document["file_name"] == "report.pdf":
+            assert document["ingesting"] is not None, document

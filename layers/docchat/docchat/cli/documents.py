@@ -341,11 +341,13 @@ def run_status(args: argparse.Namespace, settings: Settings, opened: Opened) -> 
     from docchat.ingest.uploads import interrupted
 
     index = existing_index(settings, opened)
-    working = {w.doc_id: w for w in claims.in_progress(settings.data_dir)}
     # A new document has no record until it is indexed; a new version keeps its old one.
     known = index.documents()
+    # One read of the claims: a claim made between two reads was listed without its progress.
+    works = claims.in_progress(settings.data_dir)
+    working = {w.doc_id: w for w in works}
     ids = {d.doc_id for d in known}
-    listed = claims.with_work(known, settings.data_dir)
+    listed = claims.with_work(known, works)
     documents = within(sorted(listed, key=lambda d: (d.source, d.doc_id)), args)
     indexed = [d for d in documents if d.doc_id in ids]
     stopped = interrupted(settings, indexed) - working.keys()

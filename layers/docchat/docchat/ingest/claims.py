@@ -123,11 +123,12 @@ def claim_when_free(
     return held
 
 
-def with_work(records: Sequence[DocumentRecord], data_dir: Path) -> list[DocumentRecord]:
-    """`records`, and a record for each new document a live process is ingesting into
-    `data_dir` (one `records` lacks: a new version keeps its old record until it is indexed)."""
+def with_work(records: Sequence[DocumentRecord], works: Sequence[Work]) -> list[DocumentRecord]:
+    """`records`, and a record for each new document of `works` (one `records` lacks: a new
+    version keeps its old record until it is indexed). Take `works` from one `in_progress`
+    read, so a claim made meanwhile cannot be listed without its progress."""
     known = {r.doc_id for r in records}
-    return [*records, *(w.record for w in in_progress(data_dir) if w.doc_id not in known)]
+    return [*records, *(w.record for w in works if w.doc_id not in known)]
 
 
 def _claimed(

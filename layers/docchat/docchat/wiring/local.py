@@ -101,7 +101,7 @@ class ListingWork:
         return self.catalog.read_only
 
     def documents(self) -> list[DocumentRecord]:
-        return claims.with_work(self.catalog.documents(), self.data_dir)
+        return claims.with_work(self.catalog.documents(), claims.in_progress(self.data_dir))
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         return self.catalog.document(doc_id)

@@ -8,15 +8,16 @@ from collections.abc import Sequence
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen.canvas import Canvas
 
-SIZES = {"h1": 20, "h2": 15, "h3": 12.5, "body": 10}
+SIZES = {"h1": 20, "h2": 15, "h3": 12.5, "h4": 11, "body": 10}
 FONTS = {
     "h1": "Helvetica-Bold",
     "h2": "Helvetica-Bold",
     "h3": "Helvetica-Bold",
+    "h4": "Helvetica-Bold",
     "body": "Helvetica",
 }
 
-Block = tuple[str, str]  # (kind, text): kind is h1, h2, h3 or body; body text is one line
+Block = tuple[str, str]  # (kind, text): kind is h1 to h4 or body; body text is one line
 
 
 def make_pdf(pages: Sequence[Sequence[Block]], *, title: str = "", outline: bool = False) -> bytes:

@@ -377,3 +377,28 @@ def test_cli_ingest_not_to_a_terminal_prints_a_line_per_document_and_stage(
         "b.pdf: embed (1 chunk)",  # two short pages: one chunk
         "b.pdf: indexed in N s",
     ]
+
+
+def test_ingest_of_a_pdf_with_a_deep_outline_prints_no_library_warning(tmp_path: Path) -> None:
+    # Given a PDF whose outline nests four deep (most 10-Ks' do), headings read to three
+    from tests.cli.sandbox import DOCCHAT, env
+
+    kinds = ("h1", "h2", "h3", "h4")
+    pages = [[(kind, f"Part {n} {kind}") for kind in kinds] + [("body", "Text.")] for n in range(3)]
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    (folder / "deep.pdf").write_bytes(make_pdf(pages, outline=True))
+
+    # When it is ingested as a user runs it
+    result = subprocess.run(
+        [str(DOCCHAT), "ingest", "--data-dir", str(tmp_path / "data"), str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env(),
+        check=False,
+    )
+
+    # Then it is indexed, and pypdfium2's "Maximum recursion depth 3 reached" is not printed
+    assert result.returncode == 0, result.stderr
+    assert "Maximum recursion" not in result.stdout + result.stderr, result.stderr

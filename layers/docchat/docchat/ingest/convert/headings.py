@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import Counter
 
@@ -12,6 +13,17 @@ from docchat.ingest.convert.page import BULLET, CONTROL, MAX_HEADING, Line, Para
 _MAX_OUTLINE_ITEMS = 10_000
 
 _MAX_LEVEL = 3
+
+
+class _DeeperSkipped(logging.Filter):
+    """pypdfium2 warns, on stderr, each time `get_toc` stops at `max_depth` above a deeper
+    entry; we stop there on purpose, so an ingest printed it for most 10-Ks."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Maximum recursion depth")
+
+
+logging.getLogger("pypdfium2._helpers.document").addFilter(_DeeperSkipped())
 
 
 def outline_by_page(

@@ -149,6 +149,7 @@ SHELF: dict[str, list[str]] = {
             [
                 "| Total current assets | 13,709 | 14,277 |",
                 "| Property, plant and equipment — net | 8,738 | 8,866 |",
+                "| Total current liabilities | 7,244 | 7,687 |",
                 "| Total assets | $ 36,500 | $ 37,987 |",
             ],
         ),

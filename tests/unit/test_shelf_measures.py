@@ -199,3 +199,57 @@ def test_a_question_asking_what_drove_a_change_quotes_the_reason_not_the_row(
     # Then the reason is quoted first (before: the row, which says how much, not why)
     assert citations, text
     assert "47 new stores" in citations[0].quote, citations[0].quote
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "holds"),
+    [
+        # Revenue, which many measures are computed from, is not alone any one of them
+        ("Is Adobe's operating margin improving?", "revenue-based metrics over three years", False),
+        ("Is Boeing's gross margin improving?", "| Total revenues | 66,608 | 62,286 |", False),
+        ("What is Pfizer's net profit margin?", "| Revenues | 81,288 | 41,651 |", False),
+        # The item that sets the measure apart holds it; so do two of its items together
+        ("Is Adobe's operating margin improving?", "| Operating income | 6,098 | 5,802 |", True),
+        ("Is Boeing's operating margin improving?", "| Loss from operations | (3,547) |", True),
+        (
+            "Is Amcor's gross margin improving?",
+            "| Net sales | 14,694 |\n| Cost of sales | 11,969 |",
+            True,
+        ),
+        ("Is Best Buy's gross margin stable?", "| Gross profit | 9,912 | 11,640 |", True),
+        # "Operating income" inside "Non-operating income" is another item
+        ("Is Adobe's operating margin improving?", "| Non-operating income, net | (90) |", False),
+    ],
+)
+def test_a_measure_is_held_by_the_items_that_set_it_apart(
+    question: str, text: str, holds: bool
+) -> None:
+    assert ("margin" in as_asked(question, text)) == holds, as_asked(question, text)
+
+
+def test_an_income_statement_outranks_prose_on_revenue_for_a_margin_question(
+    tmp_path: Path,
+) -> None:
+    # Given a filing whose notes speak of revenue and margins, and its income statement
+    notes = (
+        "# Stock-based compensation\nPerformance shares vest on revenue-based financial metrics "
+        "measured over three one-year performance periods; operating targets and margins of "
+        "the plan are set by the committee for fiscal 2022."
+    )
+    income = _statement(
+        "Consolidated Statements of Income",
+        "|  | 2022 | 2021 | 2020 |",
+        [
+            "| Total revenue | 17,606 | 15,785 | 12,868 |",
+            "| Total cost of revenue | 2,165 | 1,865 | 1,722 |",
+            "| Operating income | 6,098 | 5,802 | 4,237 |",
+        ],
+    )
+    cover = SHELF["mmm-2018"][0]
+    pages = _pages([cover, notes, income])
+    library = _library(tmp_path, {"adbe": pages}, titles={"adbe": "Adobe 10-K fiscal 2022"})
+
+    found = library.search("Does Adobe have an improving operating margin in FY2022?", top_k=3)
+
+    # Then the statement leads (before: "revenue" alone counted as the operating margin)
+    assert "Operating income" in found.passages[0].chunk.text, found.passages[0].chunk.text

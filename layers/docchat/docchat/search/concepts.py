@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from docchat.search.terms import stem, terms, words
@@ -55,8 +56,18 @@ _NAMES: tuple[tuple[str, ...], ...] = (
         "selling general administrative",
         "selling and administrative expenses",
     ),
-    ("operating income", "operating profit", "income from operations", "operating earnings"),
+    (
+        "operating income",
+        "operating profit",
+        "income from operations",
+        "operating earnings",
+        "earnings from operations",
+        "operating loss",
+        "loss from operations",
+    ),
     ("net income", "net earnings", "net profit", "net income attributable"),
+    # Not operating income: what "operating income" in "Non-operating income" is part of.
+    ("non operating income", "nonoperating income", "other income expense"),
     (
         "property plant and equipment",
         "pp&e",
@@ -125,7 +136,9 @@ _STATEMENTS: tuple[tuple[str, ...], ...] = (
     ("balance sheet", "statement of financial position", "balance sheets"),
     ("cash flow statement", "statements of cash flows", "statement of cash flow"),
 )
-# Measures computed from line items: what the pages print them from.
+# Measures computed from line items: what the pages print them from. A line item this many
+# of them are computed from (revenue, net income) does not alone hold any one of them.
+SHARED = 4
 _PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("free cash flow", ("operating cash flow", "capital expenditure")),
     ("working capital", ("total current assets", "total current liabilities")),
@@ -144,7 +157,8 @@ _PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("debt to equity", ("long term debt", "shareholders equity")),
     ("effective tax rate", ("income tax expense", "income before income taxes")),
     ("dividend payout ratio", ("dividends paid", "net income")),
-    ("gross margin", ("gross profit", "revenue")),
+    # Gross profit is revenue less the cost of sales, which many statements print instead.
+    ("gross margin", ("gross profit", "revenue", "cost of goods sold")),
     ("operating margin", ("operating income", "revenue")),
     ("net profit margin", ("net income", "revenue")),
     ("capex", ("capital expenditure",)),
@@ -171,10 +185,18 @@ class Name:
 @dataclass(frozen=True)
 class Concept:
     """What a question may name (`asked_as`) and the names the pages may print it under
-    (`printed_as`): the same names for a line item, a measure's parts' for a measure."""
+    (`printed_as`): the same names for a line item, its parts' names for a measure."""
 
     asked_as: tuple[Name, ...]
-    printed_as: tuple[Name, ...]
+    # The names of each part a page prints it by: one part for a line item or a statement,
+    # one per line item a measure is computed from.
+    parts: tuple[tuple[Name, ...], ...]
+    # The parts that alone hold it (`Hint.held`): all but those many measures share.
+    alone: frozenset[int]
+
+    @property
+    def printed_as(self) -> tuple[Name, ...]:
+        return tuple(name for part in self.parts for name in part)
 
     def named_in(self, sequence: tuple[str, ...]) -> Name | None:
         """The longest of the names it is asked by that `sequence` (stemmed words) holds."""
@@ -199,14 +221,19 @@ def _holds(sequence: tuple[str, ...], key: tuple[str, ...]) -> bool:
 @functools.cache
 def _concepts() -> tuple[Concept, ...]:
     items = {names[0]: tuple(Name.of(n) for n in names) for names in _NAMES}
+    one = frozenset({0})
     concepts = [
-        Concept((*names, *map(Name.of, _JARGON.get(first, ()))), names)
+        Concept((*names, *map(Name.of, _JARGON.get(first, ()))), (names,), one)
         for first, names in items.items()
     ]
-    concepts += [Concept(n, n) for n in (tuple(map(Name.of, names)) for names in _STATEMENTS)]
+    concepts += [
+        Concept(n, (n,), one) for n in (tuple(map(Name.of, names)) for names in _STATEMENTS)
+    ]
+    shared = Counter(part for _, parts in _PARTS for part in set(parts))
     for measure, parts in _PARTS:
-        printed = tuple(n for part in parts for n in items.get(part, (Name.of(part),)))
-        concepts.append(Concept((Name.of(measure),), printed))
+        printed = tuple(items.get(part, (Name.of(part),)) for part in parts)
+        alone = frozenset(k for k, part in enumerate(parts) if shared[part] < SHARED)
+        concepts.append(Concept((Name.of(measure),), printed, alone))
     return tuple(concepts)
 
 
@@ -216,6 +243,13 @@ class Hint:
 
     asked: Name
     others: tuple[Name, ...]
+    concept: Concept
+
+    def held(self, named: set[int]) -> bool:
+        """Whether a text naming these of its concept's parts holds it: one that holds it
+        alone, or two ("revenue" alone, which many measures are computed from, is not the
+        "operating margin"; "Operating income", or "Revenue" and "Cost of sales", are)."""
+        return bool(named & self.concept.alone) or len(named) >= 2
 
 
 @functools.lru_cache(maxsize=4096)
@@ -227,7 +261,7 @@ def hints(question: str) -> tuple[Hint, ...]:
         asked = concept.named_in(sequence)
         if asked is not None:
             others = tuple(n for n in concept.printed_as if not _holds(sequence, n.key))
-            found.append(Hint(asked, others))
+            found.append(Hint(asked, others, concept))
     # "fixed asset turnover" names that, not also "asset turnover".
     return tuple(
         h
@@ -288,14 +322,18 @@ def other_names(question: str) -> frozenset[str]:
 
 def as_asked(question: str, text: str) -> set[str]:
     """The question's words (stemmed) that `text` holds under another name: those of "capital
-    expenditure" for a row "Purchases of property, plant and equipment", an initialism the
+    expenditure" for a row "Purchases of property, plant and equipment", those of a measure
+    for two of the line items it is computed from ("operating margin": "Operating income" and
+    "Total revenue", not "revenue" alone), an initialism the
     text spells out ("PPNE": `initialisms_held`) and a period it writes another way ("Q2 of
     FY2024" as "second quarter of fiscal 2024": `periods_held`)."""
     held = _key(text)
     found = initialisms_held(question, text) | periods_held(question, text)
     for hint in hints(question):
-        own = {hint.asked.key, *(name.key for name in hint.others)}
-        if any(_names(held, name.key, own) for name in hint.others):
+        parts = hint.concept.parts
+        own = {hint.asked.key, *(name.key for part in parts for name in part)}
+        named = {k for k, part in enumerate(parts) if any(_names(held, n.key, own) for n in part)}
+        if hint.held(named) and any(_names(held, n.key, own) for n in hint.others):
             # As the question's terms have it, a hyphen joining words or parting them.
             found.update(hint.asked.key, terms(hint.asked.text))
     return found

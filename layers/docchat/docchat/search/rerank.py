@@ -128,7 +128,8 @@ class SentenceReranker:
             # profit, depreciation and capital spending): its rows' words count together.
             rows = [k for k, row in enumerate(passage.rows) if row]
             if len(rows) > 1:
-                together = set().union(*(found_in[k] for k in rows))
+                table = "\n".join(passage.texts[k] for k in rows)
+                together = set().union(*(found_in[k] for k in rows)) | as_asked(query, table)
                 scores.append(
                     max(float(cosine[k]) for k in rows)
                     + self.sentence_words * sum(weight[t] for t in wanted & together) / total

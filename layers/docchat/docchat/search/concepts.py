@@ -323,8 +323,7 @@ def other_names(question: str) -> frozenset[str]:
 def as_asked(question: str, text: str) -> set[str]:
     """The question's words (stemmed) that `text` holds under another name: those of "capital
     expenditure" for a row "Purchases of property, plant and equipment", those of a measure
-    for two of the line items it is computed from ("operating margin": "Operating income" and
-    "Total revenue", not "revenue" alone), an initialism the
+    for the line items it is computed from that hold it (`Hint.held`), an initialism the
     text spells out ("PPNE": `initialisms_held`) and a period it writes another way ("Q2 of
     FY2024" as "second quarter of fiscal 2024": `periods_held`)."""
     held = _key(text)
@@ -332,8 +331,9 @@ def as_asked(question: str, text: str) -> set[str]:
     for hint in hints(question):
         parts = hint.concept.parts
         own = {hint.asked.key, *(name.key for part in parts for name in part)}
-        named = {k for k, part in enumerate(parts) if any(_names(held, n.key, own) for n in part)}
-        if hint.held(named) and any(_names(held, n.key, own) for n in hint.others):
+        printed = {key for key in own if _names(held, key, own)}
+        named = {k for k, part in enumerate(parts) if any(n.key in printed for n in part)}
+        if hint.held(named) and any(n.key in printed for n in hint.others):
             # As the question's terms have it, a hyphen joining words or parting them.
             found.update(hint.asked.key, terms(hint.asked.text))
     return found

@@ -13,15 +13,19 @@ import re
 from docchat.search.concepts import as_asked, names_an_item, other_names
 from docchat.search.sentences import Span, column_names, row_cells
 from docchat.search.terms import terms, years
+from docchat.search.titles import company_name
 
 # Questions that ask for an amount ("How much…?", "What were the total net sales…?", "revenue
-# of…"): the rows and sentences holding an amount for the asked terms are quoted first. One
-# asking where, why, who or when asks for something else ("Where did sales grow?").
+# of…") or a count ("How many stores…?", "the number of employees"): the rows and sentences
+# holding an amount for the asked terms are quoted first. One asking where, why, who or when
+# asks for something else ("Where did sales grow?").
 _AMOUNT_QUESTION = re.compile(
-    r"\b(?:how much|what were|totals?|revenues?|sales|income|earnings|profits?|loss(?:es)?|"
-    r"expenses?|costs?|spending|prices?|amounts?|margins?|cash|assets|liabilities|debts?|"
-    r"dividends?|dollars?|euros?|percent(?:age)?|thousands?|millions?|billions?)\b|[$€£¥%]"
+    r"\b(?:how much|how many|number of|what were|totals?|revenues?|sales|income|earnings|"
+    r"profits?|loss(?:es)?|expenses?|costs?|spending|prices?|amounts?|margins?|cash|assets|"
+    r"liabilities|debts?|dividends?|dollars?|euros?|percent(?:age)?|thousands?|millions?|"
+    r"billions?)\b|[$€£¥%]"
 )
+_COUNT_QUESTION = re.compile(r"\b(?:how many|number of)\b")
 # "What drove the increase in inventories?" asks why, however it names an item.
 _OTHER = re.compile(
     r"\W*(?:where|why|who|whom|whose|when"
@@ -64,11 +68,20 @@ def named_as_asked(span: Span, question: str, wanted: set[str]) -> int:
     """How many of the question's words a table row's label holds, when it holds no other:
     under the names the statement prints too ("Revenue" for "net sales": `concepts.hints`).
     What the label adds in parentheses (an initialism, "(loss)", "(net of tax)") is not its
-    name: "Purchases of property, plant and equipment (PP&E)" names capital expenditure."""
+    name: "Purchases of property, plant and equipment (PP&E)" names capital expenditure.
+
+    The words naming the row's own company name its document, not the row: asked for "the
+    number of Best Buy stores", Best Buy's 10-Q is found by them, and its row "Best Buy" (one
+    brand's stores) is named no more than "Outlet Centers" is; "Best Buy Mobile" is named by
+    "mobile". So a count's table answers with its "Total" row, which names the one thing a
+    question asking how many counts, when no row is named otherwise."""
     cells = row_cells(span.text) if span.table_row else []
     label = (terms(_PARENTHESES.sub(" ", cells[0])) or terms(cells[0])) if cells else set()
+    label -= terms(company_name(span.chunk.title))
     if not label:
         return 0
+    if label == {"total"} and _COUNT_QUESTION.search(question.casefold()):
+        return 1
     if label <= wanted:
         return len(label)
     if label <= wanted | other_names(question):
@@ -79,10 +92,17 @@ def named_as_asked(span: Span, question: str, wanted: set[str]) -> int:
 def year_figures(row: Span, asked: set[str]) -> tuple[str, ...]:
     """The row's cells under the columns whose header names an asked year, each with its
     column's name from that year on ("2019: 280,522", "2007 % Pos: 0.9"); none for empty
-    cells."""
+    cells. None either when a value precedes the first year's column under no name: the years
+    stand over groups of columns whose cells a header of one row does not assign ("| | |
+    Fiscal 2024 | | | Fiscal 2023 | |" over stores at the start, opened, closed and at the end
+    of each year)."""
     cells = row_cells(row.text)
+    names = column_names(row.table_header)
+    first = next((i for i, name in enumerate(names) if years(name) & asked), len(names))
+    if any(cell and not name for name, cell in zip(names[1:first], cells[1:first], strict=False)):
+        return ()
     figures: list[str] = []
-    for name, cell in zip(column_names(row.table_header), cells, strict=False):
+    for name, cell in zip(names, cells, strict=False):
         year = next((y for y in sorted(years(name)) if y in asked), None)
         if year and cell:
             figures.append(f"{name[name.index(year) :]}: {cell}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from docchat.ingest.filings import filing_title
 from docchat.models import Page
 
@@ -74,3 +76,64 @@ def test_filings_a_converted_cover_page_titles_the_document() -> None:
 
     # Then its title names the company, the form and the period
     assert converted.title == "AMAZON.COM, INC. Form 10-K, fiscal year ended December 31, 2019"
+
+
+# Covers as the converter writes them (abridged): Corning's 10-K for 2022 prints "Form 10-K"
+# and its symbol after the column's label; Johnson & Johnson's and PepsiCo's print the symbols
+# column on a line of its own, the notes' symbols after the common stock's, and PepsiCo's
+# exchange column names "The Nasdaq Stock Market LLC".
+COVER_CORNING = """UNITED STATES SECURITIES AND EXCHANGE COMMISSION WASHINGTON, D.C. 20549
+Form 10-K
+☒ ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934
+For the fiscal year ended December 31, 2022 OR
+For the transition period from ___ to ___ Commission file number: 1-3247
+CORNING INCORPORATED (Exact name of registrant as specified in its charter) New York 16-0393470
+Title of each class Common Stock, $0.50 par value per share
+Trading Symbol(s) GLW
+Name of each exchange on which registered New York Stock Exchange (NYSE)"""
+
+COVER_JNJ = """## UNITED STATES SECURITIES AND EXCHANGE COMMISSION Washington, D.C. 20549
+## FORM 10-K
+ANNUAL REPORT PURSUANT TO SECTION 13 OF THE SECURITIES EXCHANGE ACT OF 1934 For the fiscal year \
+ended January 1, 2023 or Transition Report
+# JOHNSON & JOHNSON
+(Exact name of registrant as specified in its charter)
+Title of each class Trading Symbol Name of each exchange on which registered Common Stock, Par \
+Value $1.00 0.650% Notes Due May 2024 5.50% Notes Due November 2024
+JNJ JNJ24C JNJ24BP JNJ28 JNJ35
+New York Stock Exchange New York Stock Exchange New York Stock Exchange"""
+
+COVER_PEPSICO = """UNITED STATES SECURITIES AND EXCHANGE COMMISSION WASHINGTON, D.C. 20549
+# FORM 10-K
+ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934 For the \
+fiscal year ended December 31, 2022
+OR TRANSITION REPORT For the transition period from to Commission file number 1-1183
+PepsiCo, Inc.
+(Exact Name of Registrant as Specified in its Charter)
+Title of each class Trading Symbols Name of each exchange on which registered Common Stock, par \
+value 1-2/3 cents per share 0.250% Senior Notes Due 2024 2.625% Senior Notes Due 2026
+PEP PEP24 PEP26 PEP28a
+The Nasdaq Stock Market LLC The Nasdaq Stock Market LLC The Nasdaq Stock Market LLC
+Table of Contents
+TABLE OF CONTENTS"""
+
+
+@pytest.mark.parametrize(
+    ("cover", "title"),
+    [
+        (
+            COVER_CORNING,
+            "CORNING INCORPORATED (GLW) Form 10-K, fiscal year ended December 31, 2022",
+        ),
+        (COVER_JNJ, "JOHNSON & JOHNSON (JNJ) Form 10-K, fiscal year ended January 1, 2023"),
+        (COVER_PEPSICO, "PepsiCo, Inc. (PEP) Form 10-K, fiscal year ended December 31, 2022"),
+    ],
+)
+def test_filings_a_cover_in_another_layout_names_its_form_symbol_and_period(
+    cover: str, title: str
+) -> None:
+    # Of FinanceBench's 74 filings, Corning's three 10-Ks and American Express's were titled
+    # "CORNING INCORPORATED", "Optical Communications Segment" or "American Express Company"
+    # (no form, no year: "FY2022" could not find them); J&J's had no symbol and PepsiCo's three
+    # were "(LLC)".
+    assert filing_title(_pages(cover, "TABLE OF CONTENTS")) == title

@@ -25,8 +25,9 @@ from itertools import pairwise
 
 from docchat.models import Page
 
+# The form as a cover prints it: "FORM 10-K", or "Form 10-K" (Corning's, American Express's).
 _FORM = re.compile(
-    r"\bFORM\s+(10-K(?:/A)?|10-Q(?:/A)?|8-K(?:/A)?|20-F|40-F|6-K|11-K|S-1|S-4|DEF\s+14A)\b"
+    r"\b(?:FORM|Form)\s+(10-K(?:/A)?|10-Q(?:/A)?|8-K(?:/A)?|20-F|40-F|6-K|11-K|S-1|S-4|DEF\s+14A)\b"
 )
 _REGISTRANT = re.compile(
     r"\(\s*exact name of (?:the )?registrant as specified in (?:its )?charter", re.I
@@ -44,6 +45,14 @@ _SYMBOL = re.compile(
     r"(?:^|[\s|])([A-Z][A-Z0-9]{0,4}(?:\.[A-Z])?)[\s|]+(?:The\s+)?(?:New York Stock Exchange|"
     r"NYSE|Nasdaq|NASDAQ|Chicago Stock Exchange|Toronto Stock Exchange)"
 )
+# A symbol printed after its column's label, ending the line: "Trading Symbol(s) GLW"
+# (Corning's cover).
+_AFTER_LABEL = re.compile(
+    r"(?i:trading symbols?(?:\(s\))?)\s*:?\s+([A-Z][A-Z0-9]{0,4}(?:\.[A-Z])?)$"
+)
+# A line of the symbols column alone, common stock's first: "JNJ JNJ24C JNJ24BP JNJ28",
+# "PEP PEP24 PEP26 PEP28a" (the notes' symbols after it).
+_SYMBOLS_LINE = re.compile(r"[A-Z][A-Z0-9]{0,4}(?:\.[A-Z])?(?:\s+[A-Z][A-Z0-9.]{1,8}[a-z]?)+")
 # "Ulta Beauty, Inc. (NASDAQ: ULTA)": a company named with its listing.
 _LISTED = re.compile(
     r"\(\s*(?:NYSE|NASDAQ|Nasdaq|NYSE American|NYSE MKT|TSX|ASX|LSE|OTC\w*)\s*:\s*"
@@ -109,7 +118,7 @@ def _registrant(lines: list[str]) -> str | None:
         if not found:
             continue
         before = line[: found.start()].strip() or (lines[n - 1] if n else "")
-        name = _BEFORE_NAME.sub("", before).strip()
+        name = _BEFORE_NAME.sub("", before).strip().rstrip(",")
         if 0 < len(name) <= _MAX_NAME:
             return name
     for line, after in pairwise(lines):
@@ -119,15 +128,29 @@ def _registrant(lines: list[str]) -> str | None:
 
 
 def _symbol(lines: list[str]) -> str | None:
-    """The first trading symbol of the cover's securities, listed after "Trading Symbol"."""
+    """The first trading symbol of the cover's securities, listed after "Trading Symbol" (in
+    its column, or after the label on its line)."""
     for n, line in enumerate(lines):
         if "trading symbol" in line.casefold():
+            labelled = _AFTER_LABEL.search(line)
+            if labelled:
+                return labelled.group(1)
             for row in lines[n : n + 8]:
                 found = _SYMBOL.search(row)
                 if found:
                     return found.group(1)
+                if _symbols_line(row):
+                    return row.split()[0]
             return None
     return None
+
+
+def _symbols_line(row: str) -> bool:
+    """Whether `row` is the symbols column alone: the common stock's, then its notes' made
+    from it ("PEP PEP24 PEP26"; "BRK.A BRK.B"), not a heading in capitals ("TABLE OF
+    CONTENTS")."""
+    first, *rest = row.split()
+    return _SYMBOLS_LINE.fullmatch(row) is not None and all(s[:2] == first[:2] for s in rest)
 
 
 def _release(lines: list[str]) -> str | None:

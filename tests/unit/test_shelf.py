@@ -396,3 +396,52 @@ def test_a_release_of_a_years_results_is_about_the_next_year_too() -> None:
     release = "Johnson & Johnson (JNJ): results for fourth-quarter and full year 2022"
     assert title_years(release) == {"2022", "2023"}
     assert title_years("Johnson & Johnson (JNJ): results for second-quarter 2023") == {"2023"}
+
+
+# Filer-status rows of filing covers as conversion extracts them, each in its filing's own check
+# boxes (FinanceBench's pdfs/: Johnson & Johnson 2022, General Mills 2020 in Wingdings 2's
+# private-use glyphs, Nike 2018, Amazon 2017, Coca-Cola 2017).
+FILER_ROWS = [
+    "Large accelerated filer \u2611 Accelerated filer \u2610 Non-accelerated filer \u2610 "
+    "Smaller reporting company \u2610 Emerging growth company \u2610",
+    "Large accelerated filer \uf052 Accelerated filer \uf0a3 Non-accelerated filer \uf0a3 "
+    "Smaller reporting company \uf0a3 Emerging growth company \uf0a3\uf020",
+    "Large accelerated filer \xfe Accelerated filer \xa8 Non-accelerated filer \xa8 "
+    "Smaller reporting company \xa8 Emerging growth company \xa8",
+    "Large accelerated filer x Accelerated filer Non-accelerated filer \xa8",
+    "Large accelerated filer \xfd Accelerated filer o Non-accelerated filer o "
+    "Smaller reporting company o",
+]
+
+
+def test_a_covers_row_of_check_boxes_is_boilerplate_on_any_shelf(tmp_path: Path) -> None:
+    # A single filing: no text recurs across documents, and the cover's boxes are still a form's
+    documents = {"jnj-2022": _pages(SHELF["jnj-2022"][:1])}
+    library = _library(tmp_path, documents, titles={"jnj-2022": "JOHNSON & JOHNSON, Form 10-K"})
+    prose = [
+        "Sales grew 1.3% in 2022, a 2 x 3 grid of o and x aside.",
+        "\uf0b7 Pharmaceutical \uf0b7 MedTech",  # a symbol font's bullets are no boxes
+    ]
+
+    assert library.recurring([*FILER_ROWS, *prose]) == set(FILER_ROWS)
+
+
+def test_a_covers_check_boxes_are_quoted_after_the_evidence(tmp_path: Path) -> None:
+    # Given J&J's cover with its filer-status row, and the year's sales growth
+    # (its Q4 2022 earnings release)
+    cover = f"{SHELF['jnj-2022'][0]}\n{FILER_ROWS[0]}"
+    growth = (
+        "2022 Full-Year reported sales growth of 1.3% to $94.9 Billion primarily driven by "
+        "strong commercial execution partially offset by unfavorable foreign exchange."
+    )
+    documents = {"jnj-2022": _pages([cover, growth])}
+    library = _library(tmp_path, documents, titles={"jnj-2022": "JOHNSON & JOHNSON, Form 10-K"})
+
+    text, citations = _ask(library, "Is Johnson & Johnson a high growth company?")
+
+    # The row holds more of the question's words ("growth company") than the evidence does
+    quotes = [c.quote for c in citations]
+    boxed = [n for n, quote in enumerate(quotes) if "\u2610" in quote]
+    growing = [n for n, quote in enumerate(quotes) if "1.3%" in quote]
+    assert growing, text
+    assert all(growing[0] < n for n in boxed), quotes

@@ -1,6 +1,8 @@
 """Boilerplate: text that recurs nearly verbatim across many documents (an officer's
 certification, a safe-harbour notice, a legend), measured in the index rather than by word
-lists, so that the extractive answer quotes evidence before it."""
+lists, and a form's row of check boxes (a filing cover's "Large accelerated filer ☒
+Accelerated filer ☐ …", which every filing carries in a layout of its own), so that the
+extractive answer quotes evidence before it."""
 
 from __future__ import annotations
 
@@ -18,6 +20,19 @@ BOILERPLATE_PROBE = 12
 BOILERPLATE_WORDS = 12
 BOILERPLATE_SHARE = 0.8
 SHINGLE = 5
+# A form's check box, as filings print them: the box characters (☐ ☑ ☒ □ ⌧), a symbol font's
+# boxes extracted into Unicode's private use area (Wingdings' U+F06F, U+F071, U+F078, U+F0A8,
+# U+F0FB to U+F0FE; Wingdings 2's U+F04F to U+F054 and U+F0A3; not the fonts' bullets), and the
+# letters such a font is often extracted as (þ, ý, ¨) standing alone. A sentence with two or
+# more is a form's row; so is one with one of them and a lone "x" or "o" (Amazon's "Large
+# accelerated filer x … Non-accelerated filer ¨", Coca-Cola's "ý … o"), letters that alone
+# are no box ("2 x 3").
+_CHECK_BOX = re.compile(
+    r"[\u2610-\u2612\u25a1\u2327\uf06f\uf071\uf078\uf0a8\uf0fb-\uf0fe\uf04f-\uf054\uf0a3]"
+    r"|(?<!\S)[þý¨](?!\S)"
+)
+_BOX_LETTER = re.compile(r"(?<!\S)[xXo](?!\S)")
+CHECK_BOXES = 2
 _NOT_WORD = re.compile(r"[\W_]+")
 
 
@@ -26,11 +41,14 @@ def recurring(index: ChunkStore, versions: Mapping[str, str], sentences: Sequenc
     version): held nearly verbatim (BOILERPLATE_SHARE of its runs of SHINGLE words, case and
     punctuation aside; an officer's name differs from one certification to the next) by
     BOILERPLATE_DOCUMENTS documents or more. A keyword search for each sentence, then a look
-    at the documents its best hits are in."""
-    found: set[str] = set()
+    at the documents its best hits are in. A form's row of check boxes (CHECK_BOXES or more)
+    is boilerplate in any shelf: what it asks is the form's, whatever the boxes say."""
+    found = {s for s in sentences if check_boxes(s)}
     if len(versions) < BOILERPLATE_DOCUMENTS:
         return found
     for sentence in dict.fromkeys(sentences):
+        if sentence in found:
+            continue
         wanted = _shingles(sentence)
         if len(wanted) < BOILERPLATE_WORDS:
             continue
@@ -45,6 +63,13 @@ def recurring(index: ChunkStore, versions: Mapping[str, str], sentences: Sequenc
         if len(holding) >= BOILERPLATE_DOCUMENTS:
             found.add(sentence)
     return found
+
+
+def check_boxes(text: str) -> bool:
+    """Whether `text` is a form's row of check boxes (CHECK_BOXES or more, one of them a box
+    character, not a letter)."""
+    boxes = len(_CHECK_BOX.findall(text))
+    return boxes > 0 and boxes + len(_BOX_LETTER.findall(text)) >= CHECK_BOXES
 
 
 def _shingles(text: str) -> set[tuple[str, ...]]:

@@ -399,13 +399,10 @@ def test_a_release_of_a_years_results_is_about_the_next_year_too() -> None:
 
 
 # Filer-status rows of filing covers as conversion extracts them, each in its filing's own check
-# boxes (FinanceBench's pdfs/: Johnson & Johnson 2022, General Mills 2020 in Wingdings 2's
-# private-use glyphs, Nike 2018, Amazon 2017, Coca-Cola 2017).
+# boxes (FinanceBench's pdfs/: Johnson & Johnson 2022, Nike 2018, Amazon 2017, Coca-Cola 2017).
 FILER_ROWS = [
     "Large accelerated filer \u2611 Accelerated filer \u2610 Non-accelerated filer \u2610 "
     "Smaller reporting company \u2610 Emerging growth company \u2610",
-    "Large accelerated filer \uf052 Accelerated filer \uf0a3 Non-accelerated filer \uf0a3 "
-    "Smaller reporting company \uf0a3 Emerging growth company \uf0a3\uf020",
     "Large accelerated filer \xfe Accelerated filer \xa8 Non-accelerated filer \xa8 "
     "Smaller reporting company \xa8 Emerging growth company \xa8",
     "Large accelerated filer x Accelerated filer Non-accelerated filer \xa8",
@@ -421,6 +418,9 @@ def test_a_covers_row_of_check_boxes_is_boilerplate_on_any_shelf(tmp_path: Path)
     prose = [
         "Sales grew 1.3% in 2022, a 2 x 3 grid of o and x aside.",
         "\uf0b7 Pharmaceutical \uf0b7 MedTech",  # a symbol font's bullets are no boxes
+        # nor its Greek letters, though Wingdings 2 boxes in the same codes (COVID-QA's paper
+        # on HeteSim, as extracted)
+        "When the length n of path \uf050 is even, we can split it into \uf050 = \uf04c P P ( )",
     ]
 
     assert library.recurring([*FILER_ROWS, *prose]) == set(FILER_ROWS)

@@ -20,17 +20,15 @@ BOILERPLATE_PROBE = 12
 BOILERPLATE_WORDS = 12
 BOILERPLATE_SHARE = 0.8
 SHINGLE = 5
-# A form's check box, as filings print them: the box characters (☐ ☑ ☒ □ ⌧), a symbol font's
-# boxes extracted into Unicode's private use area (Wingdings' U+F06F, U+F071, U+F078, U+F0A8,
-# U+F0FB to U+F0FE; Wingdings 2's U+F04F to U+F054 and U+F0A3; not the fonts' bullets), and the
-# letters such a font is often extracted as (þ, ý, ¨) standing alone. A sentence with two or
+# A form's check box, as filings print them: the box characters (☐ ☑ ☒ □ ⌧), and the letters a
+# symbol font's boxes are often extracted as (þ, ý, ¨) standing alone. A sentence with two or
 # more is a form's row; so is one with one of them and a lone "x" or "o" (Amazon's "Large
 # accelerated filer x … Non-accelerated filer ¨", Coca-Cola's "ý … o"), letters that alone
-# are no box ("2 x 3").
-_CHECK_BOX = re.compile(
-    r"[\u2610-\u2612\u25a1\u2327\uf06f\uf071\uf078\uf0a8\uf0fb-\uf0fe\uf04f-\uf054\uf0a3]"
-    r"|(?<!\S)[þý¨](?!\S)"
-)
+# are no box ("2 x 3"). A symbol font's glyphs in Unicode's private use area are no sign: the
+# codes Wingdings 2 draws boxes with (U+F04F to U+F054, U+F0A3) are the Symbol font's Greek
+# capitals and "≤" (COVID-QA's HeteSim paper: "the path \uf050 = \uf04c P P"), so General
+# Mills' 2020 cover, boxed in those, is not told by its glyphs.
+_CHECK_BOX = re.compile(r"[\u2610-\u2612\u25a1\u2327]|(?<!\S)[þý¨](?!\S)")
 _BOX_LETTER = re.compile(r"(?<!\S)[xXo](?!\S)")
 CHECK_BOXES = 2
 _NOT_WORD = re.compile(r"[\W_]+")

@@ -263,7 +263,7 @@ def test_a_certification_in_every_filing_is_never_the_first_quote(
 
 def test_boilerplate_is_what_many_documents_hold(shelf: Library) -> None:
     fact = "At the end of fiscal 2023 we operated 982 stores in the U.S. and Canada."
-    assert shelf.recurring([CERTIFICATION, fact]) == {CERTIFICATION}
+    assert shelf.boilerplate([CERTIFICATION, fact]) == {CERTIFICATION}
 
 
 def test_a_shelf_of_two_documents_has_no_boilerplate(tmp_path: Path) -> None:
@@ -271,7 +271,7 @@ def test_a_shelf_of_two_documents_has_no_boilerplate(tmp_path: Path) -> None:
     titles = {d: filing_title(p) or d for d, p in documents.items()}
     library = _library(tmp_path, documents, titles=titles)
 
-    assert library.recurring([CERTIFICATION]) == set()
+    assert library.boilerplate([CERTIFICATION]) == set()
 
 
 def test_a_spreadsheet_row_is_found_by_a_cells_value(tmp_path: Path) -> None:
@@ -423,7 +423,7 @@ def test_a_covers_row_of_check_boxes_is_boilerplate_on_any_shelf(tmp_path: Path)
         "When the length n of path \uf050 is even, we can split it into \uf050 = \uf04c P P ( )",
     ]
 
-    assert library.recurring([*FILER_ROWS, *prose]) == set(FILER_ROWS)
+    assert library.boilerplate([*FILER_ROWS, *prose]) == set(FILER_ROWS)
 
 
 def test_a_covers_check_boxes_are_quoted_after_the_evidence(tmp_path: Path) -> None:

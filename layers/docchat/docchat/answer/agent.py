@@ -221,7 +221,7 @@ class ExtractiveAnswerer(Answerer):
             threshold=self.config.answer_threshold,
             weights=self.config.quote_weights,
             similarity=self.library.sentence_similarities(question, sources),
-            boilerplate=self.library.recurring,
+            boilerplate=self.library.boilerplate,
         )
         citations = [
             citation(

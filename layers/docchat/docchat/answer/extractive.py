@@ -106,7 +106,8 @@ class Quote:
     named: int = 0
     # A quoted row's cells in the columns of the asked years, named: ("2019: 280,522",).
     figures: tuple[str, ...] = ()
-    # Many documents hold it (a certification, a safe-harbour notice): quoted after the rest.
+    # Many documents hold it (a certification, a safe-harbour notice), or it is a form's row of
+    # check boxes: quoted after the rest.
     boilerplate: bool = False
     # A table row holding a value the question names in the column it names: "Which sample
     # has an Alpha of 89?" is answered by that row first.
@@ -201,7 +202,7 @@ def answer_quotes(
     quoted: "It is subject to the following conditions:" says nothing without what follows.
     Near duplicates are dropped and each pick is discounted by its overlap with those already
     chosen. Of the best BOILERPLATE_CHECKED candidates, those `boilerplate` names (text that
-    many documents hold: `Library.recurring`) come after all others.
+    many documents hold, a form's check boxes: `Library.boilerplate`) come after all others.
     """
     asked = _Question.of(question, passages)
     if asked is None or asked.coverage() < threshold:

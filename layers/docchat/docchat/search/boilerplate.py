@@ -34,14 +34,16 @@ CHECK_BOXES = 2
 _NOT_WORD = re.compile(r"[\W_]+")
 
 
-def recurring(index: ChunkStore, versions: Mapping[str, str], sentences: Sequence[str]) -> set[str]:
+def boilerplate(
+    index: ChunkStore, versions: Mapping[str, str], sentences: Sequence[str]
+) -> set[str]:
     """Those of `sentences` that are boilerplate among the documents of `versions` (doc_id ->
     version): held nearly verbatim (BOILERPLATE_SHARE of its runs of SHINGLE words, case and
     punctuation aside; an officer's name differs from one certification to the next) by
     BOILERPLATE_DOCUMENTS documents or more. A keyword search for each sentence, then a look
     at the documents its best hits are in. A form's row of check boxes (CHECK_BOXES or more)
     is boilerplate in any shelf: what it asks is the form's, whatever the boxes say."""
-    found = {s for s in sentences if check_boxes(s)}
+    found = {s for s in sentences if _check_boxes(s)}
     if len(versions) < BOILERPLATE_DOCUMENTS:
         return found
     for sentence in dict.fromkeys(sentences):
@@ -63,7 +65,7 @@ def recurring(index: ChunkStore, versions: Mapping[str, str], sentences: Sequenc
     return found
 
 
-def check_boxes(text: str) -> bool:
+def _check_boxes(text: str) -> bool:
     """Whether `text` is a form's row of check boxes (CHECK_BOXES or more, one of them a box
     character, not a letter)."""
     boxes = len(_CHECK_BOX.findall(text))

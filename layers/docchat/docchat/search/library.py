@@ -13,7 +13,7 @@ from types import MappingProxyType
 from docchat.errors import DocchatError, ReadOnlyStorageError
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
 from docchat.ports import ChunkStore, DocumentCatalog, Embedder, PageStore, Reranker
-from docchat.search.boilerplate import recurring
+from docchat.search.boilerplate import boilerplate
 from docchat.search.concepts import hinted, statement_asked, under_statement
 from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.pages import extracted_pages
@@ -403,10 +403,10 @@ class Library:
         firsts = [c for c in chain.from_iterable(zip_longest(*heads)) if c is not None][:top_k]
         return [Passage(chunk=c, score=1.0 - n / len(firsts)) for n, c in enumerate(firsts)]
 
-    def recurring(self, sentences: Sequence[str], *, catalog: Catalog | None = None) -> set[str]:
+    def boilerplate(self, sentences: Sequence[str], *, catalog: Catalog | None = None) -> set[str]:
         """Those of `sentences` that many of the documents a chat may read hold nearly
-        verbatim (`docchat.search.boilerplate.recurring`)."""
-        return recurring(self.index, self._catalog(catalog).versions(), sentences)
+        verbatim, and a form's rows of check boxes (`docchat.search.boilerplate`)."""
+        return boilerplate(self.index, self._catalog(catalog).versions(), sentences)
 
     def sentence_similarities(
         self, query: str, chunks: Sequence[Chunk]

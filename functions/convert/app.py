@@ -2,12 +2,13 @@
 
 The state machine calls it with the document (DocRef); with cloud OCR, a PDF whose pages need
 OCR comes back with `ocr_ranges` instead of pages, and after the OCR step the state machine
-calls it again with that result (a ConvertResult) to build the pages with the OCR'd lines."""
+calls it again with that result under `after_ocr` (AfterOcr) to build the pages with the OCR'd
+lines."""
 
 from typing import Any
 
 from docchat.ingest.steps import convert, convert_with_ocr
-from docchat.payloads import ConvertResult, DocRef
+from docchat.payloads import CONVERT_CALL, AfterOcr, ConvertResult
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 
@@ -17,11 +18,11 @@ REQUIRED = ("documents_table", "artifacts_bucket")
 
 def _run(event: dict[str, Any]) -> ConvertResult:
     s = services().require(*REQUIRED, entry="the convert function")
-    if "doc" in event:
-        first = ConvertResult.model_validate(event)
+    call = CONVERT_CALL.validate_python(event)
+    if isinstance(call, AfterOcr):
+        first = call.after_ocr
         return convert_with_ocr(first, objects=s.objects, registry=s.registry, settings=s.settings)
-    doc = DocRef.model_validate(event)
-    return convert(doc, objects=s.objects, registry=s.registry, settings=s.settings)
+    return convert(call, objects=s.objects, registry=s.registry, settings=s.settings)
 
 
 handler = step_handler("convert", _run)

@@ -153,3 +153,20 @@ def test_cloud_ocr_failure_marks_the_document_failed_with_its_reason(
         PdfTooLargeError.code,
         "converting the PDF needs more than 2048 MiB of memory: split the document",
     )
+
+
+def test_convert_is_told_which_call_it_is_and_refuses_a_payload_of_neither_shape(
+    pipeline: Pipeline,
+) -> None:
+    # The state machine wraps Convert's second call as {"after_ocr": first result}; a first
+    # result handed over bare (what Convert once guessed from a "doc" key) is neither call.
+    from pydantic import ValidationError
+
+    from tests.functions.conftest import _load_handler
+
+    convert = _load_handler("convert")
+    doc = {"doc_id": "d-1", "version": "v1", "bucket": DOCS_BUCKET, "key": "a.pdf"}
+    bare = {"doc": doc, "title": "a", "pages": 0, "ocr_ranges": [{"pages": [1], "key": "k"}]}
+    with pytest.raises(ValidationError) as refused:
+        convert._run(bare)
+    assert {"doc_id", "after_ocr"} <= {str(e["loc"][-1]) for e in refused.value.errors()}

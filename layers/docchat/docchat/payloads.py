@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Literal
 from urllib.parse import unquote_plus
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, TypeAdapter, field_validator
 
 
 class ObjectRef(BaseModel):
@@ -105,6 +105,18 @@ class ConvertResult(BaseModel):
     pages: int
     pages_key: str = ""
     ocr_ranges: list[OcrRange] = Field(default_factory=list)
+
+
+class AfterOcr(BaseModel):
+    """Convert's second call, after the OCR map: its first call's result (`after_ocr`), whose
+    `ocr_ranges` the OCR step has read. The state machine names the call by this one key, so
+    Convert never guesses which call a payload is from the fields it happens to carry."""
+
+    after_ocr: ConvertResult
+
+
+#: What Convert is called with: the document (its first call) or, after OCR, `AfterOcr`.
+CONVERT_CALL: TypeAdapter[DocRef | AfterOcr] = TypeAdapter(DocRef | AfterOcr)
 
 
 class OcrTask(BaseModel):

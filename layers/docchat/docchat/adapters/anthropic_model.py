@@ -127,20 +127,24 @@ class ClaudeModel:
             system=system, messages=messages, tools=tools, max_tokens=max_tokens
         )
         final: ClaudeMessage | None = None
+        streaming = False
         try:
             with self._client.messages.stream(**request) as events:
                 for event in events:
+                    streaming = True
                     if event.type == "text":
                         yield TextDelta(event.text)
                     elif event.type == "message_stop":
                         final = event.message
+        except anthropic.APIConnectionError as exc:
+            # SDKs from 2.x wrap a connection that breaks mid-stream as they wrap one never made.
+            if not streaming:
+                raise self._error_for(exc) from exc
+            raise self._broke(exc) from exc
         except anthropic.APIError as exc:
             raise self._error_for(exc) from exc
         except httpx2.TransportError as exc:
-            raise ModelUnavailableError(
-                f"the connection to Claude model {self._model_id} broke mid-answer ({exc!r}): "
-                "try again shortly"
-            ) from exc
+            raise self._broke(exc) from exc
         except RuntimeError as exc:
             if "credentials" not in str(exc):
                 raise
@@ -204,6 +208,12 @@ class ClaudeModel:
             stop_reason=str(final.stop_reason),
             input_tokens=usage.input_tokens + cached,
             output_tokens=usage.output_tokens,
+        )
+
+    def _broke(self, exc: Exception) -> ModelUnavailableError:
+        return ModelUnavailableError(
+            f"the connection to Claude model {self._model_id} broke mid-answer ({exc!r}): "
+            "try again shortly"
         )
 
     def _error_for(self, exc: anthropic.APIError) -> ModelError:

@@ -14,7 +14,8 @@ import pytest
 
 from docchat.answer.backend import ChatBackend
 from docchat.llm import TextDelta, ToolUse, TurnEnd
-from docchat.search.library import Catalog, Library, SearchResult
+from docchat.search.catalog import Catalog
+from docchat.search.library import Library, SearchResult
 from tests.api.test_server import Server
 from tests.chatkit import SEARCH, ScriptedModel, library_of, tuned_config
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.models import Chunk, DocStatus, DocumentRecord
-from docchat.search.library import Catalog, Library
+from docchat.search.catalog import Catalog
+from docchat.search.library import Library
 from tests.chatkit import SEARCH
 from tests.conftest import WordEmbedder
 

@@ -20,7 +20,8 @@ from docchat.answer.events import ChatEvent, event_data
 from docchat.llm import TextDelta, ToolUse, TurnEnd
 from docchat.models import Chunk, DocStatus, DocumentRecord
 from docchat.ports import Vectors
-from docchat.search.library import Catalog, Library
+from docchat.search.catalog import Catalog
+from docchat.search.library import Library
 from tests.chatkit import SEARCH, ScriptedModel, tuned_config
 from tests.conftest import WordEmbedder
 

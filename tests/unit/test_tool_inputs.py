@@ -118,7 +118,9 @@ def test_tool_schemas_are_generated_as_the_messages_api_takes_them() -> None:
                 "form": {
                     "type": "string",
                     "maxLength": 20,
-                    "description": 'only filings of this form: "10-K", "10-Q", "8-K"',
+                    "description": (
+                        'only filings of this form: "10-K", "10-Q", "8-K", or "earnings release"'
+                    ),
                 },
             },
             "required": ["query"],

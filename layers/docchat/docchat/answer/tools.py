@@ -35,7 +35,8 @@ from docchat.answer.events import (
 from docchat.errors import DocchatError
 from docchat.llm import ToolResultBlock, ToolSpec, ToolUse
 from docchat.models import Chunk, file_name, source_name
-from docchat.search.library import Catalog, Library
+from docchat.search.catalog import Catalog
+from docchat.search.library import Library
 from docchat.search.titles import about
 
 MAX_READ_PAGES = 5
@@ -62,7 +63,9 @@ class SearchDocumentsInput(ToolInput):
         None, max_length=40, description='only documents about this (fiscal) year: "2022", "FY2022"'
     )
     form: str | None = Field(
-        None, max_length=20, description='only filings of this form: "10-K", "10-Q", "8-K"'
+        None,
+        max_length=20,
+        description='only filings of this form: "10-K", "10-Q", "8-K", or "earnings release"',
     )
 
     def documents(self, catalog: Catalog, allowed: list[str] | None) -> list[str] | None:

@@ -3,33 +3,20 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
-from itertools import chain, pairwise, zip_longest
-from pathlib import PurePosixPath
-from types import MappingProxyType
+from itertools import chain, zip_longest
 
 from docchat.errors import DocchatError, ReadOnlyStorageError
-from docchat.models import Chunk, DocStatus, DocumentRecord, Page, Passage
+from docchat.models import Chunk, DocumentRecord, Page, Passage
 from docchat.ports import ChunkStore, DocumentCatalog, Embedder, PageStore, Reranker
 from docchat.search.boilerplate import boilerplate
+from docchat.search.catalog import Catalog
 from docchat.search.concepts import hinted, statement_asked, under_statement
 from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.pages import extracted_pages
 from docchat.search.rerank import sentence_similarities
-from docchat.search.terms import asked, terms, years
-from docchat.search.titles import (
-    capitalized,
-    company_name,
-    folded,
-    is_form,
-    names_of,
-    period_end,
-    recent_form,
-    symbols_of,
-    title_years,
-)
+from docchat.search.terms import asked, terms
 
 # Passages the reranker sees per passage wanted (the evaluation reranks as many).
 RERANK_POOL = 4
@@ -86,204 +73,6 @@ class VisibleRegistry:
 
     def set_record(self, record: DocumentRecord) -> None:
         raise ReadOnlyStorageError("a reader's view of the documents is read-only")
-
-
-@dataclass(frozen=True)
-class Catalog:
-    """The INDEXED documents, by id, as the registry listed them at one moment.
-
-    A chat sees a chunk only if its document is INDEXED at exactly the chunk's version: the
-    index may still hold chunks of an older version, of a removed document or of a failed run,
-    because OpenSearch Serverless shows deletions to searches only after a delay.
-    """
-
-    records: Mapping[str, DocumentRecord]
-
-    @classmethod
-    def of(cls, records: Iterable[DocumentRecord]) -> Catalog:
-        return cls({r.doc_id: r for r in records if r.status == DocStatus.INDEXED})
-
-    def named_in(self, query: str, doc_ids: Sequence[str] | None = None) -> tuple[list[str], str]:
-        """The documents (of `doc_ids`, when given) whose title or file name `query` spells
-        out, or whose company it names, in the order it names them, and the query without
-        those names. A title or file name must be two words or more ("2007 Instruction
-        1040-NR", "dmca.pdf"): one word is too often just a word. One word names a company
-        when it is written with a capital and, of the companies the titles name ("Amazon.com,
-        Inc. Form 10-K 2019"), is in one company's name only ("Amazon").
-
-        Names are tried in the catalog's order, each on what earlier matches left of the
-        query; only those whose first two words the query still holds are tried at all."""
-        rest = f" {folded(query)} "
-        wanted = None if doc_ids is None else set(doc_ids)
-        found: list[tuple[int, str]] = []
-        tried = (-1, -1)
-        while True:
-            words = rest.split()
-            candidates = [
-                name
-                for pair in set(pairwise(words))
-                for name in self._names.get(pair, ())
-                if name[:2] > tried and (wanted is None or name[3] in wanted) and name[2] in rest
-            ]
-            if not candidates:
-                break
-            order, slot, key, doc_id = min(candidates)
-            found.append((rest.index(key), doc_id))
-            rest = rest.replace(key, " ")
-            tried = (order, slot)
-        named = {doc_id for _, doc_id in found}
-        written = capitalized(query)
-        companies = self._companies if doc_ids is None else self._companies_of(doc_ids)
-        for name, company_docs in companies.items():
-            key = f" {name} "
-            if key in rest and written.issuperset(name.split()):
-                found.extend((rest.index(key), d) for d in company_docs if d not in named)
-                named.update(company_docs)
-                rest = rest.replace(key, " ")
-        return [doc_id for _, doc_id in sorted(found)], rest.strip()
-
-    def dated(self, query: str, doc_ids: Sequence[str] | None = None) -> list[str]:
-        """The documents (of `doc_ids`, when given) whose title names a year that `query`
-        names ("in 2019", "fiscal 2019": "Amazon.com, Inc. Form 10-K, fiscal year ended December
-        31, 2019"), beside every other document still to be searched; none when nothing is
-        passed over. A year chooses among one company's reports: a 10-K holds the two years
-        before its own too, so a title that names another year is passed over only when a title
-        of the same company names the asked year. A title naming no year (an 8-K's cover has no
-        period) or no company, and the other companies' reports, are never passed over: on a
-        shelf of many companies' filings they say nothing of which one a question is about."""
-        asked = years(query)
-        if not asked:
-            return []
-        pool = self._pool(doc_ids)
-        by_company: dict[str, list[str]] = {}
-        for doc_id in pool:
-            by_company.setdefault(self._company[doc_id], []).append(doc_id)
-        passed_over: set[str] = set()
-        for company, documents in by_company.items():
-            named = {d: title_years(self.records[d].title) for d in documents}
-            if company and any(asked & found for found in named.values()):
-                passed_over.update(d for d, found in named.items() if found and not asked & found)
-        return [d for d in pool if d not in passed_over] if passed_over else []
-
-    @cached_property
-    def _names(self) -> dict[tuple[str, str], list[tuple[int, int, str, str]]]:
-        """Each name of two words or more as (record's place, 0 for the title or 1 for the
-        file name, " the name folded ", doc_id), by its first two words."""
-        names: dict[tuple[str, str], list[tuple[int, int, str, str]]] = {}
-        for order, (doc_id, record) in enumerate(self.records.items()):
-            for slot, name in enumerate((record.title, PurePosixPath(record.source).name)):
-                words = folded(name).split()
-                if len(words) >= 2:
-                    entry = (order, slot, f" {' '.join(words)} ", doc_id)
-                    names.setdefault((words[0], words[1]), []).append(entry)
-        return names
-
-    def _pool(self, doc_ids: Sequence[str] | None) -> list[str]:
-        """The catalog's documents, in its order, of `doc_ids` when given."""
-        if doc_ids is None:
-            return list(self.records)
-        wanted = set(doc_ids)
-        return [d for d in self.records if d in wanted]
-
-    @cached_property
-    def _company(self) -> dict[str, str]:
-        """doc_id -> the company its title names ("" for none), read once per catalog: every
-        search that names a year or a latest report groups the documents by it."""
-        return {doc_id: company_name(r.title) for doc_id, r in self.records.items()}
-
-    @cached_property
-    def _companies(self) -> dict[str, list[str]]:
-        """`_companies_of` every document, worked out once per catalog."""
-        return self._companies_of(None)
-
-    def _companies_of(self, doc_ids: Sequence[str] | None) -> dict[str, list[str]]:
-        """Each name that is one company's only, of the companies the titles of `doc_ids` (all
-        when None) name, with that company's documents: a word of its name ("boeing"), its
-        trading symbol ("jnj"), or its initials ("j j" for J&J, "jnj" for JnJ, "jj")."""
-        companies: dict[str, list[str]] = {}
-        symbols: dict[str, set[str]] = {}
-        wanted = None if doc_ids is None else set(doc_ids)
-        for doc_id, record in self.records.items():
-            if wanted is None or doc_id in wanted:
-                company = self._company[doc_id]
-                companies.setdefault(company, []).append(doc_id)
-                symbols.setdefault(company, set()).update(symbols_of(record.title))
-        companies.pop("", None)
-        by_name: dict[str, set[str]] = {}
-        for company in companies:
-            for name in names_of(company.split()) | symbols.get(company, set()):
-                by_name.setdefault(name, set()).add(company)
-        return {
-            name: companies[next(iter(names))] for name, names in by_name.items() if len(names) == 1
-        }
-
-    def latest(self, query: str, doc_ids: Sequence[str] | None = None) -> list[str]:
-        """For a question about "the most recent 10-Q" (or latest annual report, last quarter):
-        of each company's documents (of `doc_ids`, when given), only its report of that kind
-        whose title names the latest date; the documents of no company, or of a company with no
-        such report, beside them. None when the question asks for no most recent report."""
-        kind = recent_form(query)
-        if kind is None:
-            return []
-        pool = self._pool(doc_ids)
-        newest: dict[str, tuple[tuple[int, int, int], str]] = {}
-        for doc_id in pool:
-            title = self.records[doc_id].title
-            company, end = self._company[doc_id], period_end(title)
-            if (
-                company
-                and end
-                and is_form(title, kind)
-                and (company not in newest or end > newest[company][0])
-            ):
-                newest[company] = (end, doc_id)
-        passed_over = {
-            d for d in pool if (company := self._company[d]) in newest and newest[company][1] != d
-        }
-        return [d for d in pool if d not in passed_over] if passed_over else []
-
-    def matching(
-        self,
-        *,
-        company: str | None = None,
-        year: str | None = None,
-        form: str | None = None,
-        doc_ids: Sequence[str] | None = None,
-    ) -> list[str] | None:
-        """The documents (of `doc_ids`, when given) of `company` (its name, a word of it, its
-        trading symbol or initials: "Johnson & Johnson", "JNJ", "J&J"), about `year` ("2022",
-        "FY2022": `title_years`) and of `form` ("10-K"), as their titles say; `doc_ids` as
-        given when no filter is set."""
-        if not (company or year or form):
-            return None if doc_ids is None else list(doc_ids)
-        pool = self._pool(doc_ids)
-        if company:
-            wanted = folded(company)
-            aliases = self._companies
-            pool = [
-                d
-                for d in pool
-                if (name := self._company[d])
-                and (name == wanted or d in aliases.get(wanted, ()) or f" {wanted} " in f" {name} ")
-            ]
-        if year:
-            asked = years(year) or {year}
-            pool = [d for d in pool if asked & title_years(self.records[d].title)]
-        if form:
-            wanted_form = f" form {folded(form)} "
-            pool = [d for d in pool if wanted_form in f" {folded(self.records[d].title)} "]
-        return pool
-
-    def versions(self, doc_ids: Sequence[str] | None = None) -> Mapping[str, str]:
-        """doc_id -> the indexed version, of every document or only of `doc_ids`. Every
-        document's is one mapping per catalog, so that an index can tell it has seen it."""
-        if doc_ids is None:
-            return self._versions
-        return {d: self.records[d].version for d in dict.fromkeys(doc_ids) if d in self.records}
-
-    @cached_property
-    def _versions(self) -> Mapping[str, str]:
-        return MappingProxyType({doc_id: r.version for doc_id, r in self.records.items()})
 
 
 @dataclass(frozen=True)
@@ -359,8 +148,8 @@ class Library:
         A query that names documents by title or file name, or their company, searches those
         documents for the rest of it; when nothing is left but words about the documents as a
         whole ("What is “X” about?"), the answer is where each begins. A query that names a
-        year searches the documents whose title names that year (`Catalog.dated`), when any
-        does."""
+        form, a most recent report or a year searches, of the company's documents, those whose
+        titles name it (`Catalog.formed`, `latest`, `dated`), when any does."""
         catalog = self._catalog(catalog)
         query = asked(query)
         named, rest = catalog.named_in(query, doc_ids)
@@ -368,7 +157,8 @@ class Library:
             return SearchResult(self._openings(named, top_k, catalog), reranked=False)
         if named:
             query, doc_ids = rest, named
-        doc_ids = catalog.latest(query, doc_ids) or catalog.dated(query, doc_ids) or doc_ids
+        for narrowed in (catalog.formed, catalog.latest, catalog.dated):
+            doc_ids = narrowed(query, doc_ids) or doc_ids
         versions = catalog.versions(doc_ids)
         pool = top_k * RERANK_POOL if self.reranker else top_k
         # Twice as many, so that collapsing duplicates still leaves `pool` distinct passages.

@@ -155,12 +155,53 @@ _DATED = re.compile(
     r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (\d{1,2}),? ((?:19|20)\d\d)\b",
     re.IGNORECASE,
 )
-# "the most recent 10-Q", "the latest quarterly report", "last quarter".
+# "the most recent 10-Q", "the latest quarterly report", "last quarter"; a question's forms
+# as written or folded ("10-Q", "10Q", "10 q": the catalog reads what is left of a question
+# after a company's name, folded).
 _RECENT = re.compile(
-    r"\b(?:most recent|latest|last|newest)\s+(?:(10-q|quarter(?:ly)?)|(10-k|annual|year)|"
-    r"(filing|report|8-k|earnings))",
+    r"\b(?:most recent|latest|last|newest)\s+(?:(10[- ]?q|quarter(?:ly)?)|(10[- ]?k|annual|year)|"
+    r"(filing|report|8[- ]?k|earnings))",
     re.IGNORECASE,
 )
+# The form a filing's title names, folded ("... form 10 q, quarterly period ended ...").
+_TITLE_FORM = re.compile(r"\bform (10 k|10 q|8 k|20 f|40 f|6 k|11 k|s 1|s 4|def 14a)\b")
+# A title that is a release's headline: it reports results or earnings ("Boeing Reports
+# Fourth-Quarter Results", "Amcor reports fiscal 2023 results").
+_RESULTS = re.compile(r"\b(?:results|earnings)\b")
+# The forms a question or a filter names: the form's number ("10-K", "10K", "10 k"), or what
+# the form is called ("annual report": a 10-K, or a foreign filer's 20-F or 40-F).
+_ASKED_FORM = re.compile(
+    r"\b(?:(10[- ]?k)|(10[- ]?q)|(8[- ]?k)|(20[- ]?f)|(40[- ]?f)|(annual report)|"
+    r"(quarterly report)|((?:earnings|press|news) release|earnings report))\b",
+    re.IGNORECASE,
+)
+_ASKED = (
+    {"10-K"}, {"10-Q"}, {"8-K"}, {"20-F"}, {"40-F"}, {"10-K", "20-F", "40-F"}, {"10-Q"},
+    {"release"},
+)  # fmt: skip
+RELEASE = "release"
+
+
+def form_of(title: str) -> str:
+    """The form of the filing a title names ("10-K", "10-Q", "8-K", ...), RELEASE for a
+    release's headline that reports results, "" for any other title."""
+    title_folded = folded(title)
+    found = _TITLE_FORM.search(title_folded)
+    if found:
+        return found.group(1).replace(" ", "-", 1).upper()
+    return RELEASE if _RESULTS.search(title_folded) else ""
+
+
+def forms_asked(text: str) -> set[str]:
+    """The forms (as `form_of` names them) a question asks about: "in its 10-K", "the 8k
+    filing", "the Q2 earnings release"; none when it names no form."""
+    return {
+        form
+        for found in _ASKED_FORM.finditer(text)
+        for group, forms in zip(found.groups(), _ASKED, strict=True)
+        if group
+        for form in forms
+    }
 
 
 def period_end(title: str) -> tuple[int, int, int] | None:

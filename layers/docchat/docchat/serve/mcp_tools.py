@@ -35,7 +35,7 @@ from docchat.answer.tools import (
 from docchat.errors import DocumentNotFoundError, PageNotFoundError
 from docchat.limits import MAX_DOC_IDS, MAX_MESSAGE_CHARS
 from docchat.models import Chunk, Citation, DocumentRecord, file_name, source_name
-from docchat.search.library import Catalog
+from docchat.search.catalog import Catalog
 from docchat.search.titles import listed_company, title_years
 from docchat.serve.access import Access
 

@@ -1,0 +1,114 @@
+"""A question's form ("its 10-Q", "the 8-K", "the earnings release", "its most recent 10-Q")
+chooses among the named company's documents, as a year does (issue 42): two companies, each
+with an annual report, two quarterly reports or a release, titled from their covers and
+headlines as ingestion titles them (`docchat.ingest.filings.filing_title`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from docchat.answer.tools import SearchDocumentsInput
+from docchat.ingest.filings import filing_title
+from docchat.search.library import Library
+from tests.unit.test_shelf import _cover, _pages
+from tests.unit.test_table_quotes import _library
+
+BBY = ("BEST BUY CO., INC.", "BBY", "New York Stock Exchange")
+PFE = ("PFIZER INC.", "PFE", "New York Stock Exchange")
+SHELF = {
+    "bby-10k": [
+        _cover("10-K", "fiscal year ended January 28, 2023", *BBY),
+        "Store count. At the end of fiscal 2023 we operated 982 stores in the U.S. and Canada.",
+    ],
+    "bby-10q1": [
+        _cover("10-Q", "quarterly period ended April 29, 2023", *BBY),
+        "Store count. At the end of the first quarter of fiscal 2024 we operated 978 stores in "
+        "the U.S. and Canada.",
+    ],
+    "bby-10q2": [
+        _cover("10-Q", "quarterly period ended July 29, 2023", *BBY),
+        "Store count. At the end of the second quarter of fiscal 2024 we operated 969 stores in "
+        "the U.S. and Canada.",
+    ],
+    "pfe-10k": [
+        _cover("10-K", "fiscal year ended December 31, 2022", *PFE),
+        "Revenues. Total revenues for 2022 were $100,330 million, an increase of 23%.",
+    ],
+    "pfe-10q2": [
+        _cover("10-Q", "quarterly period ended July 2, 2023", *PFE),
+        "Revenues. Total revenues for the second quarter of 2023 were $12,734 million.",
+    ],
+    "pfe-release": [
+        "FOR IMMEDIATE RELEASE\nPfizer Reports Second-Quarter 2023 Results\nNEW YORK, "
+        "August 1, 2023 - Pfizer Inc. (NYSE: PFE) reported financial results.",
+        "Revenues. Second-quarter 2023 revenues were $12.7 billion, down 54% operationally.",
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def shelf(tmp_path_factory: pytest.TempPathFactory) -> Library:
+    documents = {doc_id: _pages(texts) for doc_id, texts in SHELF.items()}
+    titles = {doc_id: filing_title(pages) or doc_id for doc_id, pages in documents.items()}
+    return _library(tmp_path_factory.mktemp("forms"), documents, titles=titles)
+
+
+def _searched(shelf: Library, question: str) -> set[str]:
+    return {p.chunk.doc_id for p in shelf.search(question, top_k=6).passages}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many stores did Best Buy operate according to its most recent 10-Q?",
+        "How many stores did BBY operate according to its latest 10Q?",
+        "How many stores did Best Buy operate at the end of the last quarter?",
+    ],
+)
+def test_the_most_recent_quarterly_report_of_a_named_company_is_its_latest(
+    shelf: Library, question: str
+) -> None:
+    # Before, a question naming the company lost "10-Q" to folding ("10 q") and searched all
+    # three of Best Buy's reports.
+    assert _searched(shelf, question) == {"bby-10q2"}
+
+
+@pytest.mark.parametrize(
+    ("question", "documents"),
+    [
+        ("What were Pfizer's total revenues according to its 10-K?", {"pfe-10k"}),
+        ("What were Pfizer's revenues in its 10Q for the second quarter?", {"pfe-10q2"}),
+        ("What revenues did Pfizer's earnings release report?", {"pfe-release"}),
+        # another company's documents are never passed over for a form
+        ("Revenues and store count in the 10-K", {"bby-10k", "pfe-10k"}),
+    ],
+)
+def test_a_question_naming_a_form_reads_that_companys_documents_of_it(
+    shelf: Library, question: str, documents: set[str]
+) -> None:
+    assert _searched(shelf, question) == documents
+
+
+def test_a_question_naming_no_form_reads_every_report() -> None:
+    from docchat.search.titles import forms_asked
+
+    assert forms_asked("What were Pfizer's revenues in 2023?") == set()
+    assert forms_asked("the 8k filing dated 1st July 2022") == {"8-K"}
+
+
+@pytest.mark.parametrize(
+    ("form", "documents"),
+    [
+        ("10-Q", ["bby-10q1", "bby-10q2", "pfe-10q2"]),
+        ("10-K", ["bby-10k", "pfe-10k"]),
+        ("earnings release", ["pfe-release"]),
+        ("release", ["pfe-release"]),
+        ("8-K", []),
+    ],
+)
+def test_a_models_form_filter_finds_filings_and_releases(
+    shelf: Library, form: str, documents: list[str]
+) -> None:
+    # Before, "earnings release" matched no title: a release's title is its headline.
+    found = SearchDocumentsInput(query="revenues", form=form).documents(shelf.catalog(), None)
+    assert found == documents

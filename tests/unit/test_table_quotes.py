@@ -328,12 +328,46 @@ def test_one_capitalised_word_names_a_company_when_only_one_title_names_it(
 
     assert catalog.named_in("What were Amazon's net sales?") == (["amzn"], "what were s net sales")
     assert catalog.named_in("Did Boeing or Amazon borrow more?")[0] == ["ba", "amzn"]
-    # A word written in lower case is only a word; one in two companies' names names neither
+    # A word written in lower case is only a word
     assert catalog.named_in("what were amazon's net sales?")[0] == []
-    assert catalog.named_in("What did American spend?")[0] == []
     assert catalog.named_in("What did American Express spend?")[0] == ["axp"]
+    assert catalog.ambiguity("What did American Express spend?") == ""
     # Outside the chat's documents a name is only a word
     assert catalog.named_in("What were Amazon's net sales?", ["ba"])[0] == []
+
+
+def test_a_name_two_companies_share_searches_each_and_says_so(tmp_path: Path) -> None:
+    library = _library(
+        tmp_path,
+        {
+            "amzn": [_page(37, AMAZON_PAGE)],
+            "aal": [_page(1, "Passengers flew 200 million miles.")],
+            "axp": [_page(1, "Cardholders spent 1,500 billion dollars.")],
+        },
+        titles={
+            **TITLES,
+            "aal": "American Airlines Group Inc. (AAL) Form 10-K 2019",
+            "axp": "American Express Company (AXP) Form 10-K 2019",
+        },
+    )
+    catalog = library.catalog()
+    question = "How much did American spend in 2019?"
+
+    # Before, a name two companies share named neither: the whole shelf was searched, silently
+    assert catalog.named_in(question)[0] == ["aal", "axp"]
+    said = (
+        "“american” may mean American Airlines (AAL) or American Express (AXP): each was searched"
+    )
+    assert catalog.ambiguity(question).startswith(said)
+    found = library.search(question, top_k=5)
+    assert {p.chunk.doc_id for p in found.passages} == {"aal", "axp"}
+    assert found.scope_note == catalog.ambiguity(question)
+    text, citations = _ask(library, question)
+    assert text.startswith(said), text
+    assert {c.doc_id for c in citations} <= {"aal", "axp"}
+    # A sentence's capital is no name; a possessive is
+    assert catalog.named_in("American spending in 2019?")[0] == []
+    assert catalog.named_in("American's spending in 2019?")[0] == ["aal", "axp"]
 
 
 def test_a_title_that_names_no_company_names_none(tmp_path: Path) -> None:

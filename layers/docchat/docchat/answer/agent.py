@@ -236,6 +236,8 @@ class ExtractiveAnswerer(Answerer):
         ]
         lines = [_quoted(i, q) for i, q in enumerate(quotes, start=1)]
         answer = "\n".join([NOTICE, "", *lines]) if lines else NOT_FOUND
+        if progress.reading.notes:  # which documents were searched, before what they said
+            answer = "\n\n".join([*progress.reading.notes, answer])
         progress.first_token_s = time.monotonic() - progress.started
         for line in answer.splitlines(keepends=True):
             yield DeltaEvent(text=line)

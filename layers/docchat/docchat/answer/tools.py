@@ -104,6 +104,8 @@ class Reading:
     sources: list[Chunk] = field(default_factory=list)
     calls: set[str] = field(default_factory=set)
     retrieval_s: float = 0.0
+    # What the searches said of which documents they searched (`SearchResult.scope_note`).
+    notes: list[str] = field(default_factory=list)
     _catalog: Catalog | None = field(default=None, init=False)
     _index_answered: bool = field(default=False, init=False)
 
@@ -187,9 +189,12 @@ def search_documents(
             for n, p in numbered
         ],
     )
+    said = [found.scope_note] if found.scope_note else []
+    if found.scope_note and found.scope_note not in reading.notes:
+        reading.notes.append(found.scope_note)
     if not numbered:
-        return "No passage matches this query."
-    return "\n\n".join(_passage_text(n, p.chunk) for n, p in numbered)
+        return "\n\n".join([*said, "No passage matches this query."])
+    return "\n\n".join([*said, *(_passage_text(n, p.chunk) for n, p in numbered)])
 
 
 def read_pages(reading: Reading, args: ReadPagesInput) -> Generator[ChatEvent, None, str]:

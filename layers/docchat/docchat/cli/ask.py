@@ -16,7 +16,8 @@ from docchat.cli.collections import add_collection_option, visible
 from docchat.cli.common import Commands, Opened, question, require_index, top_k
 from docchat.cli.display import shown
 from docchat.config import Settings
-from docchat.models import Answer, Citation, Passage, source_name
+from docchat.models import Answer, Citation, source_name
+from docchat.search.library import SearchResult
 
 
 def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> None:
@@ -101,7 +102,10 @@ def print_sources(answer: Answer) -> None:
 
 def run_search(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
     """The best passages for a query, as a list or as JSON."""
-    passages = _retrieve(args, settings, question(args.query, what="search query"), opened)
+    found = _retrieve(args, settings, question(args.query, what="search query"), opened)
+    passages = found.passages
+    if found.scope_note:  # which documents were searched, on stderr: stdout stays the list
+        common.err.print(found.scope_note, markup=False)
     if args.json:
         rows = [
             {
@@ -136,7 +140,7 @@ def run_search(args: argparse.Namespace, settings: Settings, opened: Opened) -> 
 
 def _retrieve(
     args: argparse.Namespace, settings: Settings, query: str, opened: Opened
-) -> list[Passage]:
+) -> SearchResult:
     from docchat.wiring.local import local_library, open_local
 
     require_index(settings)
@@ -146,4 +150,4 @@ def _retrieve(
     scope = visible(args, local.catalog.documents())
     library = library if scope is None else library.within(scope)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
-    return library.search(query, top_k=args.top_k or settings.top_k, doc_ids=doc_ids).passages
+    return library.search(query, top_k=args.top_k or settings.top_k, doc_ids=doc_ids)

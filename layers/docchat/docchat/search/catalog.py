@@ -7,6 +7,7 @@ companies in tests/unit/test_shelf.py, test_periods.py and test_table_quotes.py.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,6 +20,7 @@ from docchat.search.terms import years
 from docchat.search.titles import (
     RELEASE,
     capitalized,
+    company_label,
     company_name,
     folded,
     form_of,
@@ -47,7 +49,9 @@ class Catalog:
     def of(cls, records: Iterable[DocumentRecord]) -> Catalog:
         return cls({r.doc_id: r for r in records if r.status == DocStatus.INDEXED})
 
-    def named_in(self, query: str, doc_ids: Sequence[str] | None = None) -> tuple[list[str], str]:
+    def named_in(
+        self, query: str, doc_ids: Sequence[str] | None = None, *, shared: bool = True
+    ) -> tuple[list[str], str]:
         """The documents (of `doc_ids`, when given) whose title or file name `query` spells
         out, or whose company it names, in the order it names them, and the query without
         those names. A title or file name must be two words or more ("2007 Instruction
@@ -56,7 +60,9 @@ class Catalog:
         Inc. Form 10-K 2019"), is in one company's name only ("Amazon").
 
         Names are tried in the catalog's order, each on what earlier matches left of the
-        query; only those whose first two words the query still holds are tried at all."""
+        query; only those whose first two words the query still holds are tried at all. When
+        nothing else is named, a name several companies share names each of them (`shared`,
+        `ambiguous_in`)."""
         rest = f" {folded(query)} "
         wanted = None if doc_ids is None else set(doc_ids)
         found: list[tuple[int, str]] = []
@@ -84,7 +90,50 @@ class Catalog:
                 found.extend((rest.index(key), d) for d in company_docs if d not in named)
                 named.update(company_docs)
                 rest = rest.replace(key, " ")
+        if shared and not named:
+            for name, companies in self.ambiguous_in(query, doc_ids).items():
+                key = f" {name} "
+                found.extend((rest.index(key), d) for docs in companies.values() for d in docs)
+                rest = rest.replace(key, " ")
         return [doc_id for _, doc_id in sorted(found)], rest.strip()
+
+    def ambiguous_in(
+        self, query: str, doc_ids: Sequence[str] | None = None
+    ) -> dict[str, dict[str, list[str]]]:
+        """The words of `query` that name a company only as one of several ("American" on a
+        shelf of American Airlines and American Express), each with those companies (their
+        names as titles print them) and their documents: a question naming no company by a
+        name of its own searches each such company's documents (`named_in`), and says so. A
+        word counts as a company's name written with a capital, as `named_in` reads one; the
+        question's first word only as a possessive ("United's"), since a sentence starts with a
+        capital whatever its first word is."""
+        rest = f" {folded(query)} "
+        written = capitalized(query)
+        first, *_ = query.split() or [""]
+        opening = "" if re.search(r"['\u2019]s\W*$", first) else folded(first)
+        wanted = None if doc_ids is None else set(doc_ids)
+        shared: dict[str, dict[str, list[str]]] = {}
+        for name, companies in self._shared_names.items():
+            if f" {name} " not in rest or not written.issuperset(name.split()) or name == opening:
+                continue
+            for company, docs in companies.items():
+                kept = [d for d in docs if wanted is None or d in wanted]
+                if kept:
+                    shared.setdefault(name, {})[company] = kept
+        return {name: companies for name, companies in shared.items() if len(companies) > 1}
+
+    def ambiguity(self, query: str, doc_ids: Sequence[str] | None = None) -> str:
+        """What to tell the person when `query` names a company only by a name several share
+        (`ambiguous_in`): which companies it may mean, each of which was searched; "" when it
+        names none so, or names a company by a name of its own as well."""
+        if self.named_in(query, doc_ids, shared=False)[0]:
+            return ""
+        notes = [
+            f"“{name}” may mean {_listed(sorted(companies))}: each was searched; name the "
+            "company in full (or by its ticker) to search one."
+            for name, companies in self.ambiguous_in(query, doc_ids).items()
+        ]
+        return " ".join(notes)
 
     def dated(self, query: str, doc_ids: Sequence[str] | None = None) -> list[str]:
         """The documents (of `doc_ids`, when given) whose title names a year that `query`
@@ -157,6 +206,22 @@ class Catalog:
     def _companies(self) -> dict[str, list[str]]:
         """`_companies_of` every document, worked out once per catalog."""
         return self._companies_of(None)
+
+    @cached_property
+    def _shared_names(self) -> dict[str, dict[str, list[str]]]:
+        """Each name (a word of a company's name, its initials) of two companies or more, with
+        each company as its first title prints it ("American Airlines (AAL)") and
+        its documents."""
+        by_name: dict[str, dict[str, list[str]]] = {}
+        labels: dict[str, str] = {}
+        for doc_id in self.records:
+            company = self._company[doc_id]
+            if not company:
+                continue
+            label = labels.setdefault(company, company_label(self.records[doc_id].title))
+            for name in names_of(company.split()):
+                by_name.setdefault(name, {}).setdefault(label, []).append(doc_id)
+        return {name: companies for name, companies in by_name.items() if len(companies) > 1}
 
     def _companies_of(self, doc_ids: Sequence[str] | None) -> dict[str, list[str]]:
         """Each name that is one company's only, of the companies the titles of `doc_ids` (all
@@ -249,3 +314,8 @@ class Catalog:
     @cached_property
     def _versions(self) -> Mapping[str, str]:
         return MappingProxyType({doc_id: r.version for doc_id, r in self.records.items()})
+
+
+def _listed(names: Sequence[str]) -> str:
+    """ "A or B", "A, B or C"."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"

@@ -80,6 +80,9 @@ class SearchResult:
     passages: list[Passage]
     reranked: bool
     rerank_note: str = ""  # why the fused order was kept, when reranking was on but failed
+    # What the person should know of which documents were searched: a name that several
+    # companies share, each of whose documents were searched (`Catalog.ambiguity`).
+    scope_note: str = ""
 
 
 class Library:
@@ -147,14 +150,19 @@ class Library:
 
         A query that names documents by title or file name, or their company, searches those
         documents for the rest of it; when nothing is left but words about the documents as a
-        whole ("What is “X” about?"), the answer is where each begins. A query that names a
-        form, a most recent report or a year searches, of the company's documents, those whose
-        titles name it (`Catalog.formed`, `latest`, `dated`), when any does."""
+        whole ("What is “X” about?"), the answer is where each begins. A company named only by
+        a name several share has each one's documents searched, and `scope_note` says so. A
+        query that names a form, a most recent report or a year searches, of the company's
+        documents, those whose titles name it (`Catalog.formed`, `latest`, `dated`), when any
+        does."""
         catalog = self._catalog(catalog)
         query = asked(query)
         named, rest = catalog.named_in(query, doc_ids)
+        note = catalog.ambiguity(query, doc_ids) if named else ""
         if named and not terms(rest) - DOCUMENT_WORDS:
-            return SearchResult(self._openings(named, top_k, catalog), reranked=False)
+            return SearchResult(
+                self._openings(named, top_k, catalog), reranked=False, scope_note=note
+            )
         if named:
             query, doc_ids = rest, named
         for narrowed in (catalog.formed, catalog.latest, catalog.dated):
@@ -177,11 +185,16 @@ class Library:
         fused = _statement_first(query, distinct([p for p in fused if _shown(p.chunk, versions)]))
         fused = fused[:pool]
         if self.reranker is None or not fused:
-            return SearchResult(fused[:top_k], reranked=False, rerank_note=self.rerank_off)
+            return SearchResult(
+                fused[:top_k], reranked=False, rerank_note=self.rerank_off, scope_note=note
+            )
         try:
-            return SearchResult(self.reranker.rerank(query, fused, top_n=top_k), reranked=True)
+            reranked = self.reranker.rerank(query, fused, top_n=top_k)
+            return SearchResult(reranked, reranked=True, scope_note=note)
         except DocchatError as exc:
-            return SearchResult(fused[:top_k], reranked=False, rerank_note=str(exc))
+            return SearchResult(
+                fused[:top_k], reranked=False, rerank_note=str(exc), scope_note=note
+            )
 
     def _openings(self, doc_ids: Sequence[str], top_k: int, catalog: Catalog) -> list[Passage]:
         """The first chunks of each document, taken in turn."""

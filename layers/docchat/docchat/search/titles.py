@@ -60,6 +60,17 @@ def company_name(title: str) -> str:
     return "" if _NO_COMPANY.intersection(name.split()) else name
 
 
+def company_label(title: str) -> str:
+    """The company a title names as the title prints it, with its trading symbol: "American
+    Airlines Group Inc. (AAL)"; "" when it names none."""
+    match = _COMPANY.match(title.strip())
+    if match is None or not company_name(title):
+        return ""
+    symbols = SYMBOL.findall(title)
+    name = title.strip()[: match.end("name")].strip(" ,")
+    return name + (f" ({symbols[0]})" if symbols and f"({symbols[0]})" not in name else "")
+
+
 # A filing's period in its title (docchat.ingest.filings): "fiscal year ended January 1, 2023".
 _PERIOD_END = re.compile(
     r"\b(fiscal year|year|quarterly period|quarter) ended (\w+)\.? \d{1,2},? ((?:19|20)\d\d)\b",

@@ -79,6 +79,9 @@ class SearchOutput(_Output):
     passages: list[FoundPassage]
     reranked: bool
     rerank_note: str = Field(description="why the passages kept their fused order, if so")
+    scope_note: str = Field(
+        "", description="which documents were searched, when the query's company was unclear"
+    )
 
 
 class PageText(_Output):
@@ -243,6 +246,7 @@ class LibraryView:
             passages=passages,
             reranked=found.reranked,
             rerank_note=found.rerank_note,
+            scope_note=found.scope_note,
         )
 
     def read_pages(self, args: ReadPagesInput) -> PagesOutput:

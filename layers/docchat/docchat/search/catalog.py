@@ -16,6 +16,7 @@ from pathlib import PurePosixPath
 from types import MappingProxyType
 
 from docchat.models import DocStatus, DocumentRecord
+from docchat.search.quarters import quarter_of, quarters_asked, year_end_month
 from docchat.search.terms import years
 from docchat.search.titles import (
     RELEASE,
@@ -157,6 +158,39 @@ class Catalog:
             if company and any(asked & found for found in named.values()):
                 passed_over.update(d for d, found in named.items() if found and not asked & found)
         return [d for d in pool if d not in passed_over] if passed_over else []
+
+    def quartered(self, query: str, doc_ids: Sequence[str] | None = None) -> list[str]:
+        """The reports (of `doc_ids`, when given) of a fiscal quarter `query` names ("Q2 of
+        FY2024", "the first quarter of 2023": `quarters_asked`), beside every other document
+        still to be searched; none when nothing is passed over. As a year does (`dated`), a
+        quarter chooses among one company's quarterly reports (`quarter_of`, in the company's
+        own fiscal calendar as its annual report's title gives it): a report of another quarter
+        is passed over only when one of the same company's covers the asked quarter. Annual
+        reports, documents of no company or no known quarter, and other companies' documents
+        are never passed over."""
+        asked = quarters_asked(query)
+        if not asked:
+            return []
+        pool = self._pool(doc_ids)
+        covered = {
+            d: quarter_of(self.records[d].title, self._year_ends.get(self._company[d]))
+            for d in pool
+        }
+        chosen = {self._company[d] for d in pool if covered[d] in asked} - {""}
+        passed_over = {
+            d for d in pool if self._company[d] in chosen and covered[d] and covered[d] not in asked
+        }
+        return [d for d in pool if d not in passed_over] if passed_over else []
+
+    @cached_property
+    def _year_ends(self) -> dict[str, int]:
+        """Each company's fiscal year's last month, as its annual reports' titles give it."""
+        ends: dict[str, int] = {}
+        for doc_id, record in self.records.items():
+            month = year_end_month(record.title)
+            if month is not None and self._company[doc_id]:
+                ends.setdefault(self._company[doc_id], month)
+        return ends
 
     def formed(self, query: str, doc_ids: Sequence[str] | None = None) -> list[str]:
         """The documents (of `doc_ids`, when given) of a form `query` names ("in its 10-K",

@@ -152,9 +152,9 @@ class Library:
         documents for the rest of it; when nothing is left but words about the documents as a
         whole ("What is “X” about?"), the answer is where each begins. A company named only by
         a name several share has each one's documents searched, and `scope_note` says so. A
-        query that names a form, a most recent report or a year searches, of the company's
-        documents, those whose titles name it (`Catalog.formed`, `latest`, `dated`), when any
-        does."""
+        query that names a form, a most recent report, a quarter or a year searches, of the
+        company's documents, those whose titles name it (`Catalog.formed`, `latest`,
+        `quartered`, `dated`), when any does."""
         catalog = self._catalog(catalog)
         query = asked(query)
         named, rest = catalog.named_in(query, doc_ids)
@@ -165,7 +165,7 @@ class Library:
             )
         if named:
             query, doc_ids = rest, named
-        for narrowed in (catalog.formed, catalog.latest, catalog.dated):
+        for narrowed in (catalog.formed, catalog.latest, catalog.quartered, catalog.dated):
             doc_ids = narrowed(query, doc_ids) or doc_ids
         versions = catalog.versions(doc_ids)
         pool = top_k * RERANK_POOL if self.reranker else top_k

@@ -1,0 +1,118 @@
+"""A question's fiscal quarter chooses among the named company's quarterly reports, in the
+company's own fiscal calendar (issue 42: "asked about the first quarter of 2023, it reads another
+quarter's filing"). Three companies whose fiscal years end in January (Best Buy), December in
+52/53-week years (Pfizer) and June (Amcor), their covers typed from real filings and titled as
+ingestion titles them (`docchat.ingest.filings.filing_title`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from docchat.ingest.filings import filing_title
+from docchat.search.library import Library
+from docchat.search.quarters import quarter_of, quarters_asked
+from tests.unit.test_shelf import _cover, _pages
+from tests.unit.test_table_quotes import _library
+
+BBY = ("BEST BUY CO., INC.", "BBY", "New York Stock Exchange")
+PFE = ("PFIZER INC.", "PFE", "New York Stock Exchange")
+AMCR = ("AMCOR PLC", "AMCR", "New York Stock Exchange")
+
+
+def _quarterly(ended: str, company: tuple[str, str, str], fact: str) -> list[str]:
+    return [_cover("10-Q", f"quarterly period ended {ended}", *company), fact]
+
+
+SHELF = {
+    "bby-10k": [
+        _cover("10-K", "fiscal year ended January 28, 2023", *BBY),
+        "Store count. We operated 982 stores at the end of the fiscal year.",
+    ],
+    "bby-10q1": _quarterly("April 29, 2023", BBY, "Store count. We operated 978 stores."),
+    "bby-10q2": _quarterly("July 29, 2023", BBY, "Store count. We operated 969 stores."),
+    "pfe-10k": [
+        _cover("10-K", "fiscal year ended December 31, 2022", *PFE),
+        "Revenues. Total revenues were $100,330 million.",
+    ],
+    "pfe-10q1": _quarterly("April 2, 2023", PFE, "Revenues. Total revenues were $18,282 million."),
+    "pfe-10q2": _quarterly("July 2, 2023", PFE, "Revenues. Total revenues were $12,734 million."),
+    "pfe-release": [
+        "FOR IMMEDIATE RELEASE\nPfizer Reports Second-Quarter 2023 Results\nNEW YORK, "
+        "August 1, 2023 - Pfizer Inc. (NYSE: PFE) reported financial results.",
+        "Revenues. Revenues were $12.7 billion.",
+    ],
+    "amcr-10k": [
+        _cover("10-K", "fiscal year ended June 30, 2023", *AMCR),
+        "Net sales. Net sales were $14,694 million.",
+    ],
+    "amcr-10q2": _quarterly("December 31, 2022", AMCR, "Net sales. Net sales were $3,641 million."),
+    "amcr-10q3": _quarterly("March 31, 2023", AMCR, "Net sales. Net sales were $3,706 million."),
+}
+
+
+@pytest.fixture(scope="module")
+def shelf(tmp_path_factory: pytest.TempPathFactory) -> Library:
+    documents = {doc_id: _pages(texts) for doc_id, texts in SHELF.items()}
+    titles = {doc_id: filing_title(pages) or doc_id for doc_id, pages in documents.items()}
+    return _library(tmp_path_factory.mktemp("quarters"), documents, titles=titles)
+
+
+def _searched(shelf: Library, question: str) -> set[str]:
+    return {p.chunk.doc_id for p in shelf.search(question, top_k=8).passages}
+
+
+@pytest.mark.parametrize(
+    ("question", "documents"),
+    [
+        ("How many stores did Best Buy operate at the end of Q2 of FY2024?", {"bby-10q2"}),
+        (
+            "How many stores did Best Buy operate in the second quarter of fiscal 2024?",
+            {"bby-10q2"},
+        ),
+        ("How many stores did Best Buy operate in 2Q24?", {"bby-10q2"}),
+        ("How many stores did Best Buy operate in the first quarter of fiscal 2024?", {"bby-10q1"}),
+        ("What were Pfizer's total revenues in the first quarter of 2023?", {"pfe-10q1"}),
+        ("What were Pfizer's total revenues in Q2 2023?", {"pfe-10q2", "pfe-release"}),
+        # an annual report is never passed over for a quarter: its year decides
+        ("What were Amcor's net sales in Q3 of fiscal 2023?", {"amcr-10q3", "amcr-10k"}),
+    ],
+)
+def test_a_quarter_chooses_among_the_companys_quarterly_reports(
+    shelf: Library, question: str, documents: set[str]
+) -> None:
+    # Before, only the year scoped a search: every report of the year was searched
+    assert _searched(shelf, question) == documents
+
+
+def test_the_quarter_a_report_covers_is_in_its_companys_fiscal_calendar() -> None:
+    def ended(day: str, year_ends: int | None) -> tuple[int, int] | None:
+        return quarter_of(f"X Form 10-Q, quarterly period ended {day}", year_ends)
+
+    assert ended("July 29, 2023", 1) == (2, 2024)  # fiscal year ending in January
+    assert ended("January 28, 2023", 1) == (4, 2023)
+    assert ended("December 31, 2022", 6) == (2, 2023)  # ending in June
+    assert ended("July 2, 2023", 12) == (2, 2023)  # a 52/53-week quarter ends June's
+    assert ended("January 1, 2023", None) == (4, 2022)
+    assert quarter_of("Pfizer Reports Second-Quarter 2023 Results") == (2, 2023)
+    assert quarter_of("PFIZER INC. (PFE) Form 10-K, fiscal year ended December 31, 2022") is None
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Q2 of FY2024",
+        "Q2 FY2024",
+        "FY2024 Q2",
+        "2Q24",
+        "Q2'24",
+        "the second quarter of fiscal 2024",
+        "second-quarter fiscal 2024",
+        "fiscal 2024 second quarter",
+    ],
+)
+def test_a_quarter_is_read_however_it_is_written(question: str) -> None:
+    assert quarters_asked(f"What did it earn in {question}?") == {(2, 2024)}
+
+
+def test_a_year_alone_names_no_quarter() -> None:
+    assert quarters_asked("What did Pfizer earn in 2023 and FY2022?") == set()

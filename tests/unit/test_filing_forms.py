@@ -112,3 +112,17 @@ def test_a_models_form_filter_finds_filings_and_releases(
     # Before, "earnings release" matched no title: a release's title is its headline.
     found = SearchDocumentsInput(query="revenues", form=form).documents(shelf.catalog(), None)
     assert found == documents
+
+
+def test_the_listing_says_each_documents_form_and_date(shelf: Library) -> None:
+    # What list_documents (the agent's and MCP's) says of each document, from its title
+    from docchat.search.titles import about, date_of, form_of
+
+    titles = {r.doc_id: r.title for r in shelf.documents()}
+    assert [form_of(titles[d]) for d in ("bby-10k", "bby-10q2", "pfe-release")] == [
+        "10-K",
+        "10-Q",
+        "release",
+    ]
+    assert date_of(titles["bby-10q2"]) == "2023-07-29"
+    assert about(titles["pfe-release"]).startswith(", company pfizer (PFE), form earnings release")

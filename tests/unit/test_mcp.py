@@ -218,6 +218,8 @@ def test_list_documents(backend: ChatBackend, ids: dict[str, str]) -> None:
             "link": f"{WEB_URL}#doc={ids['bridges']}&page=1",
             "company": "",
             "years": [],
+            "form": "",
+            "date": "",
         },
         {
             "doc_id": ids["ferries"],
@@ -227,6 +229,8 @@ def test_list_documents(backend: ChatBackend, ids: dict[str, str]) -> None:
             "link": f"{WEB_URL}#doc={ids['ferries']}&page=1",
             "company": "",
             "years": [],
+            "form": "",
+            "date": "",
         },
     ]
 

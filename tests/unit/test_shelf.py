@@ -359,7 +359,9 @@ def test_the_document_listing_says_each_documents_company_and_years(shelf: Libra
     from docchat.search.titles import about
 
     record = next(r for r in shelf.documents() if r.doc_id == "jnj-2022")
-    assert about(record.title) == ", company johnson johnson (JNJ), years 2022, 2023"
+    assert about(record.title) == (
+        ", company johnson johnson (JNJ), form 10-K, years 2022, 2023, date 2023-01-01"
+    )
 
 
 @pytest.mark.parametrize(

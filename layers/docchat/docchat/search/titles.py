@@ -147,16 +147,30 @@ def listed_company(title: str) -> str:
 
 
 def about(title: str) -> str:
-    """What a title says of its document's company and years, for a listing: ", company
-    johnson johnson (JNJ), years 2022, 2023"; "" when it says neither."""
+    """What a title says of its document's company, form, years and date, for a listing: ",
+    company johnson johnson (JNJ), form 10-K, years 2022, 2023, date 2023-01-01"; "" when it
+    says none of them."""
     company = listed_company(title)
+    form = form_of(title)
     covered = sorted(title_years(title))
+    day = date_of(title)
     parts = []
     if company:
         parts.append(f"company {company}")
+    if form:
+        parts.append(f"form {'earnings release' if form == RELEASE else form}")
     if covered:
         parts.append(f"years {', '.join(covered)}")
+    if day:
+        parts.append(f"date {day}")
     return "".join(f", {p}" for p in parts)
+
+
+def date_of(title: str) -> str:
+    """The last date a title names (a period's end, a report's or release's date) as
+    YYYY-MM-DD; "" when it names none."""
+    end = period_end(title)
+    return "" if end is None else "{:04d}-{:02d}-{:02d}".format(*end)
 
 
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")

@@ -36,7 +36,7 @@ from docchat.errors import DocumentNotFoundError, PageNotFoundError
 from docchat.limits import MAX_DOC_IDS, MAX_MESSAGE_CHARS
 from docchat.models import Chunk, Citation, DocumentRecord, file_name, source_name
 from docchat.search.catalog import Catalog
-from docchat.search.titles import listed_company, title_years
+from docchat.search.titles import date_of, form_of, listed_company, title_years
 from docchat.serve.access import Access
 
 DOCUMENTS_URI = "docchat://documents"
@@ -112,6 +112,15 @@ class DocumentEntry(_Output):
     years: list[str] = Field(
         default_factory=list, description="the (fiscal) years its title says it covers"
     )
+    form: str = Field(
+        "",
+        description='the form its title names ("10-K", "10-Q", "8-K"; "release" for an earnings '
+        "release); search by it",
+    )
+    date: str = Field(
+        "",
+        description="the last date its title names (a period's end, a report's date), YYYY-MM-DD",
+    )
 
 
 class DocumentsOutput(_Output):
@@ -159,7 +168,8 @@ TOOLS = (
     ),
     Tool(
         "list_documents",
-        "List the indexed documents: id, title, file name, pages.",
+        "List the indexed documents: id, title, file name, pages, and the company, form, years "
+        "and date their titles say (search filters by company, year and form).",
         ListDocumentsInput,
         DocumentsOutput,
     ),
@@ -296,6 +306,8 @@ class LibraryView:
                     link=self.link(r.doc_id, 1),
                     company=listed_company(r.title),
                     years=sorted(title_years(r.title)),
+                    form=form_of(r.title),
+                    date=date_of(r.title),
                 )
                 for r in self.catalog().records.values()
             ]

@@ -116,3 +116,15 @@ def test_a_quarter_is_read_however_it_is_written(question: str) -> None:
 
 def test_a_year_alone_names_no_quarter() -> None:
     assert quarters_asked("What did Pfizer earn in 2023 and FY2022?") == set()
+
+
+@pytest.mark.parametrize(
+    "printed",
+    ["Fourth Quarter Results", "Fourth-Quarter Results", "fourth\u2011quarter results"],
+)
+def test_a_quarter_a_page_prints_with_a_hyphen_holds_the_questions_quarter(printed: str) -> None:
+    # Releases print "Fourth-Quarter"; `words` joins hyphenated words ("1040-NR"), so before,
+    # "Q4" was not held by it and the release's sentences lost the question's period.
+    from docchat.search.concepts import periods_held
+
+    assert periods_held("What was Boeing's Q4 revenue?", f"Boeing Reports {printed}") == {"q4"}

@@ -408,13 +408,15 @@ _PERIOD_WORD = re.compile(
     r"(?:(?:q([1-4])|([1-4])q)|h([12]))?'?(?:fy)?'?((?:19|20)?\d\d)?(?:q([1-4]))?"
 )
 _TOKEN = re.compile(r"[a-z0-9']+")
+# A hyphen between words, which `words` joins ("1040-NR" is one word; "Fourth-Quarter" two).
+_HYPHEN = re.compile(r"(?<=[A-Za-z])[-\u2010\u2011](?=[A-Za-z])")
 
 
 def periods_held(question: str, text: str) -> set[str]:
     """The question's period words (as `terms` has them) that `text` writes another way: "Q2"
     held by "second quarter", "FY2024" by "fiscal 2024" (or "2024" in a table's header), "H1"
-    by "first half" or "six months"."""
-    held = f" {' '.join(words(text))} "
+    by "first half" or "six months"; "Fourth-Quarter", as releases print it, too."""
+    held = f" {' '.join(words(_HYPHEN.sub(' ', text)))} "
     found: set[str] = set()
     for token in _TOKEN.findall(question.casefold()):
         match = _PERIOD_WORD.fullmatch(token)

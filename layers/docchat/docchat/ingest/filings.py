@@ -34,7 +34,7 @@ _REGISTRANT = re.compile(
 )
 _PERIOD = re.compile(
     r"\bfor the (fiscal year|quarterly period|year|quarter|transition period) ended\s*:?\s*"
-    r"([A-Z][a-z]+\.?\s+\d{1,2},?\s+\d{4})",
+    r"([A-Z][a-z]+\.?\s+\d{1,2}\s*,?\s+\d{4})",
     re.I,
 )
 _REPORTED = re.compile(
@@ -74,6 +74,8 @@ _BEFORE_NAME = re.compile(r"^.*\bcommission file (?:no\.?|number)\s*:?\s*[\d-]+\
 # A rule drawn with underscores, which the text layer may join to the words beside it.
 _RULE = re.compile(r"_{3,}")
 _MARKUP = re.compile(r"^\s*(#+\s+|[-*•]\s+|\|)")
+# A table's rule row ("| --- | --- |"), between a row and its header.
+_TABLE_RULE = re.compile(r"^[-|:\s]+$")
 _COVER_PAGES = 2
 _MAX_NAME = 100  # characters
 
@@ -88,7 +90,7 @@ def filing_title(pages: Sequence[Page]) -> str | None:
         for page in pages[:_COVER_PAGES]
         for line in page.markdown.splitlines()
     ]
-    lines = [line for line in lines if line]
+    lines = [line for line in lines if line and not _TABLE_RULE.match(line)]
     return _filing(lines) or _release(lines)
 
 
@@ -104,7 +106,8 @@ def _filing(lines: list[str]) -> str | None:
     period = _PERIOD.search(text)
     reported = _REPORTED.search(text)
     if period:
-        title += f", {period.group(1).lower()} ended {' '.join(period.group(2).split())}"
+        ended = " ".join(period.group(2).split()).replace(" ,", ",")
+        title += f", {period.group(1).lower()} ended {ended}"
     elif reported:
         title += f", dated {' '.join(reported.group(1).split())}"
     return title
@@ -117,7 +120,7 @@ def _registrant(lines: list[str]) -> str | None:
         found = _REGISTRANT.search(line)
         if not found:
             continue
-        before = line[: found.start()].strip() or (lines[n - 1] if n else "")
+        before = line[: found.start()].strip() or _line_above(lines, n)
         name = _BEFORE_NAME.sub("", before).strip().rstrip(",")
         if 0 < len(name) <= _MAX_NAME:
             return name
@@ -125,6 +128,13 @@ def _registrant(lines: list[str]) -> str | None:
         if _FILE_NUMBER.match(line) and after.isupper() and len(after) <= _MAX_NAME:
             return after
     return None
+
+
+def _line_above(lines: list[str], n: int) -> str:
+    """The text of the line above line `n`; a table's row as its cells' text (an HTML cover
+    sets the name in a table: "|  |  | THE BOEING COMPANY |  |")."""
+    above = lines[n - 1] if n else ""
+    return " ".join(cell.strip() for cell in above.split("|") if cell.strip())
 
 
 def _symbol(lines: list[str]) -> str | None:

@@ -31,7 +31,9 @@ def convert_document(
 ) -> ConvertedDocument:
     """A file's bytes -> markdown pages, by the type its `name` says (formats.FORMATS): a PDF
     as `convert_pdf` reads it, any other format by its converter in a child process within
-    the same limits; a type docchat does not read is an UnsupportedFormatError."""
+    the same limits; a type docchat does not read is an UnsupportedFormatError. A filing or
+    an earnings release, in any format (EDGAR's are HTML), is titled by what its cover says
+    (company, form, period)."""
     if format_of(name).name == "pdf":
         return convert_pdf(data, settings, fallback_title=fallback_title, on_page=on_page, ocr=ocr)
     converted = document_isolated(
@@ -39,7 +41,7 @@ def convert_document(
     )
     if on_page:
         on_page(len(converted.pages), len(converted.pages))
-    return converted
+    return _filing_titled(converted)
 
 
 def convert_pdf(
@@ -51,8 +53,8 @@ def convert_pdf(
     ocr: PageOcr | None = None,
 ) -> ConvertedDocument:
     """PDF bytes -> markdown pages, in a child process within the settings' limits; pages
-    without a text layer are read as `ocr` says, else as the settings say. A filing or an
-    earnings release is titled by what its cover says (company, form, period)."""
+    without a text layer are read as `ocr` says, else as the settings say; a filing titled
+    by its cover."""
     converted = pages_from_pdf_isolated(
         data,
         fallback_title=fallback_title,
@@ -61,6 +63,10 @@ def convert_pdf(
         memory_mib=settings.convert_memory_mib,
         on_page=on_page,
     )
+    return _filing_titled(converted)
+
+
+def _filing_titled(converted: ConvertedDocument) -> ConvertedDocument:
     named = filing_title(converted.pages)
     return converted.model_copy(update={"title": named}) if named else converted
 

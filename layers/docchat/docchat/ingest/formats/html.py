@@ -5,8 +5,9 @@ paragraph and list item one line ("- item", "1. item", nested items indented), t
 (colspan/rowspan: the text in the first cell, the spanned ones empty), pre a fenced block.
 A table holding another table is layout: its cells are read as blocks. Web pages first lose
 their chrome: the walk starts at the page's one <main> (or role=main, or its one <article>),
-and scripts, styles, navigation, forms, hidden elements and elements whose class or id names
-chrome (nav, sidebar, menu, breadcrumb, cookie, ...) are removed.
+and scripts, styles, navigation, forms, hidden elements (by attribute, or by their own style
+as a filing's inline XBRL header is) and elements whose class or id names chrome (nav,
+sidebar, menu, breadcrumb, cookie, ...) are removed.
 """
 
 from __future__ import annotations
@@ -181,6 +182,9 @@ def docx_html_blocks(html: str) -> tuple[str, list[Block]]:
     return (inline_text(title) if title is not None else ""), walker.finish()
 
 
+_HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.I)
+
+
 def _chrome(root: LexborNode) -> list[LexborNode]:
     """The elements of a page's content that are chrome: by tag, found with one traversal
     (22 tag selectors made lexbor test each element 22 times: 0.84 ms against 0.3 ms on the
@@ -197,6 +201,11 @@ def _chrome(root: LexborNode) -> list[LexborNode]:
         role = node.attributes.get("role")
         if role is None or role in _ROLES:
             found.append(node)
+    # Hidden by its own style, as a filing's inline XBRL header is (`<div style="display:none">
+    # <ix:header>`: the facts' contexts, "false 2024 FY 0000320193 P1Y ...", before the cover).
+    found.extend(
+        node for node in root.css("[style]") if _HIDDEN_STYLE.search(node.attrs["style"] or "")
+    )
     named = [node for node in root.css("[class]") if _chrome_names(node.attrs["class"] or "")]
     named += [node for node in root.css("[id]") if _chrome_names(node.id or "")]
     return found + _named_chrome(root, named)

@@ -186,6 +186,26 @@ def test_agent_without_model_answers_extractively_with_pages(library: Library) -
     assert event_data(events[-1])["mode"] == "extractive"
 
 
+def test_an_extractive_answer_whose_search_fails_ends_with_the_error(library: Library) -> None:
+    # Before, the search ran as a model's tool call, whose failure became a result for a model:
+    # the person read "The indexed documents do not contain a passage..." with the index down.
+    class DownIndex(SlowIndex):
+        def vector_search(self, query: Any, **options: Any) -> list[tuple[str, float]]:
+            raise SearchIndexUnavailableError("OpenSearch is unavailable: retry later")
+
+    library.index = DownIndex(library.index, delay_s=0)
+
+    events = list(
+        ExtractiveAnswerer(library, tuned_config()).run(
+            [{"role": "user", "content": "When did the new bridge open?"}]
+        )
+    )
+
+    assert _types(events)[-1] == "error"
+    assert "OpenSearch is unavailable" in event_data(events[-1])["message"]
+    assert not any(e.type == "delta" for e in events)
+
+
 class FailingReranker:
     def rerank(self, query: str, passages: Sequence[Passage], *, top_n: int) -> list[Passage]:
         from docchat.errors import DocchatError

@@ -26,10 +26,18 @@ from docchat.answer.events import (
     ErrorEvent,
     StatusEvent,
     Timings,
+    ToolCallEvent,
     Usage,
 )
 from docchat.answer.extractive import Quote, QuoteWeights, answer_quotes
-from docchat.answer.tools import SEARCH_DOCUMENTS, TOOLS, Reading, call_tool
+from docchat.answer.tools import (
+    SEARCH_DOCUMENTS,
+    TOOLS,
+    Reading,
+    SearchDocumentsInput,
+    call_tool,
+    search_documents,
+)
 from docchat.errors import DocchatError
 from docchat.llm import Block, Message, TextDelta, ToolResultBlock, ToolUse, TurnEnd
 from docchat.models import Citation
@@ -211,9 +219,13 @@ class ExtractiveAnswerer(Answerer):
         # What the question asks, without what to write when it does not apply (its words
         # would pick the sentences that say "useful", "state" and "explain").
         question = asked(_last_user_text(messages))
-        # The search is shown as the model's would be: a `tool_call`, then its `sources`.
-        use = ToolUse(id="offline-search", name=SEARCH_DOCUMENTS.name, input={"query": question})
-        yield from call_tool(progress.reading, use)
+        # The search is shown as the model's would be: a `tool_call`, then its `sources`. It is
+        # run here, not as a model's call (whose failure becomes a result for the model to
+        # read): a search that fails ends the answer with `error`, not with "nothing matches".
+        asked_for = {"query": question}
+        yield ToolCallEvent(id="offline-search", name=SEARCH_DOCUMENTS.name, input=asked_for)
+        search = SearchDocumentsInput.model_validate(asked_for)
+        yield from search_documents(progress.reading, search)
         sources = progress.reading.sources
         quotes = answer_quotes(
             question,

@@ -47,6 +47,15 @@ APPLE = (
     "<tr><td>Common Stock, $0.00001 par value per share</td><td></td><td>AAPL</td><td></td>"
     "<td>The Nasdaq Stock Market LLC</td></tr></table></div>"
 )
+# NVIDIA's 10-Q of July 27, 2025 tags the registrant's name apart from its last letters.
+NVIDIA = (
+    "<div><p>UNITED STATES</p><p>SECURITIES AND EXCHANGE COMMISSION</p><p>FORM 10-Q</p>"
+    "<p>For the quarterly period ended July 27, 2025</p>"
+    "<div><p>Commission File Number: <ix:nonNumeric name='dei:EntityFileNumber'>0-23985"
+    "</ix:nonNumeric></p></div><div><span><ix:nonNumeric name='dei:EntityRegistrantName'>"
+    "NVIDIA CORP</ix:nonNumeric>ORATION</span></div>"
+    "<div><span>(Exact name of registrant as specified in its charter)</span></div></div>"
+)
 BOEING = (
     "<div><p>UNITED STATES</p><p>SECURITIES AND EXCHANGE COMMISSION</p>"
     "<p>Washington, D.C. 20549</p><p>FORM</p><p>10-Q</p>"
@@ -66,6 +75,7 @@ BOEING = (
     [
         (APPLE, "Apple Inc. (AAPL) Form 10-K, fiscal year ended September 28, 2024"),
         (BOEING, "THE BOEING COMPANY (BA) Form 10-Q, quarterly period ended June 30, 2025"),
+        (NVIDIA, "NVIDIA CORPORATION Form 10-Q, quarterly period ended July 27, 2025"),
     ],
 )
 def test_an_html_filing_is_titled_by_its_cover_and_its_xbrl_header_is_no_text(
@@ -80,3 +90,16 @@ def test_an_html_filing_is_titled_by_its_cover_and_its_xbrl_header_is_no_text(
     first = converted.pages[0].markdown
     assert first.startswith("UNITED STATES"), first[:200]
     assert "0000320193" not in first and "2023-10-01" not in first
+
+
+def test_an_inline_xbrl_fact_stays_in_its_sentence() -> None:
+    # Inline XBRL wraps each fact in an ix: element; before, each was a block of its own and
+    # split the sentence: "Revenue was $" / "46.7" / "billion, up 56%."
+    sentence = (
+        "<p>Revenue for the second quarter was $<ix:nonFraction name='us-gaap:Revenues' "
+        "scale='9' decimals='-8'>46.7</ix:nonFraction> billion, up 56% from a year ago.</p>"
+    )
+    converted = convert_document(_filing(APPLE + sentence), "x.htm", Settings(), fallback_title="x")
+
+    text = "\n".join(page.markdown for page in converted.pages)
+    assert "Revenue for the second quarter was $46.7 billion, up 56% from a year ago." in text

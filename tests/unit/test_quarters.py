@@ -10,7 +10,7 @@ import pytest
 
 from docchat.ingest.filings import filing_title
 from docchat.search.library import Library
-from docchat.search.quarters import quarter_of, quarters_asked
+from docchat.search.quarters import quarter_of, quarters_asked, year_end_month
 from tests.unit.test_shelf import _cover, _pages
 from tests.unit.test_table_quotes import _library
 
@@ -93,6 +93,9 @@ def test_the_quarter_a_report_covers_is_in_its_companys_fiscal_calendar() -> Non
     assert ended("December 31, 2022", 6) == (2, 2023)  # ending in June
     assert ended("July 2, 2023", 12) == (2, 2023)  # a 52/53-week quarter ends June's
     assert ended("January 1, 2023", None) == (4, 2022)
+    # IBM's covers: "quarter ended JUNE 30, 2025", "year ended DECEMBER 31, 2024"
+    assert quarter_of("IBM (IBM) Form 10-Q, quarter ended JUNE 30, 2025") == (2, 2025)
+    assert year_end_month("IBM (IBM) Form 10-K, year ended DECEMBER 31, 2024") == 12
     assert quarter_of("Pfizer Reports Second-Quarter 2023 Results") == (2, 2023)
     assert quarter_of("PFIZER INC. (PFE) Form 10-K, fiscal year ended December 31, 2022") is None
 

@@ -120,21 +120,21 @@ def _registrant(lines: list[str]) -> str | None:
         found = _REGISTRANT.search(line)
         if not found:
             continue
-        before = line[: found.start()].strip() or _line_above(lines, n)
+        before = _cells(line[: found.start()]) or _cells(lines[n - 1] if n else "")
         name = _BEFORE_NAME.sub("", before).strip().rstrip(",")
         if 0 < len(name) <= _MAX_NAME:
             return name
     for line, after in pairwise(lines):
-        if _FILE_NUMBER.match(line) and after.isupper() and len(after) <= _MAX_NAME:
-            return after
+        name = _cells(after)
+        if _FILE_NUMBER.match(line) and name.isupper() and len(name) <= _MAX_NAME:
+            return name
     return None
 
 
-def _line_above(lines: list[str], n: int) -> str:
-    """The text of the line above line `n`; a table's row as its cells' text (an HTML cover
-    sets the name in a table: "|  |  | THE BOEING COMPANY |  |")."""
-    above = lines[n - 1] if n else ""
-    return " ".join(cell.strip() for cell in above.split("|") if cell.strip())
+def _cells(line: str) -> str:
+    """A line's text, a table row's as its cells' text (an HTML cover sets the name in a
+    table: "|  |  | THE BOEING COMPANY |  |")."""
+    return " ".join(cell.strip() for cell in line.split("|") if cell.strip())
 
 
 def _symbol(lines: list[str]) -> str | None:

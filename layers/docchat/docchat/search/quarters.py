@@ -41,8 +41,9 @@ _WORDS_AFTER = re.compile(rf"\b{_FISCAL}\s*((?:19|20)\d\d)\s+{_ORDINAL}\b", re.I
 
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _DATE = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (\d{1,2}),? ((?:19|20)\d\d)"
-_QUARTER_ENDED = re.compile(rf"\bquarterly period ended {_DATE}\b", re.IGNORECASE)
-_YEAR_ENDED = re.compile(rf"\bfiscal year ended {_DATE}\b", re.IGNORECASE)
+# "quarterly period ended July 29, 2023"; IBM's cover says "quarter ended JUNE 30, 2025".
+_QUARTER_ENDED = re.compile(rf"\b(?:quarterly period|quarter) ended {_DATE}\b", re.IGNORECASE)
+_YEAR_ENDED = re.compile(rf"\b(?:fiscal )?year ended {_DATE}\b", re.IGNORECASE)
 
 Quarter = tuple[int, int]  # (quarter 1-4, fiscal year)
 

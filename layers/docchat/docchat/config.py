@@ -26,7 +26,7 @@ FUNCTION_HEADROOM_MIB = 512
 
 
 class Settings(BaseModel):
-    """Every setting is read from `DOCCHAT_<NAME>`; the README documents each one."""
+    """Every setting is read from `DOCCHAT_<NAME>`; docs/configuration.md documents each one."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -38,10 +38,10 @@ class Settings(BaseModel):
         8, ge=1, le=64, description="concurrent Bedrock calls per Lambda"
     )
     # The tuned numbers live here only (domain functions take them without defaults). Chunking
-    # and fusion come from `bench/eval_sweep.py` (README, Retrieval quality): on the 809 BEIR
-    # SciFact train queries, min-max score fusion with cosine weight 0.45 over 100 candidates a
-    # side beat reciprocal-rank fusion by 2.8 nDCG@10 points; on COVID-QA 1,500/200 chunks put
-    # the answer in the top 5 most often.
+    # and fusion come from `bench/eval_sweep.py` (docs/performance.md, "Retrieval quality"): on
+    # the 809 BEIR SciFact train queries, min-max score fusion with cosine weight 0.45 over 100
+    # candidates a side beat reciprocal-rank fusion by 2.8 nDCG@10 points; on COVID-QA
+    # 1,500/200 chunks put the answer in the top 5 most often.
     chunk_size: int = Field(1500, ge=100, le=8000, description="characters per chunk")
     chunk_overlap: int = Field(200, ge=0, description="characters shared by adjacent chunks")
     embed_batch_size: int = Field(32, ge=1, le=512, description="texts per embedding call")
@@ -55,7 +55,7 @@ class Settings(BaseModel):
     convert_memory_mib: int = Field(
         2048, ge=256, description="memory one PDF's conversion may take (a child process)"
     )
-    # The DPI comes from `bench/ocr.py` (README, OCR).
+    # The DPI comes from `bench/ocr.py` (docs/performance.md, "OCR").
     # `cloud`: the Convert Lambda has no OCR engine (it does not fit a zip function with the
     # docchat layer); the state machine's OCR step, a container-image Lambda, reads the pages.
     ocr: Literal["local", "cloud", "off"] = Field(
@@ -88,8 +88,8 @@ class Settings(BaseModel):
     )
     # How an extractive answer scores a sentence beside the question's words it holds
     # (docchat.answer.extractive.QuoteWeights): chosen on the questions of the COVID-QA tune half
-    # with bench/extractive_answers.py (`similarity` for the cosine's weight); the README reports
-    # the test half.
+    # with bench/extractive_answers.py (`similarity` for the cosine's weight); docs/performance.md
+    # ("Retrieval quality") reports the test half.
     quote_similarity_weight: float = Field(
         2.0,
         ge=0,
@@ -168,7 +168,8 @@ class Settings(BaseModel):
         description="what reorders the fused passages: sentences (each passage's best "
         "sentence, with the embedder), bedrock (a Bedrock rerank model) or none",
     )
-    # `bench/eval_sweep.py rerank` on SciFact train and COVID-QA tune (README "Retrieval quality").
+    # `bench/eval_sweep.py rerank` on SciFact train and COVID-QA tune (docs/performance.md,
+    # "Retrieval quality").
     sentence_weight: float = Field(
         1.5, ge=0, le=10, description="weight of the best sentence's score when reranking"
     )

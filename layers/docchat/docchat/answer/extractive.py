@@ -58,7 +58,8 @@ _FINISHED = re.compile(r"[.!?;:][\"'\u201d\u2019)\]]*$")
 class QuoteWeights:
     """The parts of a sentence's score beside the question's words it holds, as the settings
     have them (`Settings.quote_*`, chosen on the COVID-QA tune half with
-    bench/extractive_answers.py; the README reports the test half)."""
+    bench/extractive_answers.py; docs/performance.md, "Retrieval quality", reports the test
+    half)."""
 
     # Times the sentence's cosine with the question, when the reranker embedded it.
     quote_similarity_weight: float

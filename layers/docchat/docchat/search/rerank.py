@@ -12,7 +12,7 @@ than half of its CPU (bench/ingest.py).
 A passage's best sentence, rescaled over the candidates to 0..1, is added to its rescaled
 fused score.
 The weights are `Settings.sentence_weight` and `Settings.sentence_words`
-(`bench/eval_sweep.py rerank`, README "Retrieval quality").
+(`bench/eval_sweep.py rerank`, docs/performance.md "Retrieval quality").
 """
 
 from __future__ import annotations

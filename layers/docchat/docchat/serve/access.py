@@ -173,8 +173,8 @@ class UsersFile(BaseModel):
             raise ConfigError(f"cannot read the users file {path}: {exc.strerror or exc}") from exc
         except ValidationError as exc:
             raise ConfigError(
-                f"the users file {path} is not valid: {_problems(exc)}; see README "
-                '"Collections and access" for its shape'
+                f"the users file {path} is not valid: {_problems(exc)}; see docs/collections.md, "
+                '"Locally", for its shape'
             ) from exc
 
     def by_token(self, token: str) -> Access | None:
@@ -260,14 +260,14 @@ class GroupsSource:
         except ValueError as exc:
             raise ConfigError(
                 f"s3://{self.bucket}/{GROUPS_KEY} is not JSON ({exc}): fix the file "
-                '(README "Collections and access")'
+                '(docs/collections.md, "On AWS")'
             ) from exc
         try:
             return GroupsMap.model_validate(raw)
         except ValidationError as exc:
             raise ConfigError(
                 f"s3://{self.bucket}/{GROUPS_KEY} is not a valid groups mapping: "
-                f'{_problems(exc)}; fix the file (README "Collections and access")'
+                f'{_problems(exc)}; fix the file (docs/collections.md, "On AWS")'
             ) from exc
 
 

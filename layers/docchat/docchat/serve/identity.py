@@ -1,8 +1,10 @@
 """Who is asking: the user whose conversations a request may read and change.
 
-Locally there is one user, `local`. In the cloud API Gateway's authorizer has checked the
-caller before the request reaches the function, and the Lambda Web Adapter hands the event's
-`requestContext` to the app as JSON in the `x-amzn-request-context` header
+Locally there is one user, `local` (serve/access.py:local_admin), unless `docchat serve
+--users` names them in a users file (serve/access.py:UsersFile); neither reads this module. In
+the cloud API Gateway's authorizer has checked the caller before the request reaches the
+function, and the Lambda Web Adapter hands the event's `requestContext` to the app as JSON in
+the `x-amzn-request-context` header
 (https://awslabs.github.io/aws-lambda-web-adapter/features/request-context.html, whose example
 reads `requestContext.authorizer.claims.sub`). The adapter writes that header from the
 invocation event on every request, so a client cannot choose it; nothing else a client sends
@@ -22,7 +24,6 @@ from typing import Any
 
 from starlette.requests import Request
 
-from docchat.answer.conversations import LOCAL_USER
 from docchat.errors import CallerUnknownError
 
 REQUEST_CONTEXT = "x-amzn-request-context"
@@ -32,10 +33,6 @@ _PARSED_CONTEXT = "docchat.request_context"
 ANONYMOUS_USER = "anonymous"
 
 UserOf = Callable[[Request], str]
-
-
-def local_user(_: Request) -> str:
-    return LOCAL_USER
 
 
 def cloud_user_for(api_auth: str) -> UserOf:

@@ -1,4 +1,11 @@
-"""One wrapper for every ingestion Lambda: structured logs, traces, metrics, typed payloads."""
+"""One wrapper for every ingestion Lambda: structured logs, a trace and a metric per step.
+
+`step_handler` hands the step the raw event and does not parse it: each handler in functions/
+validates its own event with its payload model from docchat.payloads (e.g.
+`BatchTask.model_validate(event)`; convert's is the union `CONVERT_CALL`) and returns a pydantic
+model, which the wrapper returns dumped as JSON data. Its log line names the result's `doc_id`
+(or its `doc`'s) where the result has one.
+"""
 
 from __future__ import annotations
 

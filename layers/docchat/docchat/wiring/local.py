@@ -36,9 +36,6 @@ if TYPE_CHECKING:
     from docchat.serve.access import UsersFile
     from docchat.serve.app import UploadsFactory
 
-#: Settings `docchat serve` and the CLI cannot start without: none.
-REQUIRED: tuple[str, ...] = ()
-
 
 def local_embedder(settings: Settings) -> LocalEmbedder:
     return LocalEmbedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)

@@ -103,3 +103,44 @@ def test_an_inline_xbrl_fact_stays_in_its_sentence() -> None:
 
     text = "\n".join(page.markdown for page in converted.pages)
     assert "Revenue for the second quarter was $46.7 billion, up 56% from a year ago." in text
+
+
+def _cells(*cells: str) -> str:
+    return "<tr>" + "".join(cells) + "</tr>"
+
+
+def _span(text: str = "") -> str:
+    return f'<td colspan="3"><span>{text}</span></td>' if text else '<td colspan="3"/>'
+
+
+def _dollars(amount: str) -> str:
+    return f"<td><span>$</span></td><td><span>{amount}&#160;</span></td><td/>"
+
+
+def _loss(amount: str) -> str:
+    return f"<td><span>$</span></td><td><span>({amount}</span></td><td><span>)</span></td>"
+
+
+def test_a_filings_statement_table_reads_as_rows_of_amounts_under_their_years() -> None:
+    # As Walmart's 10-K for fiscal 2025 sets its statements (EDGAR HTML): headings and plain
+    # amounts span three cells, a "$" amount takes a cell for the sign, one for the amount and
+    # an empty one, and empty three-cell spacers stand between the years. Before, a row read
+    # "| Net sales |  |  |  | $ | 674,538 |  |  | ..." under years one column to its left.
+    table = "<table>" + "".join(
+        [
+            _cells(_span("(Amounts in millions)"), _span(), _span("2025"), _span(), _span("2024")),
+            _cells(_span("Net sales"), _span(), _dollars("674,538"), _span(), _dollars("642,637")),
+            _cells(_span("Membership and other income"), _span(), _span("6,447"), _span(),
+                   _span("5,488")),
+            _cells(_span("Total revenues"), _span(), _span("680,985"), _span(), _span("648,125")),
+            _cells(_span("Operating loss"), _span(), _loss("2,439"), _span(), _loss("2,243")),
+        ]
+    ) + "</table>"  # fmt: skip
+    converted = convert_document(_filing(APPLE + table), "x.htm", Settings(), fallback_title="x")
+
+    text = "\n".join(page.markdown for page in converted.pages)
+    assert "| (Amounts in millions) | 2025 | 2024 |" in text
+    assert "| Net sales | $ 674,538 | $ 642,637 |" in text
+    assert "| Membership and other income | 6,447 | 5,488 |" in text
+    assert "| Total revenues | 680,985 | 648,125 |" in text
+    assert "| Operating loss | $ (2,439) | $ (2,243) |" in text

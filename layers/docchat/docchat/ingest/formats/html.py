@@ -18,6 +18,7 @@ import re
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from docchat.ingest.formats.blocks import Block, Heading, Para, Table, clean
+from docchat.ingest.formats.grid import compact
 
 _DROP_TAGS = {
     *("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "embed"),
@@ -427,6 +428,7 @@ def _table_rows(table: LexborNode) -> tuple[list[list[LexborNode]], int]:
 def _grid(rows: list[list[LexborNode]], head: int) -> tuple[list[list[str]], int]:
     """Cell texts on a grid: a spanning cell's text in its first cell, spanned cells empty."""
     filled: dict[tuple[int, int], str] = {}
+    spans: dict[tuple[int, int], int] = {}  # a cell spanning columns: its first, and how many
     width = 0
     for r, row in enumerate(rows):
         c = 0
@@ -440,9 +442,13 @@ def _grid(rows: list[list[LexborNode]], head: int) -> tuple[list[list[str]], int
                 for dc in range(max(colspan, 1)):
                     filled[(r + dr, c + dc)] = ""
             filled[(r, c)] = inline_text(cell)
+            if colspan > 1:
+                spans[(r, c)] = colspan
             c += max(colspan, 1)
         width = max(width, c)
-    grid = [[filled.get((r, c), "") for c in range(width)] for r in range(len(rows))]
+    grid = compact(
+        [[filled.get((r, c), "") for c in range(width)] for r in range(len(rows))], spans
+    )
     if not head:  # leading rows of <th> only are header rows
         while head < len(rows) and rows[head] and all(c.tag_id == _TH for c in rows[head]):
             head += 1

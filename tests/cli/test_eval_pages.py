@@ -4,6 +4,7 @@ answer) over a data directory that `docchat ingest` filled, with the real offlin
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -93,13 +94,15 @@ def test_eval_pages_counts_the_evidence_page_and_the_quoted_figure(
         "page-hit@5": 1.0,
         "figures on page": 1.0,
         "figure quoted": 1.0,
+        "fidelity": 1.0,
     }
     [dmca, filing] = result["questions"]
     assert dmca["page_hit"] and dmca["figure_quoted"] and dmca["pages"] == [3]
     assert filing["indexed"] is False
     assert "not indexed here" in err and "3M_2018_10K" in err
     assert "page-hit@5" in out
-    assert "│         1 │" in out  # a count, not 1.0000
+    assert re.search(r"│ questions\s*│\s*1 │", out)  # a count, not 1.0000
+    assert re.search(r"│ fidelity\s*│\s*1\.0000 │", out)
 
 
 def test_eval_pages_refuses_a_line_that_is_not_a_question(tmp_path: Path) -> None:

@@ -249,6 +249,9 @@ def run_pages(args: argparse.Namespace, settings: Settings, opened: Opened) -> i
             doc_ids=doc_ids,
             search=search,
             answer=answer,
+            page_text=lambda doc_id, first, last: "\n".join(
+                page.markdown for page in library.extracted_pages(doc_id, first=first, last=last)
+            ),
             on_progress=lambda done, total: report("questions", done, total),
         )
     scores = page_scores(outcomes, k=args.top_k)
@@ -339,11 +342,18 @@ def _progress() -> Iterator[Callable[[str, int, int], None]]:
 def _show(scores: dict[str, dict[str, float]], *, title: str, json_path: Path | None) -> None:
     metrics = list(dict.fromkeys(m for values in scores.values() for m in values))
     table = Table(title=title)
-    table.add_column("method")
-    for metric in metrics:
-        table.add_column(metric, justify="right")
-    for method, values in scores.items():
-        table.add_row(method, *(_shown_score(m, values) for m in metrics))
+    if len(scores) == 1:  # one method: a row per metric, which fits any terminal
+        [(method, values)] = scores.items()
+        table.add_column("metric")
+        table.add_column(method, justify="right")
+        for metric in metrics:
+            table.add_row(metric, _shown_score(metric, values))
+    else:
+        table.add_column("method")
+        for metric in metrics:
+            table.add_column(metric, justify="right")
+        for method, values in scores.items():
+            table.add_row(method, *(_shown_score(m, values) for m in metrics))
     common.out.print(table)
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from docchat.errors import EvaluationDataError
+from docchat.evaluate.qa import verbatim
 from docchat.models import Citation, Passage
 
 
@@ -59,6 +60,8 @@ class PageOutcome:
     right_document: bool = False
     page_hit: bool = False
     figure_quoted: bool = False
+    quotes: int = 0  # the answer's quotes
+    faithful: int = 0  # of them, those verbatim on the pages they cite
 
 
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
@@ -121,10 +124,12 @@ def evaluate_pages(
     doc_ids: dict[str, str],
     search: Callable[[str], list[Passage]],
     answer: Callable[[str], list[Citation]],
+    page_text: Callable[[str, int, int], str],
     on_progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> list[PageOutcome]:
     """Each question's outcome over the indexed documents (`doc_ids`: file stem -> doc id):
-    `search` gives the first k passages, `answer` the extractive answer's citations."""
+    `search` gives the first k passages, `answer` the extractive answer's citations, and
+    `page_text` a document's pages first..last as extracted."""
     outcomes = []
     for done, q in enumerate(questions, start=1):
         doc_id = doc_ids.get(q.document)
@@ -132,7 +137,8 @@ def evaluate_pages(
             outcomes.append(PageOutcome(q, indexed=False))
         else:
             found = [p.chunk for p in search(q.question) if p.chunk.doc_id == doc_id]
-            quoted = set().union(*(numbers(c.quote) for c in answer(q.question)))
+            cited = answer(q.question)
+            quoted = set().union(*(numbers(c.quote) for c in cited))
             outcomes.append(
                 PageOutcome(
                     q,
@@ -142,6 +148,11 @@ def evaluate_pages(
                         c.page_start <= page <= c.page_end for c in found for page in q.pages
                     ),
                     figure_quoted=bool(q.figures & quoted),
+                    quotes=len(cited),
+                    faithful=sum(
+                        verbatim(c.quote, page_text(c.doc_id, c.page, c.page_end or c.page))
+                        for c in cited
+                    ),
                 )
             )
         on_progress(done, len(questions))
@@ -163,7 +174,13 @@ def page_scores(outcomes: Sequence[PageOutcome], *, k: int) -> dict[str, float]:
         f"page-hit@{k}": _share(o.page_hit for o in asked),
         "figures on page": float(len(with_figures)),
         "figure quoted": _share(o.figure_quoted for o in with_figures),
+        "fidelity": _fidelity(asked),
     }
+
+
+def _fidelity(outcomes: Sequence[PageOutcome]) -> float:
+    quotes = sum(o.quotes for o in outcomes)
+    return sum(o.faithful for o in outcomes) / quotes if quotes else 1.0
 
 
 def _share(hits: Iterable[bool]) -> float:

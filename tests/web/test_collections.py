@@ -77,8 +77,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
 def page(browser: Any, server: LocalServer) -> Iterator[Any]:
     context = browser.new_context(viewport=DESKTOP)
     opened = context.new_page()
+    failed: list[str] = []
+    opened.on("requestfailed", lambda request: failed.append(f"{request.url} {request.failure}"))
     opened.goto(server.url)
     yield opened
+    # Shown with a failing test's output (a page that never started: which request broke, how)
+    print("failed requests:", *failed, sep="\n  ")
     context.close()
 
 

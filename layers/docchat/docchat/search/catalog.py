@@ -149,15 +149,10 @@ class Catalog:
         if not asked:
             return []
         pool = self._pool(doc_ids)
-        by_company: dict[str, list[str]] = {}
-        for doc_id in pool:
-            by_company.setdefault(self._company[doc_id], []).append(doc_id)
-        passed_over: set[str] = set()
-        for company, documents in by_company.items():
-            named = {d: title_years(self.records[d].title) for d in documents}
-            if company and any(asked & found for found in named.values()):
-                passed_over.update(d for d, found in named.items() if found and not asked & found)
-        return [d for d in pool if d not in passed_over] if passed_over else []
+        named = {d: title_years(self.records[d].title) for d in pool}
+        return self._chosen(
+            pool, {d: bool(asked & found) if found else None for d, found in named.items()}
+        )
 
     def quartered(self, query: str, doc_ids: Sequence[str] | None = None) -> list[str]:
         """The reports (of `doc_ids`, when given) of a fiscal quarter `query` names ("Q2 of
@@ -176,11 +171,7 @@ class Catalog:
             d: quarter_of(self.records[d].title, self._year_ends.get(self._company[d]))
             for d in pool
         }
-        chosen = {self._company[d] for d in pool if covered[d] in asked} - {""}
-        passed_over = {
-            d for d in pool if self._company[d] in chosen and covered[d] and covered[d] not in asked
-        }
-        return [d for d in pool if d not in passed_over] if passed_over else []
+        return self._chosen(pool, {d: q in asked if q else None for d, q in covered.items()})
 
     @cached_property
     def _year_ends(self) -> dict[str, int]:
@@ -204,10 +195,17 @@ class Catalog:
             return []
         pool = self._pool(doc_ids)
         forms = {d: form_of(self.records[d].title) for d in pool}
-        chosen = {self._company[d] for d in pool if forms[d] in asked} - {""}
-        passed_over = {
-            d for d in pool if self._company[d] in chosen and forms[d] and forms[d] not in asked
-        }
+        return self._chosen(pool, {d: f in asked if f else None for d, f in forms.items()})
+
+    def _chosen(self, pool: list[str], holds: Mapping[str, bool | None]) -> list[str]:
+        """The rule `dated`, `quartered` and `formed` share, over `pool`: `holds[d]` says
+        whether d's title names what the question asks (True), names something else of its
+        kind (False), or names nothing of it (None). A company with a document that holds it
+        has its documents that name something else passed over; documents of no company, or
+        that name nothing of the kind, and other companies' documents stay. The pool without
+        those passed over; none when nothing is."""
+        chosen = {self._company[d] for d in pool if holds[d]} - {""}
+        passed_over = {d for d in pool if holds[d] is False and self._company[d] in chosen}
         return [d for d in pool if d not in passed_over] if passed_over else []
 
     @cached_property

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from docchat.ingest.filings import filing_title
 from docchat.search.library import Library
 from docchat.search.quarters import quarter_of, quarters_asked, year_end_month
-from tests.unit.test_shelf import _cover, _pages
-from tests.unit.test_table_quotes import _library
+from tests.unit.test_shelf import _cover, filed, searched
 
 BBY = ("BEST BUY CO., INC.", "BBY", "New York Stock Exchange")
 PFE = ("PFIZER INC.", "PFE", "New York Stock Exchange")
@@ -52,13 +50,11 @@ SHELF = {
 
 @pytest.fixture(scope="module")
 def shelf(tmp_path_factory: pytest.TempPathFactory) -> Library:
-    documents = {doc_id: _pages(texts) for doc_id, texts in SHELF.items()}
-    titles = {doc_id: filing_title(pages) or doc_id for doc_id, pages in documents.items()}
-    return _library(tmp_path_factory.mktemp("quarters"), documents, titles=titles)
+    return filed(tmp_path_factory.mktemp("quarters"), SHELF)
 
 
 def _searched(shelf: Library, question: str) -> set[str]:
-    return {p.chunk.doc_id for p in shelf.search(question, top_k=8).passages}
+    return searched(shelf, question, top_k=8)
 
 
 @pytest.mark.parametrize(

@@ -162,11 +162,22 @@ def _pages(texts: list[str]) -> list[Page]:
     return [_page(n, text) for n, text in enumerate(texts, start=1)]
 
 
+def filed(directory: Path, shelf: dict[str, list[str]]) -> Library:
+    """A shelf of documents typed as pages (doc_id -> each page's text), titled from their
+    covers as ingestion titles them (`filing_title`), indexed in `directory`."""
+    documents = {doc_id: _pages(texts) for doc_id, texts in shelf.items()}
+    titles = {doc_id: filing_title(pages) or doc_id for doc_id, pages in documents.items()}
+    return _library(directory, documents, titles=titles)
+
+
+def searched(library: Library, question: str, *, top_k: int) -> set[str]:
+    """The documents of the first `top_k` passages a search for `question` finds."""
+    return {p.chunk.doc_id for p in library.search(question, top_k=top_k).passages}
+
+
 @pytest.fixture(scope="module")
 def shelf(tmp_path_factory: pytest.TempPathFactory) -> Library:
-    documents = {doc_id: _pages(texts) for doc_id, texts in SHELF.items()}
-    titles = {doc_id: filing_title(pages) or doc_id for doc_id, pages in documents.items()}
-    return _library(tmp_path_factory.mktemp("shelf"), documents, titles=titles)
+    return filed(tmp_path_factory.mktemp("shelf"), SHELF)
 
 
 def test_a_cover_titles_its_filing_with_the_company_symbol_and_period(shelf: Library) -> None:

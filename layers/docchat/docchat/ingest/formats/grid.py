@@ -32,14 +32,18 @@ def compact(grid: list[list[str]], spans: dict[tuple[int, int], int]) -> list[li
                 before = next((k for k in range(c - 1, -1, -1) if row[k]), None)
                 if before is not None and row[before][-1].isdigit():
                     row[before], row[c] = row[before] + text, ""
+    # How many rows fill each column, kept as headings move: counting again for each spanning
+    # cell took time in rows times cells, and a filing's tables span nearly every cell.
+    filled = [sum(1 for row in grid if row[k]) for k in range(len(grid[0]) if grid else 0)]
     for (r, c), colspan in spans.items():
-        held = [
-            sum(1 for n, row in enumerate(grid) if n != r and row[k])
-            for k in range(c, min(c + colspan, len(grid[r])))
-        ]
+        row = grid[r]
+        held = [filled[k] - bool(row[k]) for k in range(c, min(c + colspan, len(row)))]
         if held and held[0] == 0 and max(held) > 0:
             best = c + held.index(max(held))
-            grid[r][best], grid[r][c] = grid[r][c], ""
+            filled[best] -= bool(row[best])
+            filled[c] -= bool(row[c])
+            row[best], row[c] = row[c], ""
+            filled[best] += bool(row[best])
     columns = [list(column) for column in zip(*grid, strict=True) if any(column)]
     if not columns:
         return []

@@ -82,13 +82,27 @@ def examples(full: int) -> int:
 NETWORK_GROUP = ("tests/web/", "tests/sam_local/")
 
 
+def _shares_a_module_fixture(module: Path, seen: dict[Path, bool]) -> bool:
+    """Whether a test module defines a module-scoped fixture (its index, server or build)."""
+    if module not in seen:
+        seen[module] = 'scope="module"' in module.read_text(encoding="utf-8")
+    return seen[module]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks `slow`, and puts tests that must share a worker in one xdist group (`--dist
+    loadgroup`): the browser and container tests (NETWORK_GROUP), and each module with a
+    module-scoped fixture, which xdist would otherwise build once on each worker that gets one
+    of its tests (SciFact's index was built twice, 150 s each, in one clean-clone run)."""
+    seen: dict[Path, bool] = {}
     for item in items:
         path = item.path.resolve().relative_to(REPO).as_posix()
         if path.startswith(SLOW_PATHS):
             item.add_marker(pytest.mark.slow)
         if path.startswith(NETWORK_GROUP):
             item.add_marker(pytest.mark.xdist_group("browser-or-containers"))
+        elif _shares_a_module_fixture(item.path, seen):
+            item.add_marker(pytest.mark.xdist_group(path))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -11,7 +11,7 @@ from docchat.answer.events import ChatEvent, event_data
 from docchat.answer.tools import WAKING
 from docchat.errors import SearchIndexUnavailableError
 from docchat.llm import TextDelta, ToolUse, TurnEnd
-from docchat.models import Passage
+from docchat.models import Chunk, Passage
 from docchat.search.library import Library, SearchResult
 from tests.chatkit import ScriptedModel, library, tuned_config
 
@@ -211,6 +211,9 @@ class FailingReranker:
         from docchat.errors import DocchatError
 
         raise DocchatError("rerank model unavailable in this region")
+
+    def similarities(self, query: str, chunks: Sequence[Chunk]) -> dict[tuple[str, int], float]:
+        return {}
 
 
 def test_library_falls_back_to_fused_order_when_rerank_fails(library: Library) -> None:

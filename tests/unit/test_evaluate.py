@@ -135,6 +135,9 @@ class ReversingReranker:
         self.pools.append(len(passages))
         return list(reversed(passages))[:top_n]
 
+    def similarities(self, query: str, chunks: Sequence[Chunk]) -> dict[tuple[str, int], float]:
+        return {}
+
 
 def test_evaluate_beir_reranks_the_fused_list_when_a_reranker_is_given(tmp_path: Path) -> None:
     reranker = ReversingReranker()

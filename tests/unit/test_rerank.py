@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from docchat.adapters.bedrock_reranker import BedrockReranker
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.config import Settings
 from docchat.models import Chunk, DocumentRecord, Passage
 from docchat.ports import SentenceVectors
-from docchat.search.rerank import SHORT, SentenceReranker, sentence_similarities
+from docchat.search.rerank import SHORT, SentenceReranker
 from docchat.search.sentences import chunk_sentences
 from docchat.wiring import reranker
 from tests.conftest import WordEmbedder
@@ -140,9 +141,9 @@ def test_similarities_give_each_scored_sentence_its_cosine_by_where_it_starts() 
     assert max(cosines, key=cosines.__getitem__) == (passages[1].chunk.chunk_id, answer)
 
 
-def test_without_the_sentence_reranker_there_are_no_similarities() -> None:
+def test_bedrock_rerank_scores_no_sentences() -> None:
     chunk = _passage(ANSWERS, 1.0, 1).chunk
-    assert sentence_similarities(None, QUERY, [chunk]) == {}
+    assert BedrockReranker(client=object()).similarities(QUERY, [chunk]) == {}
 
 
 def _indexed(tmp_path: Path, passages: Sequence[Passage]) -> SqliteIndex:

@@ -55,6 +55,11 @@ class Embedder(Protocol):
 class Reranker(Protocol):
     def rerank(self, query: str, passages: Sequence[Passage], *, top_n: int) -> list[Passage]: ...
 
+    def similarities(self, query: str, chunks: Sequence[Chunk]) -> dict[tuple[str, int], float]:
+        """Each scored sentence's cosine with `query`, by (chunk id, where the sentence starts),
+        for the extractive answer: none from a reranker that scores whole passages."""
+        ...
+
 
 class SentenceVectors(NamedTuple):
     """A chunk's scored sentences (where each starts in its text) and their vectors, as the

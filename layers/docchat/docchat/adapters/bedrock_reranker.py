@@ -18,7 +18,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from docchat.errors import RerankError
-from docchat.models import Passage
+from docchat.models import Chunk, Passage
 
 RERANK_MODEL_ID = "cohere.rerank-v3-5:0"
 #: Where Bedrock offers each rerank model (the user guide's "Supported Regions and models for
@@ -107,6 +107,11 @@ class BedrockReranker:
                 "check the AWS credentials, region and network"
             ) from exc
         return self._ranked(response.get("results", []), candidates)[:top_n]
+
+    def similarities(self, query: str, chunks: Sequence[Chunk]) -> dict[tuple[str, int], float]:
+        """None: the rerank model scores whole passages, so the extractive answer's quotes rest
+        on the question's words alone."""
+        return {}
 
     def model_arn(self, region: str, *, partition: str = "aws") -> str:
         """The foundation-model ARN Rerank wants; an ARN given as the model id is kept."""

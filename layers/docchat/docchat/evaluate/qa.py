@@ -28,7 +28,6 @@ from docchat.ingest.stages import Progress
 from docchat.models import Chunk
 from docchat.ports import Embedder, Reranker
 from docchat.search.library import RERANK_POOL
-from docchat.search.rerank import sentence_similarities
 
 QA_CUTOFFS = (1, 5, 10)
 _SPACE = re.compile(r"\s+")
@@ -157,7 +156,7 @@ def extractive_quoter(
             chunks,
             threshold=threshold,
             weights=weights,
-            similarity=sentence_similarities(reranker, question, chunks),
+            similarity=reranker.similarities(question, chunks) if reranker and chunks else {},
         )
         return [(q.chunk, q.page, q.text) for q in found]
 

@@ -15,7 +15,6 @@ from docchat.search.catalog import Catalog
 from docchat.search.concepts import hinted, statement_asked, under_statement
 from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.pages import extracted_pages
-from docchat.search.rerank import sentence_similarities
 from docchat.search.terms import asked, terms
 
 # Passages the reranker sees per passage wanted (the evaluation reranks as many).
@@ -216,8 +215,10 @@ class Library:
     ) -> dict[tuple[str, int], float]:
         """Each sentence's cosine with `query`, when the reranker embeds sentences; none when
         it does not, or when embedding fails (the quotes then rest on the question's words)."""
+        if self.reranker is None or not chunks:
+            return {}
         try:
-            return sentence_similarities(self.reranker, query, chunks)
+            return self.reranker.similarities(query, chunks)
         except DocchatError:
             return {}
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from docchat.models import Chunk, Passage
-from docchat.ports import ChunkStore, Embedder, Reranker, SentenceVectors, Vectors
+from docchat.ports import ChunkStore, Embedder, SentenceVectors, Vectors
 from docchat.search.concepts import as_asked
 from docchat.search.hybrid import rescaled
 from docchat.search.sentences import Span, chunk_sentences
@@ -213,13 +213,3 @@ def sentence_vectors(
         found.append(SentenceVectors(tuple(span.start for span in chunk_spans), vectors[start:end]))
         start = end
     return found
-
-
-def sentence_similarities(
-    reranker: Reranker | None, query: str, chunks: Sequence[Chunk]
-) -> dict[tuple[str, int], float]:
-    """Each sentence's cosine with `query` when `reranker` embeds sentences (the local default),
-    for the extractive answer; none with Bedrock Rerank, which scores passages only."""
-    if isinstance(reranker, SentenceReranker) and chunks:
-        return reranker.similarities(query, chunks)
-    return {}

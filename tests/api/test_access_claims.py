@@ -7,6 +7,7 @@ gives the JSON type to a Lambda proxy integration (a list) and JSON text elsewhe
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,9 +15,11 @@ from fastapi.testclient import TestClient
 from starlette.requests import Request
 
 from docchat.answer.backend import ChatBackend
-from docchat.serve.access import NO_MAPPING, claimed_groups, cognito_access_for
+from docchat.config import Settings
+from docchat.serve.access import NO_MAPPING, GroupsMap, claimed_groups, cognito_access_for
 from docchat.serve.app import create_app
 from docchat.serve.identity import REQUEST_CONTEXT, cognito_user
+from tests.chatkit import local_parts
 
 
 def _request(claims: dict[str, Any] | None) -> Request:
@@ -89,3 +92,28 @@ def test_a_request_to_mcp_reads_the_request_context_once(monkeypatch: pytest.Mon
 
 def _no_backend() -> ChatBackend:
     raise AssertionError("starting a session reads no document")
+
+
+def test_a_route_reads_the_callers_rights_once(tmp_path: Path) -> None:
+    # Given the chat function's access (Cognito groups mapped by a mapping read from S3)
+    context = {"authorizer": {"claims": {"sub": "u1", "cognito:groups": "finance"}}}
+    read: list[int] = []
+
+    def mapping() -> GroupsMap:
+        read.append(1)
+        return GroupsMap.model_validate(
+            {"groups": {"finance": {"read": ["finance"], "write": ["finance"]}}}
+        )
+
+    parts = local_parts(Settings(data_dir=tmp_path))
+    app = create_app(lambda: parts.backend, access_of=cognito_access_for(mapping, cognito_user))
+
+    # When the caller lists their collections (what they may read, then each one's documents)
+    with TestClient(app) as client:
+        response = client.get("/collections", headers={REQUEST_CONTEXT: json.dumps(context)})
+
+    # Then one reading of the mapping decided both
+    assert response.status_code == 200, response.text
+    assert response.json()["collections"] == [{"name": "finance", "documents": 0, "write": True}]
+    assert len(read) == 1
+    parts.index.close()

@@ -161,8 +161,14 @@ class AppState:
         )
 
     def access(self, request: Request) -> Access:
-        """What the caller may read and write (CallerUnknownError, a 401, when unknown)."""
-        return self.parts.access_of(request)
+        """What the caller may read and write (CallerUnknownError, a 401, when unknown), made
+        once per request: a route that asks twice (what it may read, then whether it may
+        change it) decides on one reading of the cloud's groups mapping, which may change
+        between two."""
+        made = getattr(request.state, "docchat_access", None)
+        if made is None:
+            made = request.state.docchat_access = self.parts.access_of(request)
+        return cast(Access, made)
 
     def reader(self, request: Request, scope: Scope | None = None) -> ChatBackend:
         """The backend as the caller, asking within `scope`, sees it: nothing outside the

@@ -23,6 +23,17 @@ NEVER_IMPORTED = (
     "orjson",
     "xxhash",
 )
+# Only local mode runs these (layers/docchat/Makefile, LOCAL_ONLY).
+LOCAL_ONLY = (
+    "cli",
+    "evaluate",
+    "wiring/local.py",
+    "serve/guards.py",
+    "ingest/claims.py",
+    "adapters/sqlite_index",
+    "adapters/sqlite_conversations.py",
+    "adapters/sqlite_errors.py",
+)
 # The Convert function ships the Office and HTML readers itself
 # (functions/convert/requirements.txt).
 CONVERT_ONLY = ("docchat.ingest.formats.",)  # its modules; the package itself needs none
@@ -50,13 +61,15 @@ def test_layer_unzipped_size_is_within_budget(layout: Layout) -> None:
     assert size_mb < LAYER_BUDGET_MB, f"the docchat layer is {size_mb:.0f} MB unzipped"
 
 
-def test_layer_leaves_out_the_command_line_and_the_evaluation(layout: Layout) -> None:
-    # `docchat` and `docchat eval` run locally; no function imports them (the probe below
-    # imports every module the layer has, in the Lambda layout)
+def test_layer_leaves_out_what_only_local_mode_runs(layout: Layout) -> None:
+    # `docchat`, `docchat eval` and local mode's SQLite stores, guard and wiring run on a laptop;
+    # no function imports them (the probe below imports every module the layer has, in the
+    # Lambda layout, and the functions' own tests run the handlers over this layer)
     package = layout.opt / "python" / "docchat"
     assert (package / "serve").is_dir() and (package / "web" / "index.html").is_file()
-    assert not (package / "cli").exists()
-    assert not (package / "evaluate").exists()
+    assert (package / "adapters" / "opensearch_index").is_dir()
+    shipped = [name for name in LOCAL_ONLY if (package / name).exists()]
+    assert not shipped, f"the layer ships {shipped}, which only local mode runs"
 
 
 def test_layer_leaves_out_what_docchat_never_imports(layout: Layout) -> None:

@@ -393,7 +393,11 @@ def _page(number: int, markdown: str) -> Page:
 
 
 def _library(
-    tmp_path: Path, documents: dict[str, list[Page]], *, titles: dict[str, str] = TITLES
+    tmp_path: Path,
+    documents: dict[str, list[Page]],
+    *,
+    titles: dict[str, str] = TITLES,
+    chunk_overlap: int = DEFAULTS.chunk_overlap,
 ) -> Library:
     """The documents through the local path after conversion: chunked with the settings'
     sizes, embedded, indexed in SQLite, searched and reranked as `docchat serve` does."""
@@ -408,7 +412,7 @@ def _library(
             source=source,
             title=titles[doc_id],
             chunk_size=DEFAULTS.chunk_size,
-            chunk_overlap=DEFAULTS.chunk_overlap,
+            chunk_overlap=chunk_overlap,
         )
         record = DocumentRecord(
             doc_id=doc_id,

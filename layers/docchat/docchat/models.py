@@ -107,6 +107,11 @@ def file_label(source: str, title: str) -> str:
     return "" if label.casefold() == title.strip().casefold() else label
 
 
+def chunk_id_of(doc_id: str, version: str, n: int) -> str:
+    """The id of chunk `n` (from 0, in reading order) of a document's version."""
+    return f"{doc_id}:{version[:12]}:{n:05d}"
+
+
 class Chunk(BaseModel):
     """A retrievable piece of a document with its exact page span."""
 
@@ -128,6 +133,12 @@ class Chunk(BaseModel):
     # One sentence the chat model wrote on what the chunk is about within its document, when
     # DOCCHAT_CHUNK_CONTEXT=model (docchat.ingest.notes); part of `context`, never shown or quoted.
     note: str = ""
+
+    @property
+    def following_id(self) -> str:
+        """The id of the chunk after this one in its document (there may be none)."""
+        head, _, n = self.chunk_id.rpartition(":")
+        return f"{head}:{int(n) + 1:05d}" if n.isdigit() else ""
 
     @property
     def file_label(self) -> str:

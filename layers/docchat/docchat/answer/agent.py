@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from docchat.answer.citations import citation, citations_for_answer
+from docchat.answer.continued import ends_cut, finished
 from docchat.answer.events import (
     AnswerMode,
     ChatEvent,
@@ -235,6 +236,9 @@ class ExtractiveAnswerer(Answerer):
             similarity=self.library.sentence_similarities(question, sources),
             boilerplate=self.library.boilerplate,
         )
+        # A sentence the chunk's end cuts goes on in the chunk after it, read only then.
+        cut = {q.last.chunk.chunk_id: q.last.chunk for q in quotes if ends_cut(q.last.chunk)}
+        quotes = finished(quotes, self.library.following(list(cut.values())) if cut else {})
         citations = [
             citation(
                 q.number,

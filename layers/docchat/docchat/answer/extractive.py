@@ -128,10 +128,10 @@ class Quote:
         short by a page break or the chunk's end. A table row is quoted whole."""
         if self.span.table_row:
             return False
-        if self.last.page != self.span.page:  # across a page break (`_goes_on`)
-            return _cut_off(self.last)
+        if self.last.chunk is not self.span.chunk or self.last.page != self.span.page:
+            return cut_off(self.last)  # across a page break (`_goes_on`) or a chunk's end
         whole = quote_text(self.chunk.text, self.span.start, self.last.end, limit=None)
-        return self.text != whole or _cut_off(self.last)
+        return self.text != whole or cut_off(self.last)
 
 
 @dataclass(frozen=True)
@@ -307,13 +307,13 @@ class _Scorer:
 
 
 def _goes_on(span: Span, after: Span) -> bool:
-    """Whether `after` finishes `span`: `span` is cut short by a page break (`_cut_off`) and
+    """Whether `after` finishes `span`: `span` is cut short by a page break (`cut_off`) and
     `after` opens the next page of the same passage going on with it, in lower case, as prose
     (a running head, a footnote or a heading there is not the rest of the sentence)."""
     return (
         after.chunk is span.chunk
         and after.page == span.page + 1
-        and _cut_off(span)
+        and cut_off(span)
         and after.text[:1].islower()
         and not (after.list_item or after.table_row or span.table_row)
     )
@@ -374,7 +374,7 @@ def _lead_in(span: Span) -> bool:
     return span.text.endswith(":")
 
 
-def _cut_off(span: Span) -> bool:
+def cut_off(span: Span) -> bool:
     """A sentence that a page break or the chunk's end cuts short ("… measures that prevent";
     the next page or chunk goes on with it). A short line without a full stop there is a
     heading or a list item."""

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from langchain_text_splitters import MarkdownHeaderTextSplitter, RecursiveCharacterTextSplitter
 
 from docchat.errors import ConfigError
-from docchat.models import Chunk, Page
+from docchat.models import Chunk, Page, chunk_id_of
 
 _HEADERS = [("#", "h1"), ("##", "h2"), ("###", "h3")]
 # A page marker on its own line survives both splitters (the header splitter keeps printable
@@ -73,7 +73,7 @@ def chunks_from_pages(
     labels = {p.number: p.where for p in pages} if any(p.label for p in pages) else {}
     chunks = [
         Chunk(
-            chunk_id=f"{doc_id}:{version[:12]}:{n:05d}",
+            chunk_id=chunk_id_of(doc_id, version, n),
             doc_id=doc_id,
             version=version,
             source=source,

@@ -195,6 +195,17 @@ class Library:
                 fused[:top_k], reranked=False, rerank_note=str(exc), scope_note=note
             )
 
+    def following(self, chunks: Sequence[Chunk]) -> dict[str, Chunk]:
+        """The chunk after each of `chunks` in its document, by the earlier one's id: where a
+        sentence cut at a chunk's end goes on (of the same version, so as readable as it)."""
+        after = {c.following_id: c for c in chunks if c.following_id}
+        found = self.index.chunks(list(after)) if after else {}
+        return {
+            after[i].chunk_id: chunk
+            for i, chunk in found.items()
+            if (chunk.doc_id, chunk.version) == (after[i].doc_id, after[i].version)
+        }
+
     def _openings(self, doc_ids: Sequence[str], top_k: int, catalog: Catalog) -> list[Passage]:
         """The first chunks of each document, taken in turn."""
         versions = catalog.versions(doc_ids)

@@ -59,6 +59,7 @@ def _searched(shelf: Library, question: str) -> set[str]:
         "How many stores did Best Buy operate according to its most recent 10-Q?",
         "How many stores did BBY operate according to its latest 10Q?",
         "How many stores did Best Buy operate at the end of the last quarter?",
+        "How many stores did Best Buy operate at the end of the previous fiscal quarter?",
     ],
 )
 def test_the_most_recent_quarterly_report_of_a_named_company_is_its_latest(
@@ -67,6 +68,21 @@ def test_the_most_recent_quarterly_report_of_a_named_company_is_its_latest(
     # Before, a question naming the company lost "10-Q" to folding ("10 q") and searched all
     # three of Best Buy's reports.
     assert _searched(shelf, question) == {"bby-10q2"}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How did Best Buy's store count at the end of Q1 FY2024 compare with the last year?",
+        "Did Best Buy operate more stores in the first quarter of fiscal 2024 than the prior year?",
+    ],
+)
+def test_a_period_the_question_names_wins_over_a_relative_one(
+    shelf: Library, question: str
+) -> None:
+    # Before, "the last year" read the newest annual report alone and the quarter asked for
+    # was never searched
+    assert _searched(shelf, question) == {"bby-10q1"}
 
 
 @pytest.mark.parametrize(

@@ -277,12 +277,14 @@ class Catalog:
         }
 
     def latest(self, query: str, doc_ids: Sequence[str] | None = None) -> list[str]:
-        """For a question about "the most recent 10-Q" (or latest annual report, last quarter):
-        of each company's documents (of `doc_ids`, when given), only its report of that kind
-        whose title names the latest date; the documents of no company, or of a company with no
-        such report, beside them. None when the question asks for no most recent report."""
+        """For a question about "the most recent 10-Q" (or latest annual report, last quarter,
+        the prior year): of each company's documents (of `doc_ids`, when given), only its
+        report of that kind whose title names the latest date; the documents of no company, or
+        of a company with no such report, beside them. None when the question asks for no most
+        recent report, or names a year or a quarter: "the prior year" of "2022 compared with
+        the prior year" is 2021, not the year before the newest report (`dated` reads it)."""
         kind = recent_form(query)
-        if kind is None:
+        if kind is None or years(query) or quarters_asked(query):
             return []
         pool = self._pool(doc_ids)
         newest: dict[str, tuple[tuple[int, int, int], str]] = {}

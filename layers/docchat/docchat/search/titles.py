@@ -184,7 +184,8 @@ _DATED = re.compile(
 # as written or folded ("10-Q", "10Q", "10 q": the catalog reads what is left of a question
 # after a company's name, folded).
 _RECENT = re.compile(
-    r"\b(?:most recent|latest|last|newest)\s+(?:(10[- ]?q|quarter(?:ly)?)|(10[- ]?k|annual|year)|"
+    r"\b(?:most recent|latest|last|newest|prior|previous)\s+(?:fiscal\s+)?"
+    r"(?:(10[- ]?q|quarter(?:ly)?)|(10[- ]?k|annual|year)|"
     r"(filing|report|8[- ]?k|earnings))",
     re.IGNORECASE,
 )

@@ -65,11 +65,11 @@ from docchat.config import Settings
 from docchat.llm import Message, ModelEvent, TextDelta, ToolSpec, TurnEnd
 from docchat.models import Chunk, DocumentRecord
 from docchat.ports import Vectors
+from docchat.processes import ChatSettings
 from docchat.search.hybrid import hybrid_search
 from docchat.search.library import Library
 from docchat.serve.app import create_app
 from docchat.wiring import agent_config
-from docchat.wiring.cloud import CHAT_SETTINGS
 from index_data import read_jsonl, sentence_parts
 
 # What the product does by default (docchat/config.py), so the table measures that.
@@ -99,11 +99,11 @@ COLD_CODE = {
     "fastapi": "import fastapi; fastapi.FastAPI()",
     "docchat": "from docchat.wiring.cloud import cloud_app; cloud_app()",
 }
-# The settings the chat function requires to start (taken from docchat.wiring.cloud, so a new one
+# The settings the chat function requires to start (taken from docchat.processes, so a new one
 # cannot stop the cold start); building the app makes no request to any of them.
 CHAT_FUNCTION_ENV = {
     f"DOCCHAT_{name.upper()}": "https://127.0.0.1:9" if name == "opensearch_endpoint" else name
-    for name in CHAT_SETTINGS
+    for name in ChatSettings.required()
 }
 
 

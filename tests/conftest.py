@@ -232,7 +232,7 @@ def shared_pdfs() -> Iterator[Path]:
     yield SHARED_PDFS
 
 
-#: Values for the settings the chat function requires (docchat.wiring.cloud.CHAT_SETTINGS);
+#: Values for the settings the chat function requires (docchat.processes.ChatSettings);
 #: nothing listens at the endpoint, and building the app makes no request.
 CHAT_FUNCTION_SETTINGS = {
     "DOCCHAT_OPENSEARCH_ENDPOINT": "https://127.0.0.1:9",

@@ -4,21 +4,20 @@ from typing import Any
 
 from docchat.ingest.steps import chunk
 from docchat.payloads import ChunkResult, ConvertResult
+from docchat.processes import ChunkSettings
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 
-#: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
-REQUIRED = ("documents_table", "artifacts_bucket")
-
 
 def _run(event: dict[str, Any]) -> ChunkResult:
-    s = services().require(*REQUIRED, entry="the chunk function")
+    s = services("chunk")
+    settings = s.view(ChunkSettings)
     result = ConvertResult.model_validate(event)
     return chunk(
         result,
         objects=s.objects,
         registry=s.registry,
-        settings=s.settings,
+        settings=settings,
         notes_model=s.notes_model,
     )
 

@@ -9,20 +9,19 @@ from typing import Any
 
 from docchat.ingest.steps import convert, convert_with_ocr
 from docchat.payloads import CONVERT_CALL, AfterOcr, ConvertResult
+from docchat.processes import ConvertSettings
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 
-#: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
-REQUIRED = ("documents_table", "artifacts_bucket")
-
 
 def _run(event: dict[str, Any]) -> ConvertResult:
-    s = services().require(*REQUIRED, entry="the convert function")
+    s = services("convert")
+    settings = s.view(ConvertSettings)
     call = CONVERT_CALL.validate_python(event)
     if isinstance(call, AfterOcr):
         first = call.after_ocr
-        return convert_with_ocr(first, objects=s.objects, registry=s.registry, settings=s.settings)
-    return convert(call, objects=s.objects, registry=s.registry, settings=s.settings)
+        return convert_with_ocr(first, objects=s.objects, registry=s.registry, settings=settings)
+    return convert(call, objects=s.objects, registry=s.registry, settings=settings)
 
 
 handler = step_handler("convert", _run)

@@ -4,21 +4,20 @@ from typing import Any
 
 from docchat.ingest.steps import finalize
 from docchat.payloads import FinalizeTask, StepResult
+from docchat.processes import CleanupSettings
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 
-#: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
-REQUIRED = ("documents_table", "opensearch_endpoint", "artifacts_bucket")
-
 
 def _run(event: dict[str, Any]) -> StepResult:
-    s = services().require(*REQUIRED, entry="the finalize function")
+    s = services("finalize")
+    settings = s.view(CleanupSettings)
     return finalize(
         FinalizeTask.model_validate(event),
         index=s.index,
         registry=s.registry,
         objects=s.objects,
-        artifacts_bucket=s.settings.artifacts_bucket,
+        artifacts_bucket=settings.artifacts_bucket,
     )
 
 

@@ -4,21 +4,20 @@ from typing import Any
 
 from docchat.ingest.steps import index_batch
 from docchat.payloads import BatchResult, BatchTask
+from docchat.processes import IndexSettings
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 
-#: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
-REQUIRED = ("artifacts_bucket", "opensearch_endpoint")
-
 
 def _run(event: dict[str, Any]) -> BatchResult:
-    s = services().require(*REQUIRED, entry="the index function")
+    s = services("index")
+    settings = s.view(IndexSettings)
     task = BatchTask.model_validate(event)
     return index_batch(
         task,
         objects=s.objects,
         index=s.index,
-        settings=s.settings,
+        settings=settings,
         model_id=s.embedder.model_id,
     )
 

@@ -7,17 +7,16 @@ from typing import Any
 
 from docchat.ingest.steps import ocr_range
 from docchat.payloads import OcrResult, OcrTask
+from docchat.processes import OcrSettings
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 
-#: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
-REQUIRED = ("artifacts_bucket",)
-
 
 def _run(event: dict[str, Any]) -> OcrResult:
-    s = services().require(*REQUIRED, entry="the ocr function")
+    s = services("ocr")
+    settings = s.view(OcrSettings)
     task = OcrTask.model_validate(event)
-    return ocr_range(task, objects=s.objects, settings=s.settings)
+    return ocr_range(task, objects=s.objects, settings=settings)
 
 
 handler = step_handler("ocr", _run)

@@ -4,15 +4,14 @@ from typing import Any
 
 from docchat.ingest.failures import stopped_run
 from docchat.payloads import ExecutionStatusEvent, StepResult
+from docchat.processes import CleanupSettings
 from docchat.wiring.cloud import services
 from docchat.wiring.lambda_handler import step_handler
 
-#: The settings this function cannot run without (DOCCHAT_<NAME>), checked on each invocation.
-REQUIRED = ("documents_table", "opensearch_endpoint", "artifacts_bucket")
-
 
 def _run(event: dict[str, Any]) -> StepResult:
-    s = services().require(*REQUIRED, entry="the watchdog function")
+    s = services("watchdog")
+    settings = s.view(CleanupSettings)
     task = ExecutionStatusEvent.model_validate(event)
     return stopped_run(
         task,
@@ -20,7 +19,7 @@ def _run(event: dict[str, Any]) -> StepResult:
         index=s.index,
         registry=s.registry,
         objects=s.objects,
-        artifacts_bucket=s.settings.artifacts_bucket,
+        artifacts_bucket=settings.artifacts_bucket,
     )
 
 

@@ -102,7 +102,7 @@ def cloud(
             item.update(updated_at=1, sequencer="01", execution_id="", index="")
             table.put_item(Item=item)
         # The chat function's services, with the index and embedder of this machine
-        live = services()
+        live = services("chat")
         live.__dict__.update(index=index, embedder=embedder, page_store=index, reranker=None)
         cognito = FakeCognito(
             users={f"{name}@example.com": name[0] for name in USERS},

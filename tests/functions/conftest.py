@@ -114,6 +114,23 @@ def _load_handler(name: str) -> ModuleType:
     return module
 
 
+class FunctionsServices:
+    """The functions' services, one per function as in the cloud, seen as one: an adapter read
+    is the watchdog's (whose settings hold every adapter's but the chat model's), and one set
+    replaces it in every function."""
+
+    def __init__(self, services: Callable[[str], Any]) -> None:
+        object.__setattr__(self, "_each", [services(name) for name in FUNCTIONS])
+        object.__setattr__(self, "_reader", services("watchdog"))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._reader, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        for services in self._each:
+            setattr(services, name, value)
+
+
 class LambdaKilled(Exception):
     """Stands for a sandbox that died (out of memory, killed) after doing its work."""
 
@@ -293,7 +310,7 @@ def running_pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterato
             roleArn=f"arn:aws:iam::{ACCOUNT}:role/ingest",
         )["stateMachineArn"]
         services.cache_clear()
-        live = services()
+        live = FunctionsServices(services)
         fake = FakeBedrock(dimension=256)
         live.embedder = TitanEmbedder(client=fake, dimension=256, concurrency=2)
         # The embedded index stands in for OpenSearch: it keeps the same chunks and answers

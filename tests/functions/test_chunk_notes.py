@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from docchat.adapters.anthropic_model import claude_model
-from docchat.config import Settings
 from docchat.errors import ConfigError
 from docchat.ingest.artifacts import notes_key
+from docchat.processes import ChunkSettings
 from docchat.wiring.cloud import CloudServices
-from tests.functions.conftest import ARTIFACTS_BUCKET, REGION, Pipeline
+from tests.functions.conftest import ARTIFACTS_BUCKET, REGION, TABLE, Pipeline
 from tests.pdfgen import make_pdf
 from tests.unit.test_anthropic_model import bedrock_chunk
 
@@ -171,19 +171,24 @@ def test_chunks_carry_their_notes_into_the_index_and_a_new_version_asks_only_for
     assert listed.get("KeyCount", 0) == 0
 
 
+def _chunk_settings(environ: dict[str, str]) -> ChunkSettings:
+    required = {"DOCCHAT_DOCUMENTS_TABLE": TABLE, "DOCCHAT_ARTIFACTS_BUCKET": ARTIFACTS_BUCKET}
+    return ChunkSettings.from_env({**required, **environ}, reader="the chunk function")
+
+
 def test_the_chunk_function_takes_its_notes_model_from_the_stack_settings() -> None:
     environ = {"DOCCHAT_MODEL_ID": MODEL_ID, "DOCCHAT_REGION": REGION}
     # As the template sets the Chunk function: ChunkContext=off
-    off = CloudServices(Settings.from_env({**environ, "DOCCHAT_CHUNK_CONTEXT": "off"}))
+    off = CloudServices(_chunk_settings({**environ, "DOCCHAT_CHUNK_CONTEXT": "off"}))
     assert off.notes_model is None
     # ChunkContext=model: Claude on Bedrock
     on = {**environ, "DOCCHAT_CHUNK_CONTEXT": "model", "DOCCHAT_MODEL_PROVIDER": "bedrock"}
-    model = CloudServices(Settings.from_env(on)).notes_model
+    model = CloudServices(_chunk_settings(on)).notes_model
     assert model is not None and model.model_id == MODEL_ID
     # Notes without a model say what to set
     alone = {**environ, "DOCCHAT_CHUNK_CONTEXT": "model", "DOCCHAT_MODEL_PROVIDER": "none"}
     with pytest.raises(ConfigError, match="DOCCHAT_CHUNK_CONTEXT=model needs a chat model"):
-        _ = CloudServices(Settings.from_env(alone)).notes_model
+        _ = CloudServices(_chunk_settings(alone)).notes_model
 
 
 def test_a_throttled_model_is_tried_again_and_the_chunk_step_resumes_from_its_notes(

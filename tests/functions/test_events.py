@@ -13,7 +13,9 @@ from docchat.ingest.decision import doc_id_for
 from docchat.ingest.steps import register
 from docchat.models import DocStatus
 from docchat.payloads import StepEvent
+from docchat.processes import RegisterSettings
 from docchat.serve.access import ADMIN
+from docchat.wiring.cloud import services as function_services
 from tests.aws_events import EVENTS, documented, encoded_key, execution_event, s3_event
 from tests.functions.conftest import DOCS_BUCKET, FakeContext, Pipeline, _load_handler
 from tests.functions.test_ingest_pipeline import _pdf
@@ -206,12 +208,12 @@ def _claimed_run(pipeline: Pipeline, key: str, execution_arn: str) -> dict[str, 
     """A run that registered `key` and then stopped: the S3 event it started from."""
     pipeline.s3.put_object(Bucket=DOCS_BUCKET, Key=key, Body=_pdf("davits"))
     started = _event(pipeline, "object-created", key)
-    services = pipeline.services
+    services = function_services("register")
     claimed = register(
         StepEvent.model_validate({"event": started, "execution_id": execution_arn}),
         objects=services.objects,
         registry=services.registry,
-        settings=services.settings,
+        settings=services.view(RegisterSettings),
         index_location=services.index.location,
     )
     assert claimed.action == "process"

@@ -15,6 +15,7 @@ from docchat.ingest.artifacts import pages_key
 from docchat.ingest.decision import doc_id_for, version_of
 from docchat.ingest.pagetext import S3PageStore
 from docchat.search.library import Library
+from docchat.wiring.cloud import CloudServices, services
 from tests.chatkit import SEARCH, tuned_config
 from tests.functions.conftest import ARTIFACTS_BUCKET, DOCS_BUCKET, Pipeline
 from tests.pdfgen import make_pdf
@@ -31,15 +32,24 @@ PDF = make_pdf(
 )
 
 
-def _client(pipeline: Pipeline) -> TestClient:
-    """The chat app over the cloud services the handlers use (extractive: no model)."""
+def _chat_services(pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch) -> CloudServices:
+    """The chat function's services, from its settings beside the pipeline's (the stack sets
+    its conversations table), over the index and embedder the handlers use."""
+    monkeypatch.setenv("DOCCHAT_CONVERSATIONS_TABLE", "docchat-conversations")
+    live = services("chat")
+    live.__dict__.update(index=pipeline.services.index, embedder=pipeline.services.embedder)
+    return live
+
+
+def _client(pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch) -> TestClient:
+    """The chat app over the chat function's services (extractive: no model)."""
     # Imported here, once the fixture has set the environment: the app's modules make their
     # Powertools objects on import, and those keep the settings they saw then.
     from fastapi.testclient import TestClient
 
     from docchat.serve.app import create_app
 
-    live = pipeline.services
+    live = _chat_services(pipeline, monkeypatch)
     library = Library(
         index=live.index,
         embedder=live.embedder,
@@ -51,25 +61,30 @@ def _client(pipeline: Pipeline) -> TestClient:
     return TestClient(create_app(lambda: backend))
 
 
-def test_convert_keeps_pages_outside_the_expiring_artifacts(pipeline: Pipeline) -> None:
+def test_convert_keeps_pages_outside_the_expiring_artifacts(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
     execution = pipeline.upload(KEY, PDF)
 
     assert execution["status"] == "SUCCEEDED", execution
     doc_id, version = doc_id_for(f"{DOCS_BUCKET}/{KEY}"), version_of(PDF)
     key = pages_key(doc_id, version)
     assert key == f"pages/{doc_id}/{version}.json"  # the template expires artifacts/ only
-    assert isinstance(pipeline.services.page_store, S3PageStore)
-    pages = pipeline.services.page_store.stored_pages(doc_id, version)
+    page_store = _chat_services(pipeline, monkeypatch).page_store
+    assert isinstance(page_store, S3PageStore)
+    pages = page_store.stored_pages(doc_id, version)
     assert [(p.number, p.markdown, p.ocr) for p in pages or []] == [
         (1, "# Locks\n\nThe lock opens at dawn for the first barge.", False),
         (2, "## Tolls\n\nBarges pay by the tonne.", False),
     ]
 
 
-def test_chat_app_reads_a_page_and_forgets_it_with_the_document(pipeline: Pipeline) -> None:
+def test_chat_app_reads_a_page_and_forgets_it_with_the_document(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pipeline.upload(KEY, PDF)
     doc_id = doc_id_for(f"{DOCS_BUCKET}/{KEY}")
-    client = _client(pipeline)
+    client = _client(pipeline, monkeypatch)
 
     page = client.get(f"/documents/{quote(doc_id)}/pages/2")
     beyond = client.get(f"/documents/{quote(doc_id)}/pages/3")

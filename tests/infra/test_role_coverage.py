@@ -289,7 +289,7 @@ def _chat(monkeypatch: pytest.MonkeyPatch, recorder: Recorder, index: Any, doc_i
     }.items():
         monkeypatch.setenv(name, value)
     services.cache_clear()
-    live = services()
+    live = services("chat")
     search = ToolUse(id="t1", name="search_documents", input={"query": "ferry noon"})
     answer = [TextDelta("The ferry leaves at noon."), TurnEnd("end_turn", 9, 6)]
     live.__dict__.update(index=index, model=_Claude([[search, TurnEnd("tool_use", 9, 3)], answer]))

@@ -104,7 +104,7 @@ NOTES_PROBE = """
 import sys
 sys.path[:0] = [sys.argv[1], "/opt/python"]
 from docchat.wiring.cloud import services
-model = services().notes_model
+model = services("chunk").notes_model
 print(type(model).__module__, model.model_id)
 """
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from docchat.config import Settings
 from docchat.errors import ConfigError
+from docchat.processes import EmbedSettings, SearchIndex
 from docchat.wiring.cloud import CloudServices
 from tests.conftest import fresh_python
 
@@ -32,13 +32,14 @@ def test_cloud_index_is_built_without_a_request_to_opensearch() -> None:
     watcher = threading.Thread(target=accept)
     watcher.start()
     host, port = listener.getsockname()
-    settings = Settings.from_env(
+    settings = SearchIndex.from_env(
         {
             "DOCCHAT_OPENSEARCH_ENDPOINT": f"http://{host}:{port}",
             "DOCCHAT_OPENSEARCH_SERVICE": "es",
             "DOCCHAT_EMBEDDER": "titan",
             "DOCCHAT_REGION": "us-east-1",
-        }
+        },
+        reader="the search index",
     )
 
     # When the index adapter is built, as the chat backend builds it at a cold start
@@ -55,14 +56,24 @@ def test_cloud_index_is_built_without_a_request_to_opensearch() -> None:
 
 def test_cloud_index_without_an_endpoint_is_a_config_error_not_sqlite(tmp_path: Path) -> None:
     # Given a Lambda's settings with DOCCHAT_OPENSEARCH_ENDPOINT empty
-    settings = Settings.from_env(
-        {"DOCCHAT_OPENSEARCH_ENDPOINT": "", "DOCCHAT_DATA_DIR": str(tmp_path)}
+    environ = {"DOCCHAT_OPENSEARCH_ENDPOINT": "", "DOCCHAT_DATA_DIR": str(tmp_path)}
+
+    # When the index's settings are read, Then they fail naming the variable, and no SQLite
+    # file appears
+    with pytest.raises(ConfigError, match="the search index needs DOCCHAT_OPENSEARCH_ENDPOINT"):
+        _ = CloudServices(SearchIndex.from_env(environ, reader="the search index")).index
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cloud_services_build_no_adapter_their_settings_do_not_declare() -> None:
+    # Given the Embed function's settings, which declare no search index
+    settings = EmbedSettings.from_env(
+        {"DOCCHAT_ARTIFACTS_BUCKET": "artifacts"}, reader="the embed function"
     )
 
-    # When the index is built, Then it fails naming the variable, and no SQLite file appears
-    with pytest.raises(ConfigError, match="the search index needs DOCCHAT_OPENSEARCH_ENDPOINT"):
+    # When its services are asked for the index, Then they refuse, naming the missing group
+    with pytest.raises(TypeError, match="EmbedSettings does not declare the settings of Search"):
         _ = CloudServices(settings).index
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_cloud_wiring_leaves_the_web_app_to_the_chat_function() -> None:

@@ -24,6 +24,18 @@ PREFIX = "DOCCHAT_"
 #: numpy, boto3: about 300 MiB resident), in MiB.
 FUNCTION_HEADROOM_MIB = 512
 
+# The settings' choices, named once for `Settings` and the processes' views (docchat.processes).
+OcrMode = Literal["local", "cloud", "off"]
+Fusion = Literal["rank", "score"]
+ApiAuth = Literal["NONE", "IAM", "COGNITO"]
+
+
+def provider_in_force(model_provider: str, anthropic_api_key: str) -> str:
+    """The model provider in force: explicit, or `anthropic` when a key is configured."""
+    if model_provider:
+        return model_provider
+    return "anthropic" if anthropic_api_key else "none"
+
 
 class Settings(BaseModel):
     """Every setting is read from `DOCCHAT_<NAME>`; docs/configuration.md documents each one."""
@@ -58,7 +70,7 @@ class Settings(BaseModel):
     # The DPI comes from `bench/ocr.py` (docs/performance.md, "OCR").
     # `cloud`: the Convert Lambda has no OCR engine (it does not fit a zip function with the
     # docchat layer); the state machine's OCR step, a container-image Lambda, reads the pages.
-    ocr: Literal["local", "cloud", "off"] = Field(
+    ocr: OcrMode = Field(
         "local",
         description=(
             "OCR of pages without a text layer: local (rapidocr in process), cloud (the state "
@@ -73,7 +85,7 @@ class Settings(BaseModel):
     candidates: int = Field(
         100, ge=1, le=1000, description="k-NN and BM25 candidates before fusion"
     )
-    fusion: Literal["rank", "score"] = Field("score", description="score or rank fusion")
+    fusion: Fusion = Field("score", description="score or rank fusion")
     vector_weight: float = Field(
         0.45, ge=0, le=1, description="weight of the vector score in score fusion"
     )
@@ -207,7 +219,7 @@ class Settings(BaseModel):
         description="the chat page's address: links in MCP results open cited pages there",
     )
     # Sign-in for the page (the cloud stack sets these on the chat function)
-    api_auth: Literal["NONE", "IAM", "COGNITO"] = Field(
+    api_auth: ApiAuth = Field(
         "NONE", description="how API Gateway authenticates callers: NONE, IAM or COGNITO"
     )
     auth_domain: str = Field(
@@ -307,9 +319,7 @@ class Settings(BaseModel):
     @property
     def chat_provider(self) -> str:
         """The model provider in force: explicit, or `anthropic` when a key is configured."""
-        if self.model_provider:
-            return self.model_provider
-        return "anthropic" if self.anthropic_api_key else "none"
+        return provider_in_force(self.model_provider, self.anthropic_api_key)
 
     @property
     def allowed_host_names(self) -> list[str]:

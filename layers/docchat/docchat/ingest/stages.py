@@ -15,6 +15,7 @@ from docchat.ingest.isolate import document_isolated, pages_from_pdf_isolated
 from docchat.ingest.ocr import OcrOptions
 from docchat.models import Chunk, ConvertedDocument
 from docchat.ports import Embedder, Vectors
+from docchat.processes import Conversion
 
 #: (stage, done, total): "convert" pages, "notes" and "embed" chunks.
 Progress = Callable[[str, int, int], None]
@@ -23,7 +24,7 @@ Progress = Callable[[str, int, int], None]
 def convert_document(
     data: bytes,
     name: str,
-    settings: Settings,
+    settings: Settings | Conversion,
     *,
     fallback_title: str,
     on_page: ProgressFn | None = None,
@@ -46,7 +47,7 @@ def convert_document(
 
 def convert_pdf(
     data: bytes,
-    settings: Settings,
+    settings: Settings | Conversion,
     *,
     fallback_title: str,
     on_page: ProgressFn | None = None,
@@ -71,7 +72,7 @@ def _filing_titled(converted: ConvertedDocument) -> ConvertedDocument:
     return converted.model_copy(update={"title": named}) if named else converted
 
 
-def ocr_options(settings: Settings) -> LocalOcr | None:
+def ocr_options(settings: Settings | Conversion) -> LocalOcr | None:
     """How pages without a text layer are OCR'd in this process; None when OCR is off. With
     `cloud` the cloud pipeline hands OCR to its own step (steps.convert); a local run has no
     such step and reads them here."""

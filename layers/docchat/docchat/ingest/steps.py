@@ -13,7 +13,6 @@ import math
 import time
 from pathlib import PurePosixPath
 
-from docchat.config import Settings
 from docchat.errors import (
     EmptyPdfError,
     ObjectMissingError,
@@ -54,6 +53,15 @@ from docchat.payloads import (
     StepResult,
 )
 from docchat.ports import ChatModel, ChunkStore, Embedder, Objects, Registry
+from docchat.processes import (
+    Artifacts,
+    ChunkSettings,
+    ConvertSettings,
+    EmbedSettings,
+    IndexSettings,
+    OcrSettings,
+    RegisterSettings,
+)
 
 #: The most batches one document is split into. Chunk's output lists their keys (~150 bytes
 #: each) and a Step Functions state holds at most 256 KiB, a limit `States.ALL` cannot catch
@@ -70,7 +78,7 @@ def register(
     *,
     objects: Objects,
     registry: Registry,
-    settings: Settings,
+    settings: RegisterSettings,
     index_location: str,
 ) -> RegisterResult:
     """Decide whether this upload needs ingesting, and claim the document if it does: not when
@@ -120,7 +128,7 @@ def register(
     return RegisterResult(action="process", doc=doc)
 
 
-def _running(entry: RegistryEntry, settings: Settings) -> bool:
+def _running(entry: RegistryEntry, settings: RegisterSettings) -> bool:
     """Whether a run is ingesting `entry`'s version now: unfinished, and moved recently (a run
     stuck without progress for `stale_after_s` is taken over by a new upload event)."""
     if entry.status in (DocStatus.FAILED, DocStatus.INDEXED):
@@ -132,7 +140,7 @@ def _running(entry: RegistryEntry, settings: Settings) -> bool:
 
 
 def convert(
-    doc: DocRef, *, objects: Objects, registry: Registry, settings: Settings
+    doc: DocRef, *, objects: Objects, registry: Registry, settings: ConvertSettings
 ) -> ConvertResult:
     """PDF -> markdown pages, stored as one JSON artifact. With cloud OCR, a PDF with pages
     that need it yields no pages yet but the page ranges the OCR step reads
@@ -143,7 +151,7 @@ def convert(
 
 
 def convert_with_ocr(
-    first: ConvertResult, *, objects: Objects, registry: Registry, settings: Settings
+    first: ConvertResult, *, objects: Objects, registry: Registry, settings: ConvertSettings
 ) -> ConvertResult:
     """Convert again, with the lines the OCR step read for `first.ocr_ranges`: the pages are
     built exactly as a local conversion builds them (running headers, headings, title)."""
@@ -166,7 +174,7 @@ def _convert(
     *,
     objects: Objects,
     registry: Registry,
-    settings: Settings,
+    settings: ConvertSettings,
 ) -> ConvertResult:
     data = objects.read(doc.bucket, doc.key)
     if version_of(data) != doc.version:
@@ -201,7 +209,7 @@ def _convert(
     return ConvertResult(doc=doc, title=converted.title, pages=len(converted.pages), pages_key=key)
 
 
-def ocr_ranges(doc: DocRef, numbers: list[int], *, settings: Settings) -> list[OcrRange]:
+def ocr_ranges(doc: DocRef, numbers: list[int], *, settings: ConvertSettings) -> list[OcrRange]:
     """The pages that need OCR in groups of `ocr_pages_per_task`, each with its artifact key."""
     size = settings.ocr_pages_per_task
     groups = [numbers[start : start + size] for start in range(0, len(numbers), size)]
@@ -213,7 +221,7 @@ def ocr_ranges(doc: DocRef, numbers: list[int], *, settings: Settings) -> list[O
     ]
 
 
-def ocr_range(task: OcrTask, *, objects: Objects, settings: Settings) -> OcrResult:
+def ocr_range(task: OcrTask, *, objects: Objects, settings: OcrSettings) -> OcrResult:
     """Read one range of pages by OCR (the engine, in a child process within the settings'
     limits) and store their lines at the range's key."""
     data = objects.read(task.doc.bucket, task.doc.key)
@@ -244,7 +252,7 @@ def chunk(
     *,
     objects: Objects,
     registry: Registry,
-    settings: Settings,
+    settings: ChunkSettings,
     notes_model: ChatModel | None = None,
 ) -> ChunkResult:
     """Pages -> chunks, stored in batches that the Embed map works through; with
@@ -284,7 +292,7 @@ def chunk(
 
 
 def embed_batch(
-    task: BatchTask, *, objects: Objects, embedder: Embedder, settings: Settings
+    task: BatchTask, *, objects: Objects, embedder: Embedder, settings: EmbedSettings
 ) -> BatchResult:
     """Embed one batch of chunks and store the vectors beside it."""
     chunks = _read_chunks(objects, settings, task.batch_key)
@@ -294,7 +302,12 @@ def embed_batch(
 
 
 def index_batch(
-    task: BatchTask, *, objects: Objects, index: ChunkStore, settings: Settings, model_id: str
+    task: BatchTask,
+    *,
+    objects: Objects,
+    index: ChunkStore,
+    settings: IndexSettings,
+    model_id: str,
 ) -> BatchResult:
     """Write one embedded batch to the search index."""
     chunks = [
@@ -386,11 +399,11 @@ def _advance(registry: Registry, doc: DocRef, status: DocStatus, **fields: objec
         ) from exc
 
 
-def _read_chunks(objects: Objects, settings: Settings, key: str) -> list[Chunk]:
+def _read_chunks(objects: Objects, settings: Artifacts, key: str) -> list[Chunk]:
     return [Chunk.model_validate(c) for c in _read_list(objects, settings, key)]
 
 
-def _read_list(objects: Objects, settings: Settings, key: str) -> list[object]:
+def _read_list(objects: Objects, settings: Artifacts, key: str) -> list[object]:
     stored = objects.read_json(settings.artifacts_bucket, key)
     assert isinstance(stored, list)
     return stored

@@ -3,8 +3,8 @@
 `docchat.wiring.local` serves a data directory (the CLI, `docchat serve`); `docchat.wiring.cloud`
 serves the Lambdas, and `docchat.wiring.lambda_handler` wraps each ingestion Lambda's step
 (logs, traces, metrics, typed payloads). What both modes share (the agent's settings, the chat
-model) is here, as is `require`, with which each entry point names the settings it cannot start
-without.
+model) is here; each takes the full `Settings` (local mode) or the cloud function's view of it
+(docchat.processes).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from docchat.config import PREFIX, Settings
 from docchat.errors import ConfigError
+from docchat.processes import ChatSettings, ChunkSettings, ModelChoice
 
 # The ingestion Lambdas import this package too: the chat side (the agent, the web app) is
 # imported only where it is built.
@@ -22,24 +23,11 @@ if TYPE_CHECKING:
     from docchat.ports import ChatModel, ChunkStore, Embedder, Reranker
 
 
-def require(settings: Settings, *names: str, entry: str) -> Settings:
-    """`settings`, if each of `names` is set (not empty); else a ConfigError naming the
-    DOCCHAT_ variables `entry` is missing."""
-    unknown = [n for n in names if n not in Settings.model_fields]
-    if unknown:
-        raise ValueError(f"{entry} names unknown settings: {', '.join(unknown)}")
-    missing = [n for n in names if not getattr(settings, n)]
-    if missing:
-        variables = ", ".join(PREFIX + n.upper() for n in missing)
-        raise ConfigError(
-            f"{entry} needs {variables}: set it (the stack sets it for every function)"
-        )
-    return settings
-
-
-def agent_config(settings: Settings, *, index_sleeps: bool) -> AgentConfig:
+def agent_config(settings: Settings | ChatSettings, *, index_sleeps: bool) -> AgentConfig:
     """The agent's settings; `index_sleeps` when the search index scales to zero (OpenSearch
     Serverless), so that a slow first search is announced as the index waking."""
+    from dataclasses import fields
+
     from docchat.answer.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig
     from docchat.answer.extractive import QuoteWeights
 
@@ -50,11 +38,14 @@ def agent_config(settings: Settings, *, index_sleeps: bool) -> AgentConfig:
         top_k=settings.top_k,
         max_tokens=settings.max_tokens,
         answer_threshold=settings.answer_threshold,
-        quote_weights=QuoteWeights.of(settings),
+        # QuoteWeights.of takes the full Settings; the chat function's view holds its fields too.
+        quote_weights=QuoteWeights(
+            **{f.name: getattr(settings, f.name) for f in fields(QuoteWeights)}
+        ),
     )
 
 
-def rerank_off(settings: Settings) -> str:
+def rerank_off(settings: Settings | ChatSettings) -> str:
     """Why the reranker the settings ask for cannot run here ("" when it can): a Bedrock rerank
     model outside the Regions that offer it. Decided once, at start, not by a failing call per
     search."""
@@ -66,7 +57,7 @@ def rerank_off(settings: Settings) -> str:
 
 
 def reranker(
-    settings: Settings, embedder: Embedder, *, store: ChunkStore | None = None
+    settings: Settings | ChatSettings, embedder: Embedder, *, store: ChunkStore | None = None
 ) -> Reranker | None:
     """What reorders the fused passages (DOCCHAT_RERANKER): the best sentence of each, with
     `embedder` (the default; its sentence vectors kept in `store` when given), a Bedrock
@@ -87,7 +78,7 @@ def reranker(
     )
 
 
-def chat_model(settings: Settings) -> ChatModel | None:
+def chat_model(settings: Settings | ModelChoice) -> ChatModel | None:
     """Claude on Bedrock or the Anthropic API, or a model behind an OpenAI-compatible server,
     when configured; None means extractive answers. Each adapter is imported only when chosen."""
     provider = settings.chat_provider
@@ -111,7 +102,7 @@ def chat_model(settings: Settings) -> ChatModel | None:
     )
 
 
-def notes_model(settings: Settings) -> ChatModel | None:
+def notes_model(settings: Settings | ChunkSettings) -> ChatModel | None:
     """The model that writes each chunk's note at ingestion (DOCCHAT_CHUNK_CONTEXT=model);
     None when notes are off."""
     if settings.chunk_context != "model":

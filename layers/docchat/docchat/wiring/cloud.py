@@ -1,11 +1,12 @@
 """Cloud mode: the adapters one Lambda container uses, each made on first use and reused while
 warm, and the app the chat function runs (`uvicorn --factory docchat.wiring.cloud:cloud_app`).
 
-Each entry point names the settings it cannot work without (`REQUIRED` in each handler of
-functions/, `CHAT_SETTINGS` here for the chat function) and fails with a ConfigError naming the
-DOCCHAT_ variables when one is empty. There is no
-fallback: an empty DOCCHAT_OPENSEARCH_ENDPOINT is an error in a Lambda, never the embedded
-SQLite index (that is local mode, docchat.wiring.local).
+Each function reads the settings its view declares (docchat.processes.FUNCTIONS) and fails
+with a ConfigError naming the DOCCHAT_ variables when one it cannot run without is empty. Each
+adapter is built from its group of the view (`CloudServices.view`), so a function cannot build
+one whose settings it does not declare. There is no fallback: an empty
+DOCCHAT_OPENSEARCH_ENDPOINT is an error in a Lambda, never the embedded SQLite index (that is
+local mode, docchat.wiring.local).
 
 When "at start" is:
 - An ingestion handler checks on each invocation, before it reads the event (the first one
@@ -26,17 +27,21 @@ from __future__ import annotations
 
 import os
 from functools import cache, cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from docchat.config import Settings
-from docchat.wiring import (
-    agent_config,
-    chat_model,
-    notes_model,
-    require,
-    rerank_off,
-    reranker,
+from docchat.processes import (
+    FUNCTIONS,
+    Aws,
+    ChatSettings,
+    ChunkSettings,
+    Declared,
+    Documents,
+    Embedding,
+    ModelChoice,
+    SearchIndex,
 )
+from docchat.wiring import agent_config, chat_model, notes_model, rerank_off, reranker
 
 # The adapters (and with them boto3, opensearch-py, numpy) are imported where they are made, on
 # first use: a cold start pays only for what it touches. The web app (FastAPI) is imported only
@@ -56,24 +61,28 @@ if TYPE_CHECKING:
     from docchat.answer.backend import ChatBackend
     from docchat.ingest.pagetext import S3PageStore
     from docchat.ports import ChatModel, Registry, Reranker
+    from docchat.serve.state import SignIn
 
     Embedders = LocalEmbedder | TitanEmbedder | CohereEmbedder
 
-#: What the chat function needs set; DOCCHAT_DOCUMENTS_BUCKET is optional (uploads are off
-#: without it).
-CHAT_SETTINGS: tuple[str, ...] = ("opensearch_endpoint", "documents_table", "conversations_table")
+Group = TypeVar("Group", bound=Declared)
 
 
 class CloudServices:
-    """The adapters one Lambda container uses; tests replace attributes with their own."""
+    """The adapters one Lambda container uses, from the settings its function declares; tests
+    replace attributes with their own."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Declared) -> None:
         self.settings = settings
 
-    def require(self, *names: str, entry: str) -> CloudServices:
-        """These services, if the settings `entry` needs are set; else a ConfigError."""
-        require(self.settings, *names, entry=entry)
-        return self
+    def view(self, group: type[Group]) -> Group:
+        """The settings as `group` (one adapter's, or a function's), which they must include."""
+        if not isinstance(self.settings, group):
+            raise TypeError(
+                f"{type(self.settings).__name__} does not declare the settings of {group.__name__}"
+                " (docchat.processes): add the group to the function's view"
+            )
+        return self.settings
 
     @cached_property
     def objects(self) -> S3Objects:
@@ -81,7 +90,7 @@ class CloudServices:
 
         from docchat.adapters.s3_objects import S3Objects
 
-        return S3Objects(boto3.client("s3", region_name=self.settings.region or None))
+        return S3Objects(boto3.client("s3", region_name=self.view(Aws).region or None))
 
     @cached_property
     def registry(self) -> DynamoRegistry:
@@ -89,9 +98,9 @@ class CloudServices:
 
         from docchat.adapters.dynamodb_registry import DynamoRegistry
 
-        self.require("documents_table", entry="the document registry")
-        dynamodb = boto3.resource("dynamodb", region_name=self.settings.region or None)
-        return DynamoRegistry(dynamodb.Table(self.settings.documents_table))
+        settings = self.view(Documents)
+        dynamodb = boto3.resource("dynamodb", region_name=settings.region or None)
+        return DynamoRegistry(dynamodb.Table(settings.documents_table))
 
     @cached_property
     def executions(self) -> StepFunctionsExecutions:
@@ -101,7 +110,7 @@ class CloudServices:
         from docchat.adapters.step_functions import StepFunctionsExecutions
 
         return StepFunctionsExecutions(
-            boto3.client("stepfunctions", region_name=self.settings.region or None)
+            boto3.client("stepfunctions", region_name=self.view(Aws).region or None)
         )
 
     @cached_property
@@ -111,13 +120,13 @@ class CloudServices:
 
         from docchat.adapters.dynamodb_conversations import DynamoConversations
 
-        self.require("conversations_table", entry="saved conversations")
-        dynamodb = boto3.resource("dynamodb", region_name=self.settings.region or None)
-        return DynamoConversations(dynamodb.Table(self.settings.conversations_table))
+        settings = self.view(ChatSettings)
+        dynamodb = boto3.resource("dynamodb", region_name=settings.region or None)
+        return DynamoConversations(dynamodb.Table(settings.conversations_table))
 
     @cached_property
     def embedder(self) -> Embedders:
-        settings = self.settings
+        settings = self.view(Embedding)
         if settings.embedder == "local":
             from docchat.adapters.local_embedder import LocalEmbedder
 
@@ -139,8 +148,7 @@ class CloudServices:
         """The OpenSearch index of the configured endpoint (required: no SQLite fallback)."""
         from docchat.adapters.opensearch_index import OpenSearchIndex, client_for
 
-        settings = self.settings
-        self.require("opensearch_endpoint", entry="the search index")
+        settings = self.view(SearchIndex)
         embedder = self.embedder
         client = client_for(
             settings.opensearch_endpoint,
@@ -161,26 +169,27 @@ class CloudServices:
 
     @cached_property
     def reranker(self) -> Reranker | None:
-        return reranker(self.settings, self.embedder)
+        return reranker(self.view(ChatSettings), self.embedder)
 
     @cached_property
     def model(self) -> ChatModel | None:
-        return chat_model(self.settings)
+        return chat_model(self.view(ModelChoice))
 
     @cached_property
     def notes_model(self) -> ChatModel | None:
         """The model that writes each chunk's note in the Chunk step."""
-        return notes_model(self.settings)
+        return notes_model(self.view(ChunkSettings))
 
     @cached_property
     def page_store(self) -> S3PageStore | None:
         """The page text the Convert step keeps in the artifacts bucket; None without one
         (GET /documents/{id}/pages/{n} then says the text was not kept)."""
-        if not self.settings.artifacts_bucket:
+        bucket = self.view(ChatSettings).artifacts_bucket
+        if not bucket:
             return None
         from docchat.ingest.pagetext import S3PageStore
 
-        return S3PageStore(self.objects, self.settings.artifacts_bucket)
+        return S3PageStore(self.objects, bucket)
 
     @cached_property
     def backend(self) -> ChatBackend:
@@ -188,7 +197,7 @@ class CloudServices:
         from docchat.answer.backend import ChatBackend
         from docchat.search.library import Library
 
-        settings = self.settings
+        settings = self.view(ChatSettings)
         library = Library(
             index=self.index,
             embedder=self.embedder,
@@ -208,9 +217,12 @@ class CloudServices:
 
 
 @cache
-def services() -> CloudServices:
-    """This container's services, built from the environment on the first invocation."""
-    return CloudServices(Settings.from_env(os.environ))
+def services(function: str) -> CloudServices:
+    """The services of `function` (functions/<name>, or "chat"), built from the settings it
+    declares on its first invocation; a ConfigError, raised again on each invocation, while one
+    it cannot run without is empty."""
+    declared = FUNCTIONS[function].from_env(os.environ, reader=f"the {function} function")
+    return CloudServices(declared)
 
 
 def s3_uploads(*, bucket: str, region: str, registry: Registry) -> S3Uploads:
@@ -253,27 +265,35 @@ def bedrock_client(region: str) -> Any:
 def model_lifecycle(live: CloudServices) -> BedrockModelLifecycle | None:
     """What Bedrock says of the chat model (ACTIVE or LEGACY) for /health, when it is Claude
     on Bedrock; asked on the first /health, never at start or by /ready."""
-    if live.settings.chat_provider != "bedrock":
+    settings = live.view(ModelChoice)
+    if settings.chat_provider != "bedrock":
         return None
     from docchat.adapters.bedrock_models import BedrockModelLifecycle
 
     def model_id() -> str:
         return live.model.model_id if live.model else ""
 
-    return BedrockModelLifecycle(
-        client=lambda: bedrock_client(live.settings.region), model_id=model_id
-    )
+    return BedrockModelLifecycle(client=lambda: bedrock_client(settings.region), model_id=model_id)
+
+
+def sign_in(settings: ChatSettings) -> SignIn:
+    """How the page signs in. SignIn reads a full Settings: it gets one holding only the
+    sign-in fields of the chat function's view (the rest at their defaults)."""
+    from docchat.serve.state import SignIn
+
+    fields = ("region", "api_auth", "auth_domain", "auth_client_id", "auth_user_pool_id")
+    return SignIn.from_settings(Settings.model_validate(settings.model_dump(include=set(fields))))
 
 
 def cloud_app() -> FastAPI:
     """The app the chat Lambda runs; its settings are checked here, as the process starts."""
     from docchat.errors import NotOfferedError
     from docchat.serve.access import GroupsSource, cognito_access_for
-    from docchat.serve.app import SignIn, create_app
+    from docchat.serve.app import create_app
     from docchat.serve.identity import cloud_user_for
 
-    live = services().require(*CHAT_SETTINGS, entry="the chat function")
-    settings = live.settings
+    live = services("chat")
+    settings = live.view(ChatSettings)
 
     def bucket(use: str) -> str:
         if not settings.documents_bucket:
@@ -303,7 +323,7 @@ def cloud_app() -> FastAPI:
         lambda: live.backend,
         uploads=uploads,
         files=files,
-        sign_in=lambda: SignIn.from_settings(settings),
+        sign_in=lambda: sign_in(settings),
         conversations=lambda: live.conversations,
         page_origins=page_origins,
         access_of=cognito_access_for(groups.mapping, cloud_user_for(settings.api_auth)),

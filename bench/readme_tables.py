@@ -1,8 +1,8 @@
-"""The configuration table of docs/configuration.md, made from the settings model (one source
-of truth).
+"""The configuration tables of docs/configuration.md, made from the settings model and the
+processes' views of it (one source of truth).
 
-.venv/bin/python bench/readme_tables.py     rewrites the table between the page's
-                                            settings-table markers
+.venv/bin/python bench/readme_tables.py     rewrites the tables between the page's
+                                            settings-table and processes-table markers
 """
 
 from __future__ import annotations
@@ -10,10 +10,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from docchat.config import Settings
+from docchat.config import PREFIX, Settings
+from docchat.processes import FUNCTIONS
 
 CONFIGURATION = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
-_BLOCK = re.compile(r"(<!-- settings-table:start -->\n).*?(<!-- settings-table:end -->)", re.S)
+
+
+def _block(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(<!-- {name}-table:start -->\n).*?(<!-- {name}-table:end -->)", re.S)
 
 
 def settings_table() -> str:
@@ -24,14 +28,43 @@ def settings_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def _variables(names: list[str]) -> str:
+    return ", ".join(f"`{PREFIX}{n.upper()}`" for n in names) or "—"
+
+
+def processes_table() -> str:
+    """Which process reads which settings: each function's view (docchat/processes.py), the
+    variables it cannot run without, and those it reads at their defaults when unset."""
+    rows = [
+        "| process | settings (docchat/processes.py) | cannot run without | also reads |",
+        "|---|---|---|---|",
+    ]
+    for function, view in FUNCTIONS.items():
+        required = view.required()
+        order = list(Settings.model_fields)
+        rest = sorted(set(view.model_fields) - set(required), key=order.index)
+        required.sort(key=order.index)
+        rows.append(
+            f"| {function} function | `{view.__name__}` | {_variables(required)} "
+            f"| {_variables(rest)} |"
+        )
+    rows.append("| `docchat` (the CLI, `docchat serve`) | `Settings` | — | every setting |")
+    return "\n".join(rows) + "\n"
+
+
 def with_settings_table(readme: str) -> str:
     """`readme` with its settings table replaced by the current one."""
-    return _BLOCK.sub(lambda m: m[1] + settings_table() + m[2], readme, count=1)
+    return _block("settings").sub(lambda m: m[1] + settings_table() + m[2], readme, count=1)
+
+
+def with_processes_table(readme: str) -> str:
+    """`readme` with its table of who reads which settings replaced by the current one."""
+    return _block("processes").sub(lambda m: m[1] + processes_table() + m[2], readme, count=1)
 
 
 def main() -> None:
     text = CONFIGURATION.read_text()
-    CONFIGURATION.write_text(with_settings_table(text))
+    CONFIGURATION.write_text(with_processes_table(with_settings_table(text)))
 
 
 if __name__ == "__main__":

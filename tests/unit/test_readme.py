@@ -32,6 +32,19 @@ def test_readme_settings_table_is_the_one_the_settings_model_makes() -> None:
     )
 
 
+def test_readme_processes_table_is_the_one_the_views_make() -> None:
+    from bench.readme_tables import with_processes_table
+
+    readme = CONFIGURATION.read_text()
+
+    assert "<!-- processes-table:start -->" in readme
+    assert "| chunk function | `ChunkSettings` |" in readme
+    assert with_processes_table(readme) == readme, (
+        "docs/configuration.md's table of who reads which settings is out of date: run "
+        "bench/readme_tables.py"
+    )
+
+
 def test_readme_on_aws_says_which_regions_have_every_default() -> None:
     on_aws = AWS.read_text()
     regions = on_aws.split("\n## Regions\n", 1)[1].split("\n## ", 1)[0]

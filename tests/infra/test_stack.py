@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from cfnlint.schema.manager import PROVIDER_SCHEMA_MANAGER
 
+from docchat.config import Settings
+from docchat.processes import FUNCTIONS
 from tests.conftest import REPO
 from tests.infra.intrinsics import Stack
 from tests.infra.test_sam_transform import _translate
@@ -364,3 +366,22 @@ def test_stack_ocr_function_is_an_arm64_image_with_room_for_a_range_of_pages() -
     variables = function["Environment"]["Variables"]
     # The child process's deadline ends before Lambda's: a typed timeout, not a killed sandbox
     assert float(variables["DOCCHAT_CONVERT_TIMEOUT_S"]) < 900
+
+
+# --- settings ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("auth", ["COGNITO", "NONE"])
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_stack_sets_each_function_the_settings_it_cannot_run_without(name: str, auth: str) -> None:
+    # Given the function's resource as deployed (a stack with its own collection)
+    resource = "".join(part.title() for part in name.split("_")) + "Function"
+    variables = _stack(ApiAuth=auth).resources()[resource]["Properties"]["Environment"]["Variables"]
+
+    # Then every variable its view requires is set, and each DOCCHAT_ one is a setting
+    missing = [v for v in FUNCTIONS[name].required() if not variables.get(f"DOCCHAT_{v.upper()}")]
+    assert missing == [], resource
+    unknown = {v for v in variables if v.startswith("DOCCHAT_")} - {
+        f"DOCCHAT_{n.upper()}" for n in Settings.model_fields
+    }
+    assert unknown == set(), resource

@@ -124,16 +124,20 @@ def test_the_cloud_wiring_asks_bedrock_only_for_claude_on_bedrock(
     from types import SimpleNamespace
 
     from docchat.config import Settings
+    from docchat.processes import ModelChoice
     from docchat.wiring import cloud
+
+    def services(settings: Settings, model: object) -> cloud.CloudServices:
+        live = cloud.CloudServices(ModelChoice.of(settings, reader="the chat model"))
+        live.__dict__["model"] = model
+        return live
 
     lifecycle, stubber = _stubbed("LEGACY")
     monkeypatch.setattr(cloud, "bedrock_client", lambda region: lifecycle.client())
     model = SimpleNamespace(model_id=PROFILE)
-    on_bedrock = SimpleNamespace(
-        settings=Settings(model_provider="bedrock", region="eu-west-1"), model=model
-    )
-    made = cloud.model_lifecycle(on_bedrock)  # type: ignore[arg-type]
+    on_bedrock = services(Settings(model_provider="bedrock", region="eu-west-1"), model)
+    made = cloud.model_lifecycle(on_bedrock)
     assert made is not None and made()["status"] == "LEGACY"
     stubber.assert_no_pending_responses()
-    extractive = SimpleNamespace(settings=Settings(model_provider="none"), model=None)
-    assert cloud.model_lifecycle(extractive) is None  # type: ignore[arg-type]
+    extractive = services(Settings(model_provider="none"), None)
+    assert cloud.model_lifecycle(extractive) is None

@@ -111,8 +111,10 @@ print(type(model).__module__, model.model_id)
 
 def test_the_chunk_function_can_build_its_notes_model_as_built(layout: Layout) -> None:
     # Given the Chunk function's task root and the layers at /opt, with the environment the
-    # template gives it for ChunkContext=model
+    # template gives it for ChunkContext=model (with the variables its view requires)
     environment = {
+        "DOCCHAT_DOCUMENTS_TABLE": "docchat-documents",
+        "DOCCHAT_ARTIFACTS_BUCKET": "docchat-artifacts",
         "DOCCHAT_CHUNK_CONTEXT": "model",
         "DOCCHAT_MODEL_PROVIDER": "bedrock",
         "DOCCHAT_MODEL_ID": "global.anthropic.claude-sonnet-4-6",

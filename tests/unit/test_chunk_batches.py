@@ -9,6 +9,7 @@ from docchat.config import Settings
 from docchat.ingest.steps import MAX_BATCHES, chunk
 from docchat.models import Page
 from docchat.payloads import ConvertResult, DocRef
+from docchat.processes import ChunkSettings
 
 STATE_LIMIT = (
     256 * 1024
@@ -32,6 +33,14 @@ class _Registry:
         pass
 
 
+def _chunk_settings(**overrides: object) -> ChunkSettings:
+    """The chunk function's settings, as its view has them."""
+    settings = Settings.from_env(
+        {}, chunk_overlap=0, documents_table="t", artifacts_bucket="artifacts", **overrides
+    )
+    return ChunkSettings.of(settings, reader="the chunk function")
+
+
 def test_chunk_batches_a_long_document_under_the_state_limit_with_one_chunk_per_batch() -> None:
     # Given a long document, the longest doc id docchat makes, and ChunksPerBatch=1
     words = " ".join(f"word{n}" for n in range(170))
@@ -43,9 +52,7 @@ def test_chunk_batches_a_long_document_under_the_state_limit_with_one_chunk_per_
         key="reports/long.pdf",
         execution_id="arn:aws:states:us-east-1:123456789012:execution:docchat-ingest:run",
     )
-    settings = Settings.from_env(
-        {}, chunks_per_batch=1, chunk_size=500, chunk_overlap=0, artifacts_bucket="artifacts"
-    )
+    settings = _chunk_settings(chunks_per_batch=1, chunk_size=500)
 
     # When Chunk splits it
     result = chunk(
@@ -65,9 +72,7 @@ def test_chunk_batches_a_long_document_under_the_state_limit_with_one_chunk_per_
 def test_chunk_keeps_the_batch_size_asked_for_when_it_fits() -> None:
     pages = [Page(number=1, markdown=" ".join(f"w{n}" for n in range(400)), chars=1600)]
     doc = DocRef(doc_id="d-1", version="v", bucket="b", key="k.pdf")
-    settings = Settings.from_env(
-        {}, chunks_per_batch=2, chunk_size=200, chunk_overlap=0, artifacts_bucket="artifacts"
-    )
+    settings = _chunk_settings(chunks_per_batch=2, chunk_size=200)
 
     result = chunk(
         ConvertResult(doc=doc, title="t", pages=1, pages_key="pages-key"),

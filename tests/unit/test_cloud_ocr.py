@@ -16,6 +16,7 @@ from docchat.ingest.stages import ocr_options
 from docchat.ingest.steps import ocr_ranges
 from docchat.models import OcrPage
 from docchat.payloads import DocRef
+from docchat.processes import ConvertSettings
 from tests.pdfgen import make_pdf, scanned_copy
 
 OPTIONS = OcrOptions(dpi=150, threads=1)
@@ -93,7 +94,13 @@ def test_cloud_ocr_page_missing_from_results_stays_pending() -> None:
 
 def test_cloud_ocr_ranges_are_bounded_and_keyed_by_their_pages() -> None:
     doc = DocRef(doc_id="scan-1", version="abc", bucket="docs", key="scan.pdf")
-    settings = Settings.from_env({"DOCCHAT_OCR": "cloud", "DOCCHAT_OCR_PAGES_PER_TASK": "8"})
+    environ = {
+        "DOCCHAT_OCR": "cloud",
+        "DOCCHAT_OCR_PAGES_PER_TASK": "8",
+        "DOCCHAT_DOCUMENTS_TABLE": "documents",
+        "DOCCHAT_ARTIFACTS_BUCKET": "artifacts",
+    }
+    settings = ConvertSettings.from_env(environ, reader="the convert function")
 
     ranges = ocr_ranges(doc, [1, 2, *range(4, 22)], settings=settings)
 

@@ -1,4 +1,7 @@
-"""Settings from the environment, in one place; validated when a process starts, never at import."""
+"""Settings from the environment, in one place; validated when a process starts, never at import.
+
+The CLI reads the whole `Settings`; each cloud function reads its view of it (docchat.processes).
+"""
 
 from __future__ import annotations
 

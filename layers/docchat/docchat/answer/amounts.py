@@ -9,10 +9,11 @@ companies each); COVID-QA's recall is the check that it leaves other questions a
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from docchat.search.concepts import as_asked, names_an_item, other_names
 from docchat.search.sentences import Span, column_names, row_cells
-from docchat.search.terms import terms, years
+from docchat.search.terms import terms, words, years
 from docchat.search.titles import company_name
 
 # Questions that ask for an amount ("How much…?", "What were the total net sales…?", "revenue
@@ -43,6 +44,16 @@ _AMOUNT = re.compile(
 _NUMBER_CELL = re.compile(r"[$€£¥]?\s?\(?-?\d[\d,.]*\)?\s?%?")
 _YEAR_CELL = re.compile(r"(?:19|20)\d\d")
 _PARENTHESES = re.compile(r"\([^()]*\)")
+# A segment's name as filings print it: capitalised words before "segment" ("Sam's Club U.S.
+# Segment", "the MedTech segment", "Financing segment receivables").
+_SEGMENT_NAME = re.compile(r"((?:[A-Z][\w&'\u2019.-]*\s+){1,4})[Ss]egments?\b")
+_SEGMENT = re.compile(r"\bsegments?\b", re.IGNORECASE)
+_SEGMENT_WORDS = frozenset(words("segment segments"))
+# Capitalised words before "segment" that name none ("Summary of Business Segment Data",
+# "Revenue by Reportable Segments", "The Walmart U.S. segment").
+_NO_SEGMENT = terms("business reportable operating each total other all our")
+# A row label word that makes the row the whole company's ("Total", "Consolidated net income").
+_WHOLE = terms("total consolidated company")
 
 
 def asks_amount(question: str) -> bool:
@@ -75,9 +86,7 @@ def named_as_asked(span: Span, question: str, wanted: set[str]) -> int:
     brand's stores) is named no more than "Outlet Centers" is; "Best Buy Mobile" is named by
     "mobile". So a count's table answers with its "Total" row, which names the one thing a
     question asking how many counts, when no row is named otherwise."""
-    cells = row_cells(span.text) if span.table_row else []
-    label = (terms(_PARENTHESES.sub(" ", cells[0])) or terms(cells[0])) if cells else set()
-    label -= terms(company_name(span.chunk.title))
+    label = _label(span)
     if not label:
         return 0
     if label == {"total"} and _COUNT_QUESTION.search(question.casefold()):
@@ -85,8 +94,68 @@ def named_as_asked(span: Span, question: str, wanted: set[str]) -> int:
     if label <= wanted:
         return len(label)
     if label <= wanted | other_names(question):
-        return len((label & wanted) | (as_asked(question, cells[0]) & wanted))
+        return len((label & wanted) | (as_asked(question, row_cells(span.text)[0]) & wanted))
     return 0
+
+
+def _label(span: Span) -> set[str]:
+    """The terms of a table row's label without what it adds in parentheses and without the
+    words naming the row's own company; none for a sentence."""
+    cells = row_cells(span.text) if span.table_row else []
+    label = (terms(_PARENTHESES.sub(" ", cells[0])) or terms(cells[0])) if cells else set()
+    return label - _own_words(span)
+
+
+def _own_words(span: Span) -> set[str]:
+    return terms(company_name(span.chunk.title))
+
+
+def segment_scope(span: Span, text: str, *, question: str, wanted: set[str]) -> int:
+    """On an amount question, whether the quote `text` of `span` (a sentence, the sentences
+    joined to it, or a table row) is the figure of a segment the question names (1), of a
+    segment it does not name (-1), or neither (0: the whole company's, or no segment's).
+
+    A figure is a segment's when its passage is headed by a segment's name ("Walmart U.S.
+    Segment", "Innovative Medicine segment"; "Total" there is that segment's total), when a
+    row's label says "segment" ("Total segment revenues"), when a row under a heading about
+    segments ("Net sales by reportable segment") is labelled by a name rather than by the asked
+    item or a whole ("Total", "Consolidated"), or when a sentence names a segment ("our RL
+    segment reduced our overall operating profit by $17.73 billion") or says "segment" before
+    an asked word ("segment operating income increased $0.2 billion"). The question names a
+    segment by more than half of its name's words ("Sam's Club" names "Sam's Club U.S.";
+    "Walmart U.S." does not); one asking about segments without naming one ranks none lower.
+    """
+    heading = " ".join(span.chunk.headings)
+    name = _segment_name(heading, span)
+    segment = bool(name)
+    if span.table_row:
+        label = _label(span)
+        if _SEGMENT.search(row_cells(text)[0]):  # "Total segment revenues"
+            segment = True
+        elif not name and _SEGMENT.search(heading) and label and not label & (_WHOLE | wanted):
+            name, segment = label, True
+    elif _segment_name(text, span) or _segment_figure(text, wanted):
+        name, segment = _segment_name(text, span) or name, True
+    if not segment:
+        return 0
+    if name and 2 * len(name & terms(question)) > len(name):
+        return 1
+    return 0 if _SEGMENT.search(question) else -1
+
+
+def _segment_name(text: str, span: Span) -> set[str]:
+    """The terms of the segment `text` names ("Walmart U.S. Segment": "u"), the company's own
+    name and words that name no segment ("Business Segment Data") aside."""
+    found: set[str] = set()
+    for match in _SEGMENT_NAME.finditer(text):
+        found |= terms(match.group(1))
+    return found - _NO_SEGMENT - _own_words(span)
+
+
+def _segment_figure(text: str, wanted: set[str]) -> bool:
+    """Whether `text` says "segment" before a word the question asks ("segment net sales")."""
+    said = words(text)
+    return any(w in _SEGMENT_WORDS and after in wanted for w, after in pairwise(said))
 
 
 def year_figures(row: Span, asked: set[str]) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from docchat.answer.amounts import (
     cell_match,
     holds_amount,
     named_as_asked,
+    segment_scope,
     year_figures,
 )
 from docchat.answer.lists import ANNOUNCES, list_after
@@ -113,6 +114,9 @@ class Quote:
     # A table row holding a value the question names in the column it names: "Which sample
     # has an Alpha of 89?" is answered by that row first.
     valued: bool = False
+    # On an amount question, a segment's figure: the named segment's (1) before the whole
+    # company's (0), before another segment's or one the question names none of (-1).
+    scoped: int = 0
 
     @property
     def chunk(self) -> Chunk:
@@ -303,6 +307,9 @@ class _Scorer:
             named=named_as_asked(span, asked.text, asked.wanted) if self.amounts else 0,
             figures=figures,
             valued=span.table_row and cell_match(span, asked.text, asked.wanted),
+            scoped=segment_scope(span, text, question=asked.text, wanted=asked.wanted)
+            if self.amounts
+            else 0,
         )
 
 
@@ -422,21 +429,22 @@ def _boilerplate_last(
     return [replace(q, boilerplate=True) if q.text in found else q for q in scored]
 
 
-def _precedence(quote: Quote) -> tuple[bool, bool, bool, int]:
+def _precedence(quote: Quote) -> tuple[bool, int, bool, bool, int]:
     """What puts a quote before a better-scored one (`_diverse`), most telling first."""
-    return (quote.valued, quote.leads, quote.dated, quote.named)
+    return (quote.valued, quote.scoped, quote.leads, quote.dated, quote.named)
 
 
 def _diverse(scored: list[Quote], *, limit: int, diversity: float) -> list[Quote]:
     """Up to `limit` quotes, greedily: boilerplate last; first rows holding a value the
-    question names in the column it names (`cell_match`), then those that lead, then those
+    question names in the column it names (`cell_match`), then the asked segment's figures and
+    those not of another segment (`segment_scope`), then those that lead, then those
     naming an asked year, then rows named as asked (more of the question's words first), then
     the best score less `diversity` times the overlap with those already chosen."""
     chosen: list[Quote] = []
     chosen_terms: list[set[str]] = []
     pool = sorted(scored, key=lambda q: -q.score)
     while pool and len(chosen) < limit:
-        best_i, best_value = -1, (False, False, False, False, 0, -math.inf)
+        best_i, best_value = -1, (False, False, -1, False, False, 0, -math.inf)
         for i, quote in enumerate(pool):
             found = terms(quote.text)
             overlap = max((_jaccard(found, other) for other in chosen_terms), default=0.0)

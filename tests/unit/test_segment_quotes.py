@@ -1,0 +1,241 @@
+"""Segment figures (issue 42): asked for a company's figure without a segment named, the answer
+quotes the whole company's row or sentence, not a segment's; asked for a segment's, that one's.
+
+The passages are the converter's text of Walmart's 10-K for fiscal 2025 (pp. 36, 37 and 39,
+under the headings it gave them) and Johnson & Johnson's 10-K for 2024 (pp. 20-22 and 24).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from docchat.answer.extractive import QuoteWeights, answer_quotes
+from docchat.models import Chunk
+from tests.chatkit import DEFAULTS
+
+WEIGHTS = QuoteWeights.of(DEFAULTS)
+WMT_TITLE = "WALMART INC. (WMT) Form 10-K, fiscal year ended January 31, 2025"
+WMT_HEADER = [
+    "|  | Fiscal Years Ended January 31, |  |  |",
+    "| --- | --- | --- | --- |",
+    "| (Dollar amounts and retail square feet in millions) | 2025 | 2024 | 2023 |",
+]
+WMT_OPERATING_INCOME = "| Operating income | 29,348 | 27,012 | 20,428 |"
+WMT_CONSOLIDATED = "\n".join(
+    [
+        *WMT_HEADER,
+        "| Net sales | $ 674,538 | $ 642,637 | $ 605,881 |",
+        "| Percentage change from comparable period | 5.0% | 6.1% | 6.7% |",
+        "| Membership and other income(1) | $ 6,447 | $ 5,488 | $ 5,408 |",
+        "| Total revenues | 680,985 | 648,125 | 611,289 |",
+        "| Percentage change from comparable period | 5.1% | 6.0% | 6.7% |",
+        "| Gross profit(2) | 162,785 | 152,495 | 142,160 |",
+        "| Operating expenses(2) | 139,884 | 130,971 | 127,140 |",
+        WMT_OPERATING_INCOME,
+        "| Other (gains) and losses | 794 | 3,027 | 1,538 |",
+        "| Consolidated net income | 20,157 | 16,270 | 11,292 |",
+    ]
+)
+WMT_US_OPERATING_INCOME = "| Operating income | 23,882 | 22,154 | 20,620 |"
+WMT_US = "\n".join(
+    [
+        *WMT_HEADER,
+        "| Net sales | $ 462,415 | $ 441,817 | $ 420,553 |",
+        "| Net sales percentage change from comparable period | 4.7% | 5.1% | 6.9% |",
+        "| Calendar comparable sales increase | 4.8% | 5.5% | 7.0% |",
+        "| Membership and other income | $ 2,594 | $ 1,985 | $ 1,845 |",
+        "| Gross profit | 125,964 | 118,254 | 111,748 |",
+        "| Operating expenses | 104,676 | 98,085 | 92,973 |",
+        WMT_US_OPERATING_INCOME,
+    ]
+)
+WMT_SAMS_CLUB_PROSE = "\n".join(
+    [
+        "Operating expenses as a percentage of segment net sales increased 44 and 46 basis points "
+        "for fiscal 2025 and 2024, respectively, when compared to the previous fiscal year. "
+        "Fiscal 2025 operating expenses as a percentage of net sales increased primarily due to "
+        "increased compensation related expenses, including associate wage investments and higher "
+        "variable pay as a result of exceeding our planned performance, as well as elevated "
+        "technology spend. Fiscal 2024 operating expenses as a percentage of net sales increased "
+        "primarily due to lower fuel sales and elevated technology spend.",
+        "As a result of the factors discussed above, segment operating income increased $0.2 "
+        "billion for both fiscal 2025 and 2024, respectively, when compared to the previous fiscal "
+        "year.",
+        "42",
+        "Liquidity and Capital Resources",
+        "Liquidity",
+    ]
+)
+JNJ_TITLE = "Johnson & Johnson (JNJ) Form 10-K, fiscal year ended December 29, 2024"
+JNJ_WORLDWIDE = (
+    "In 2024, worldwide sales increased 4.3% to $88.8 billion as compared to an increase of 6.5% "
+    "in 2023."
+)
+JNJ_CONSOLIDATED = "\n".join(
+    [
+        "Results of operations",
+        "Analysis of consolidated sales",
+        "For discussion on results of operations and financial condition pertaining to the fiscal "
+        "years 2023 and 2022 see the Company\u2019s Annual Report on Form 10-K for the fiscal year "
+        "ended "
+        "December 31, 2023, Item 7. Management's discussion and analysis of results of operations "
+        "and financial condition. Prior periods disclosed herein were recast to reflect the "
+        "continuing operations of the Company.",
+        f"{JNJ_WORLDWIDE} These sales changes consisted of the following:",
+    ]
+)
+JNJ_INNOVATIVE_MEDICINE = "\n".join(
+    [
+        "Analysis of sales by business segments",
+        "Innovative Medicine segment",
+        "Innovative Medicine segment sales in 2024 were $57.0 billion, an increase of 4.0% from "
+        "2023, which included operational growth of 5.7% and a negative currency impact of 1.7%. "
+        "U.S. sales were $34.0 billion, an increase of 9.0%.",
+    ]
+)
+JNJ_MEDTECH_SALES = (
+    "The MedTech segment sales in 2024 were $31.9 billion, an increase of 4.8% from 2023, which "
+    "included operational growth of 6.2% and a negative currency impact of 1.4%."
+)
+JNJ_MEDTECH = "\n".join(["MedTech segment", JNJ_MEDTECH_SALES])
+JNJ_WORLDWIDE_INCOME = (
+    "| Worldwide income before tax | $16,687 | 15,062 | 88,821 | 85,159 | 18.8% | 17.7 |"
+)
+JNJ_INNOVATIVE_MEDICINE_INCOME = (
+    "| Innovative Medicine | $18,919 | 18,246 | 56,964 | 54,759 | 33.2% | 33.3 |"
+)
+JNJ_SEGMENT_INCOME = "\n".join(
+    [
+        "|  | Income Before Tax |  | Segment Sales |  | Percent of Segment Sales |  |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| (Dollars in Millions) | 2024 | 2023 | 2024 | 2023 | 2024 | 2023 |",
+        JNJ_INNOVATIVE_MEDICINE_INCOME,
+        "| MedTech | 3,740 | 4,669 | 31,857 | 30,400 | 11.7 | 15.4 |",
+        "| Segment earnings before tax(1) | 22,659 | 22,915 | 88,821 | 85,159 | 25.5 | 26.9 |",
+        "| Less: Expenses not allocated to segments(2) | 5,972 | 7,853 |  |  |  |  |",
+        JNJ_WORLDWIDE_INCOME,
+    ]
+)
+JNJ_SEGMENT_INCOME_HEADING = (
+    "Income before tax by segment Income (loss) before tax by segment of business were as follows:"
+)
+
+
+def _chunk(text: str, *, doc_id: str, title: str, page: int, heading: str = "") -> Chunk:
+    return Chunk(
+        chunk_id=f"{doc_id}:v:{page:05d}",
+        doc_id=doc_id,
+        version="v",
+        source=f"{doc_id}.htm",
+        title=title,
+        headings=[heading] if heading else [],
+        page_start=page,
+        page_end=page,
+        text=text,
+    )
+
+
+def _walmart() -> list[Chunk]:
+    # As the search ranked them: the segment's prose first.
+    return [
+        _chunk(WMT_SAMS_CLUB_PROSE, doc_id="wmt", title=WMT_TITLE, page=39),
+        _chunk(WMT_US, doc_id="wmt", title=WMT_TITLE, page=37, heading="Walmart U.S. Segment"),
+        _chunk(
+            WMT_CONSOLIDATED,
+            doc_id="wmt",
+            title=WMT_TITLE,
+            page=36,
+            heading="Results of Operations Consolidated Results of Operations",
+        ),
+    ]
+
+
+def test_a_companys_operating_income_is_its_consolidated_row_not_a_segments() -> None:
+    # Asked for Walmart's operating income, the answer quoted Sam's Club's "segment operating
+    # income increased $0.2 billion" first, and Walmart U.S.'s table before the consolidated one.
+    quotes = answer_quotes(
+        "What was Walmart's operating income for fiscal 2025?",
+        _walmart(),
+        threshold=0.25,
+        weights=WEIGHTS,
+    )
+
+    assert quotes[0].text == WMT_OPERATING_INCOME
+    assert quotes[0].page == 36
+    assert all("segment operating income" not in q.text for q in quotes[:2])
+
+
+def test_a_named_segments_row_answers_for_that_segment() -> None:
+    quotes = answer_quotes(
+        "What was Walmart U.S. operating income for fiscal 2025?",
+        _walmart(),
+        threshold=0.25,
+        weights=WEIGHTS,
+    )
+
+    assert quotes[0].text == WMT_US_OPERATING_INCOME
+    assert quotes[0].page == 37
+
+
+def _jnj_sales() -> list[Chunk]:
+    return [
+        _chunk(JNJ_INNOVATIVE_MEDICINE, doc_id="jnj", title=JNJ_TITLE, page=21),
+        _chunk(JNJ_MEDTECH, doc_id="jnj", title=JNJ_TITLE, page=22),
+        _chunk(JNJ_CONSOLIDATED, doc_id="jnj", title=JNJ_TITLE, page=20),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence"),
+    [
+        ("What were Johnson & Johnson's sales in 2024?", JNJ_WORLDWIDE),
+        ("What were Johnson & Johnson's MedTech sales in 2024?", JNJ_MEDTECH_SALES),
+    ],
+)
+def test_a_second_filers_sales_are_the_worldwide_sentence_unless_a_segment_is_named(
+    question: str, sentence: str
+) -> None:
+    quotes = answer_quotes(question, _jnj_sales(), threshold=0.25, weights=WEIGHTS)
+
+    assert sentence in quotes[0].text
+
+
+@pytest.mark.parametrize(
+    ("question", "row"),
+    [
+        ("What was Johnson & Johnson's income before tax in 2024?", JNJ_WORLDWIDE_INCOME),
+        (
+            "What was the Innovative Medicine income before tax in 2024?",
+            JNJ_INNOVATIVE_MEDICINE_INCOME,
+        ),
+    ],
+)
+def test_a_table_by_segment_answers_with_its_worldwide_row_unless_a_segment_is_named(
+    question: str, row: str
+) -> None:
+    # The rows named by a segment ("Innovative Medicine", "MedTech") and the segments' sum
+    # ("Segment earnings before tax") are parts; "Worldwide income before tax" is the company's.
+    passages = [
+        _chunk(
+            JNJ_SEGMENT_INCOME,
+            doc_id="jnj",
+            title=JNJ_TITLE,
+            page=24,
+            heading=JNJ_SEGMENT_INCOME_HEADING,
+        )
+    ]
+
+    quotes = answer_quotes(question, passages, threshold=0.25, weights=WEIGHTS)
+
+    assert quotes[0].text == row
+
+
+def test_a_question_about_segments_ranks_no_segment_lower() -> None:
+    quotes = answer_quotes(
+        "Which segment had the highest operating income in fiscal 2025 at Walmart?",
+        _walmart(),
+        threshold=0.25,
+        weights=WEIGHTS,
+    )
+
+    assert all(q.scoped == 0 for q in quotes)

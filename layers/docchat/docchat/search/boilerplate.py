@@ -2,14 +2,18 @@
 certification, a safe-harbour notice, a legend), measured in the index rather than by word
 lists, and a form's row of check boxes (a filing cover's "Large accelerated filer ☒
 Accelerated filer ☐ …", which every filing carries in a layout of its own), so that the
-extractive answer quotes evidence before it."""
+extractive answer quotes evidence before it, and a search lists the passages that are mostly
+boilerplate after the others (`evidence_first`): the model reading a search's result, as the
+extractive answer, reads the evidence first."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
+from docchat.models import Passage
 from docchat.ports import ChunkStore
+from docchat.search.sentences import chunk_sentences
 
 # Text is boilerplate when this many documents or more hold nearly verbatim (an officer's
 # certification, a safe-harbour notice, a legend): found by searching the index for the
@@ -31,6 +35,9 @@ SHINGLE = 5
 _CHECK_BOX = re.compile(r"[\u2610-\u2612\u25a1\u2327]|(?<!\S)[þý¨](?!\S)")
 _BOX_LETTER = re.compile(r"(?<!\S)[xXo](?!\S)")
 CHECK_BOXES = 2
+# A passage is boilerplate when the sentences that are hold more than this share of its text (an
+# exhibit's certification under its signature, a cover's check boxes under the form's name).
+BOILERPLATE_PASSAGE = 0.5
 _NOT_WORD = re.compile(r"[\W_]+")
 
 
@@ -63,6 +70,26 @@ def boilerplate(
         if len(holding) >= BOILERPLATE_DOCUMENTS:
             found.add(sentence)
     return found
+
+
+def evidence_first(
+    passages: Sequence[Passage], boilerplate: Callable[[Sequence[str]], set[str]]
+) -> list[Passage]:
+    """`passages`, those mostly boilerplate after the others, each part in its order: the
+    sentences `boilerplate` names (`boilerplate` above, as `Library.boilerplate` asks it) hold
+    more than BOILERPLATE_PASSAGE of the passage's text."""
+    sentences = {p.chunk.chunk_id: [s.text for s in chunk_sentences(p.chunk)] for p in passages}
+    found = boilerplate([text for texts in sentences.values() for text in texts])
+
+    def mostly(passage: Passage) -> bool:
+        texts = sentences[passage.chunk.chunk_id]
+        held = sum(len(text) for text in texts if text in found)
+        return held > BOILERPLATE_PASSAGE * sum(len(text) for text in texts)
+
+    last = [mostly(p) for p in passages]
+    return [p for p, b in zip(passages, last, strict=True) if not b] + [
+        p for p, b in zip(passages, last, strict=True) if b
+    ]
 
 
 def _check_boxes(text: str) -> bool:

@@ -10,7 +10,7 @@ from itertools import chain, zip_longest
 from docchat.errors import DocchatError, ReadOnlyStorageError
 from docchat.models import Chunk, DocumentRecord, Page, Passage
 from docchat.ports import ChunkStore, DocumentCatalog, Embedder, PageStore, Reranker
-from docchat.search.boilerplate import boilerplate
+from docchat.search.boilerplate import boilerplate, evidence_first
 from docchat.search.catalog import Catalog
 from docchat.search.concepts import hinted, statement_asked, under_statement
 from docchat.search.hybrid import Fusion, hybrid_search
@@ -153,7 +153,8 @@ class Library:
         a name several share has each one's documents searched, and `scope_note` says so. A
         query that names a form, a most recent report, a quarter or a year searches, of the
         company's documents, those whose titles name it (`Catalog.formed`, `latest`,
-        `quartered`, `dated`), when any does."""
+        `quartered`, `dated`), when any does. Of the passages found, those mostly boilerplate
+        (a certification, a cover's check boxes) come after the others (`evidence_first`)."""
         catalog = self._catalog(catalog)
         query = asked(query)
         named, rest = catalog.named_in(query, doc_ids)
@@ -183,16 +184,23 @@ class Library:
         # The index filtered already; an index that let a stale chunk through still must not.
         fused = _statement_first(query, distinct([p for p in fused if _shown(p.chunk, versions)]))
         fused = fused[:pool]
+        first = self._evidence_first
         if self.reranker is None or not fused:
             return SearchResult(
-                fused[:top_k], reranked=False, rerank_note=self.rerank_off, scope_note=note
+                first(fused[:top_k], catalog),
+                reranked=False,
+                rerank_note=self.rerank_off,
+                scope_note=note,
             )
         try:
             reranked = self.reranker.rerank(query, fused, top_n=top_k)
-            return SearchResult(reranked, reranked=True, scope_note=note)
+            return SearchResult(first(reranked, catalog), reranked=True, scope_note=note)
         except DocchatError as exc:
             return SearchResult(
-                fused[:top_k], reranked=False, rerank_note=str(exc), scope_note=note
+                first(fused[:top_k], catalog),
+                reranked=False,
+                rerank_note=str(exc),
+                scope_note=note,
             )
 
     def following(self, chunks: Sequence[Chunk]) -> dict[str, Chunk]:
@@ -205,6 +213,11 @@ class Library:
             for i, chunk in found.items()
             if (chunk.doc_id, chunk.version) == (after[i].doc_id, after[i].version)
         }
+
+    def _evidence_first(self, passages: Sequence[Passage], catalog: Catalog) -> list[Passage]:
+        """`passages`, those mostly boilerplate (as `boilerplate` tells it, the rule the
+        extractive answer's quotes follow) after the rest."""
+        return evidence_first(passages, lambda texts: self.boilerplate(texts, catalog=catalog))
 
     def _openings(self, doc_ids: Sequence[str], top_k: int, catalog: Catalog) -> list[Passage]:
         """The first chunks of each document, taken in turn."""

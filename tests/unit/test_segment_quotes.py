@@ -1,5 +1,6 @@
 """Segment figures (issue 42): asked for a company's figure without a segment named, the answer
-quotes the whole company's row or sentence, not a segment's; asked for a segment's, that one's.
+quotes the whole company's row or sentence, not a segment's, and a search lists the passages
+headed by a segment after the rest; asked for a segment's, that one's first.
 
 The passages are the converter's text of Walmart's 10-K for fiscal 2025 (pp. 36, 37 and 39,
 under the headings it gave them) and Johnson & Johnson's 10-K for 2024 (pp. 20-22 and 24).
@@ -10,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from docchat.answer.extractive import QuoteWeights, answer_quotes
-from docchat.models import Chunk
+from docchat.models import Chunk, Passage
+from docchat.search.segments import whole_first
 from tests.chatkit import DEFAULTS
 
 WEIGHTS = QuoteWeights.of(DEFAULTS)
@@ -239,3 +241,34 @@ def test_a_question_about_segments_ranks_no_segment_lower() -> None:
     )
 
     assert all(q.scoped == 0 for q in quotes)
+
+
+@pytest.mark.parametrize(
+    ("question", "first"),
+    [
+        ("What was Walmart's operating income for fiscal 2025?", [36, 37]),
+        ("What was Walmart U.S. operating income for fiscal 2025?", [37, 36]),
+        ("Which segment had the highest operating income at Walmart?", [37, 36]),
+    ],
+)
+def test_a_search_lists_a_segments_passages_after_the_whole_companys(
+    question: str, first: list[int]
+) -> None:
+    # As the search ranked them: the Walmart U.S. Segment's table first. (Page 39, Sam's
+    # Club's, lost its heading to the page before: only its sentences say it is a segment's.)
+    ranked = [Passage(chunk=c, score=1.0 - n / 10) for n, c in enumerate(_walmart()[1:])]
+
+    assert [p.chunk.page_start for p in whole_first(question, ranked)] == first
+
+
+def test_a_second_filers_segment_heading_goes_after_its_consolidated_passage() -> None:
+    segment = _chunk(
+        JNJ_MEDTECH_SALES, doc_id="jnj", title=JNJ_TITLE, page=22, heading="MedTech segment"
+    )
+    consolidated = _chunk(JNJ_CONSOLIDATED, doc_id="jnj", title=JNJ_TITLE, page=20)
+    ranked = [Passage(chunk=segment, score=0.9), Passage(chunk=consolidated, score=0.8)]
+
+    assert [p.chunk.page_start for p in whole_first("What were J&J's sales in 2024?", ranked)] == [
+        20,
+        22,
+    ]

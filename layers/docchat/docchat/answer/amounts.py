@@ -12,6 +12,7 @@ import re
 from itertools import pairwise
 
 from docchat.search.concepts import as_asked, names_an_item, other_names
+from docchat.search.segments import says_segment, segment_named, segment_scope
 from docchat.search.sentences import Span, column_names, row_cells
 from docchat.search.terms import terms, words, years
 from docchat.search.titles import company_name
@@ -44,14 +45,7 @@ _AMOUNT = re.compile(
 _NUMBER_CELL = re.compile(r"[$€£¥]?\s?\(?-?\d[\d,.]*\)?\s?%?")
 _YEAR_CELL = re.compile(r"(?:19|20)\d\d")
 _PARENTHESES = re.compile(r"\([^()]*\)")
-# A segment's name as filings print it: capitalised words before "segment" ("Sam's Club U.S.
-# Segment", "the MedTech segment", "Financing segment receivables").
-_SEGMENT_NAME = re.compile(r"((?:[A-Z][\w&'\u2019.-]*\s+){1,4})[Ss]egments?\b")
-_SEGMENT = re.compile(r"\bsegments?\b", re.IGNORECASE)
 _SEGMENT_WORDS = frozenset(words("segment segments"))
-# Capitalised words before "segment" that name none ("Summary of Business Segment Data",
-# "Revenue by Reportable Segments", "The Walmart U.S. segment").
-_NO_SEGMENT = terms("business reportable operating each total other all our")
 # A row label word that makes the row the whole company's ("Total", "Consolidated net income").
 _WHOLE = terms("total consolidated company")
 
@@ -110,7 +104,7 @@ def _own_words(span: Span) -> set[str]:
     return terms(company_name(span.chunk.title))
 
 
-def segment_scope(span: Span, text: str, *, question: str, wanted: set[str]) -> int:
+def figure_scope(span: Span, text: str, *, question: str, wanted: set[str]) -> int:
     """On an amount question, whether the quote `text` of `span` (a sentence, the sentences
     joined to it, or a table row) is the figure of a segment the question names (1), of a
     segment it does not name (-1), or neither (0: the whole company's, or no segment's).
@@ -121,35 +115,21 @@ def segment_scope(span: Span, text: str, *, question: str, wanted: set[str]) -> 
     segments ("Net sales by reportable segment") is labelled by a name rather than by the asked
     item or a whole ("Total", "Consolidated"), or when a sentence names a segment ("our RL
     segment reduced our overall operating profit by $17.73 billion") or says "segment" before
-    an asked word ("segment operating income increased $0.2 billion"). The question names a
-    segment by more than half of its name's words ("Sam's Club" names "Sam's Club U.S.";
-    "Walmart U.S." does not); one asking about segments without naming one ranks none lower.
+    an asked word ("segment operating income increased $0.2 billion"); whether the question
+    names it is `docchat.search.segments.segment_scope`'s to say.
     """
-    heading = " ".join(span.chunk.headings)
-    name = _segment_name(heading, span)
+    heading, title = " ".join(span.chunk.headings), span.chunk.title
+    name = segment_named(heading, title=title)
     segment = bool(name)
     if span.table_row:
         label = _label(span)
-        if _SEGMENT.search(row_cells(text)[0]):  # "Total segment revenues"
+        if says_segment(row_cells(text)[0]):  # "Total segment revenues"
             segment = True
-        elif not name and _SEGMENT.search(heading) and label and not label & (_WHOLE | wanted):
+        elif not name and says_segment(heading) and label and not label & (_WHOLE | wanted):
             name, segment = label, True
-    elif _segment_name(text, span) or _segment_figure(text, wanted):
-        name, segment = _segment_name(text, span) or name, True
-    if not segment:
-        return 0
-    if name and 2 * len(name & terms(question)) > len(name):
-        return 1
-    return 0 if _SEGMENT.search(question) else -1
-
-
-def _segment_name(text: str, span: Span) -> set[str]:
-    """The terms of the segment `text` names ("Walmart U.S. Segment": "u"), the company's own
-    name and words that name no segment ("Business Segment Data") aside."""
-    found: set[str] = set()
-    for match in _SEGMENT_NAME.finditer(text):
-        found |= terms(match.group(1))
-    return found - _NO_SEGMENT - _own_words(span)
+    elif segment_named(text, title=title) or _segment_figure(text, wanted):
+        name, segment = segment_named(text, title=title) or name, True
+    return segment_scope(name, question) if segment else 0
 
 
 def _segment_figure(text: str, wanted: set[str]) -> bool:

@@ -15,9 +15,9 @@ from dataclasses import dataclass, fields, replace
 from docchat.answer.amounts import (
     asks_amount,
     cell_match,
+    figure_scope,
     holds_amount,
     named_as_asked,
-    segment_scope,
     year_figures,
 )
 from docchat.answer.lists import ANNOUNCES, list_after
@@ -307,7 +307,7 @@ class _Scorer:
             named=named_as_asked(span, asked.text, asked.wanted) if self.amounts else 0,
             figures=figures,
             valued=span.table_row and cell_match(span, asked.text, asked.wanted),
-            scoped=segment_scope(span, text, question=asked.text, wanted=asked.wanted)
+            scoped=figure_scope(span, text, question=asked.text, wanted=asked.wanted)
             if self.amounts
             else 0,
         )
@@ -437,7 +437,7 @@ def _precedence(quote: Quote) -> tuple[bool, int, bool, bool, int]:
 def _diverse(scored: list[Quote], *, limit: int, diversity: float) -> list[Quote]:
     """Up to `limit` quotes, greedily: boilerplate last; first rows holding a value the
     question names in the column it names (`cell_match`), then the asked segment's figures and
-    those not of another segment (`segment_scope`), then those that lead, then those
+    those not of another segment (`figure_scope`), then those that lead, then those
     naming an asked year, then rows named as asked (more of the question's words first), then
     the best score less `diversity` times the overlap with those already chosen."""
     chosen: list[Quote] = []

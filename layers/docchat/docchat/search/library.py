@@ -15,6 +15,7 @@ from docchat.search.catalog import Catalog
 from docchat.search.concepts import hinted, statement_asked, under_statement
 from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.pages import extracted_pages
+from docchat.search.segments import whole_first
 from docchat.search.terms import asked, terms
 
 # Passages the reranker sees per passage wanted (the evaluation reranks as many).
@@ -153,8 +154,10 @@ class Library:
         a name several share has each one's documents searched, and `scope_note` says so. A
         query that names a form, a most recent report, a quarter or a year searches, of the
         company's documents, those whose titles name it (`Catalog.formed`, `latest`,
-        `quartered`, `dated`), when any does. Of the passages found, those mostly boilerplate
-        (a certification, a cover's check boxes) come after the others (`evidence_first`)."""
+        `quartered`, `dated`), when any does. Of the passages found, those headed by the segment
+        the query names come first and those headed by another segment after the rest
+        (`whole_first`); those mostly boilerplate (a certification, a cover's check boxes) come
+        after all (`evidence_first`)."""
         catalog = self._catalog(catalog)
         query = asked(query)
         named, rest = catalog.named_in(query, doc_ids)
@@ -187,17 +190,17 @@ class Library:
         first = self._evidence_first
         if self.reranker is None or not fused:
             return SearchResult(
-                first(fused[:top_k], catalog),
+                first(query, fused[:top_k], catalog),
                 reranked=False,
                 rerank_note=self.rerank_off,
                 scope_note=note,
             )
         try:
             reranked = self.reranker.rerank(query, fused, top_n=top_k)
-            return SearchResult(first(reranked, catalog), reranked=True, scope_note=note)
+            return SearchResult(first(query, reranked, catalog), reranked=True, scope_note=note)
         except DocchatError as exc:
             return SearchResult(
-                first(fused[:top_k], catalog),
+                first(query, fused[:top_k], catalog),
                 reranked=False,
                 rerank_note=str(exc),
                 scope_note=note,
@@ -214,10 +217,16 @@ class Library:
             if (chunk.doc_id, chunk.version) == (after[i].doc_id, after[i].version)
         }
 
-    def _evidence_first(self, passages: Sequence[Passage], catalog: Catalog) -> list[Passage]:
-        """`passages`, those mostly boilerplate (as `boilerplate` tells it, the rule the
-        extractive answer's quotes follow) after the rest."""
-        return evidence_first(passages, lambda texts: self.boilerplate(texts, catalog=catalog))
+    def _evidence_first(
+        self, query: str, passages: Sequence[Passage], catalog: Catalog
+    ) -> list[Passage]:
+        """`passages`, those headed by a segment `query` does not name after the rest
+        (`whole_first`), and those mostly boilerplate (as `boilerplate` tells it, the rule the
+        extractive answer's quotes follow) after all."""
+        return evidence_first(
+            whole_first(query, passages),
+            lambda texts: self.boilerplate(texts, catalog=catalog),
+        )
 
     def _openings(self, doc_ids: Sequence[str], top_k: int, catalog: Catalog) -> list[Passage]:
         """The first chunks of each document, taken in turn."""

@@ -272,3 +272,127 @@ def test_a_second_filers_segment_heading_goes_after_its_consolidated_passage() -
         20,
         22,
     ]
+
+
+# FinanceBench's PepsiCo 10-K for 2022 (p. 70) and 3M's for 2022 (p. 25), as converted.
+PEP_TITLE = "PepsiCo, Inc. (PEP) Form 10-K, fiscal year ended December 31, 2022"
+PEP_HEADINGS = [
+    "Net Revenue and Operating Profit/(Loss)",
+    "Net revenue and operating profit/(loss) of each division are as follows:",
+]
+PEP_TOTAL = "| Total | $ 86,392 | $ 79,474 | $ 70,372 | $ 11,512 | $ 11,162 | $ 10,080 |"
+PEP_FLNA = "| FLNA | $ 23,291 | $ 19,608 | $ 18,189 | $ 6,135 | $ 5,633 | $ 5,340 |"
+PEP_DIVISIONS = "\n".join(
+    [
+        "|  | Net Revenue |  |  | Operating Profit/(Loss) |  |  |",
+        "|  | 2022 | 2021 | 2020 | (a) 2022 | 2021 | 2020 |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        PEP_FLNA,
+        "| QFNA | 3,160 | 2,751 | 2,742 | 604 | 578 | 669 |",
+        "| PBNA | 26,213 | 25,276 | 22,559 | 5,426 | 2,442 | 1,937 |",
+        "| LatAm | 9,779 | 8,108 | 6,942 | 1,627 | 1,369 | 1,033 |",
+        "| Europe | 12,724 | 13,038 | 11,922 | (1,380) | 1,292 | 1,353 |",
+        "| AMESA | 6,438 | 6,078 | 4,573 | 666 | 858 | 600 |",
+        "| APAC | 4,787 | 4,615 | 3,445 | 537 | 673 | 590 |",
+        "| Total division | 86,392 | 79,474 | 70,372 | 13,615 | 12,845 | 11,522 |",
+        "| Corporate unallocated expenses | — | — | — | (2,103) | (1,683) | (1,442) |",
+        PEP_TOTAL,
+    ]
+)
+MMM_TITLE = "3M COMPANY (MMM) Form 10-K, fiscal year ended December 31, 2022"
+MMM_TOTAL = (
+    "| Total Company | $ 34,229 | 100.0 % | $ 6,539 | $ 35,355 | 100.0 % | $ 7,369 | (3.2)% "
+    "| (11.3)% |"
+)
+MMM_SEGMENTS = "\n".join(
+    [
+        "|  |  | 2022 |  |  | 2021 |  | % change |  |",
+        "|  |  |  | Operating |  |  | Operating |  | Operating Income |",
+        "| (Dollars in millions) | Net Sales | % of Total | Income (Loss) | Net Sales | % of Total "
+        "| Income (Loss) | Net Sales | (Loss) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| Business Segments |  |  |  |  |  |  |  |  |",
+        "| Safety and Industrial | $ 11,604 | 33.9 % | $ 1,199 | $ 11,981 | 33.9 % | $ 2,466 "
+        "| (3.2)% | (51.4)% |",
+        "| Transportation and Electronics | 8,902 | 26.0 | 1,012 | 9,262 | 26.2 | 1,880 | (3.9) "
+        "| (46.2) |",
+        "| Health Care | 8,421 | 24.6 | 1,815 | 8,597 | 24.3 | 2,037 | (2.0) | (10.9) |",
+        "| Consumer | 5,298 | 15.5 | 994 | 5,513 | 15.6 | 1,162 | (3.9) | (14.4) |",
+        "| Corporate and Unallocated | 4 | — | 1,519 | 2 | — | (176) |  |  |",
+        MMM_TOTAL,
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "row"),
+    [
+        ("What were PepsiCo's net revenue in 2022?", PEP_TOTAL),
+        ("What was PepsiCo's FLNA net revenue in 2022?", PEP_FLNA),
+    ],
+)
+def test_a_table_of_divisions_answers_with_its_total_unless_a_division_is_named(
+    question: str, row: str
+) -> None:
+    # "Total division" sums the divisions before corporate expenses: a part too.
+    chunk = _chunk(PEP_DIVISIONS, doc_id="pep", title=PEP_TITLE, page=70)
+    passages = [chunk.model_copy(update={"headings": PEP_HEADINGS})]
+
+    quotes = answer_quotes(question, passages, threshold=0.25, weights=WEIGHTS)
+
+    assert quotes[0].text == row
+
+
+def test_a_table_of_business_segments_answers_with_its_total_company_row() -> None:
+    passages = [_chunk(MMM_SEGMENTS, doc_id="mmm", title=MMM_TITLE, page=25, heading="3M COMPANY")]
+
+    quotes = answer_quotes(
+        "What was 3M's operating income in 2022?", passages, threshold=0.25, weights=WEIGHTS
+    )
+
+    assert quotes[0].text == MMM_TOTAL
+
+
+PFE_TITLE = "PFIZER INC. (PFE) Form 10-K, fiscal year ended December 31, 2021"
+PFE_REVENUES = (
+    "Revenues increased $39.6 billion, or 95%, to $81.3 billion in 2021 from $41.7 billion in "
+    "2020, reflecting an operational increase of $38.4 billion, or 92%, as well as a favorable "
+    "impact of foreign exchange of $1.2 billion, or 3%."
+)
+PFE_TOTAL = "| Total | $ | 17,178 | $ 13,733 | $ 12,284 |"
+PFE_DEDUCTIONS = "\n".join(
+    [
+        "| (MILLIONS) | 2021 |  | Year Ended December 31, | 2019 |",
+        "|  |  |  | 2020 |  |",
+        "| --- | --- | --- | --- | --- |",
+        "| Medicare rebates | $ | 726 | $ 647 | $ 628 |",
+        "| Medicaid and related state program rebates | 1,214 |  | 1,136 | 1,259 |",
+        "| Chargebacks | 6,122 |  | 4,531 | 3,411 |",
+        "| Sales allowances | 4,809 |  | 3,835 | 3,776 |",
+        PFE_TOTAL,
+    ]
+)
+
+
+def test_a_bare_total_of_another_table_is_not_the_companys_figure() -> None:
+    # Pfizer's 10-K for 2021 (pp. 33 and 40): "Total" sums the revenue deductions its table
+    # lists; only under a heading about segments is a bare "Total" the whole company's, named
+    # as asked.
+    passages = [
+        _chunk(
+            PFE_DEDUCTIONS,
+            doc_id="pfe",
+            title=PFE_TITLE,
+            page=40,
+            heading="The following presents information about revenue deductions:",
+        ),
+        _chunk(f"Revenues\n{PFE_REVENUES}", doc_id="pfe", title=PFE_TITLE, page=33),
+    ]
+
+    quotes = answer_quotes(
+        "What was Pfizer's revenue in 2021?", passages, threshold=0.25, weights=WEIGHTS
+    )
+
+    total = next(q for q in quotes if q.text == PFE_TOTAL)
+    assert total.named == 0
+    assert quotes[0].text != PFE_TOTAL

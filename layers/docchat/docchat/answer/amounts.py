@@ -45,7 +45,7 @@ _AMOUNT = re.compile(
 _NUMBER_CELL = re.compile(r"[$€£¥]?\s?\(?-?\d[\d,.]*\)?\s?%?")
 _YEAR_CELL = re.compile(r"(?:19|20)\d\d")
 _PARENTHESES = re.compile(r"\([^()]*\)")
-_SEGMENT_WORDS = frozenset(words("segment segments"))
+_SEGMENT_WORDS = frozenset(words("segment segments division divisions"))
 # A row label word that makes the row the whole company's ("Total", "Consolidated net income").
 _WHOLE = terms("total consolidated company")
 
@@ -79,17 +79,32 @@ def named_as_asked(span: Span, question: str, wanted: set[str]) -> int:
     number of Best Buy stores", Best Buy's 10-Q is found by them, and its row "Best Buy" (one
     brand's stores) is named no more than "Outlet Centers" is; "Best Buy Mobile" is named by
     "mobile". So a count's table answers with its "Total" row, which names the one thing a
-    question asking how many counts, when no row is named otherwise."""
+    question asking how many counts, when no row is named otherwise; and a table of segments
+    answers with its row for the whole company (`_whole_as_asked`)."""
     label = _label(span)
     if not label:
         return 0
-    if label == {"total"} and _COUNT_QUESTION.search(question.casefold()):
+    if label <= _WHOLE and _whole_as_asked(span, label, question):
         return 1
     if label <= wanted:
         return len(label)
     if label <= wanted | other_names(question):
         return len((label & wanted) | (as_asked(question, row_cells(span.text)[0]) & wanted))
     return 0
+
+
+def _whole_as_asked(span: Span, label: set[str], question: str) -> bool:
+    """Whether a row labelled only by words of a whole (`label`) answers `question` as asked
+    for the whole: a count's "Total"; else, on a question not about segments, a row naming the
+    whole company ("Total Company", "Consolidated", 3M's business segments' table), or a "Total"
+    under a heading about segments (PepsiCo's "… of each division are as follows:"). A bare
+    "Total" elsewhere totals what its table lists (revenue deductions, a sales change's parts),
+    not the figure asked for."""
+    if label == {"total"} and _COUNT_QUESTION.search(question.casefold()):
+        return True
+    if says_segment(question):
+        return False
+    return label != {"total"} or says_segment(" ".join(span.chunk.headings))
 
 
 def _label(span: Span) -> set[str]:

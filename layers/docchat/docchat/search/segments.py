@@ -13,16 +13,17 @@ from docchat.search.terms import terms
 from docchat.search.titles import company_name
 
 # A segment's name as filings print it: capitalised words before "segment" ("Sam's Club U.S.
-# Segment", "the MedTech segment", "Financing segment receivables").
-_SEGMENT_NAME = re.compile(r"((?:[A-Z][\w&'\u2019.-]*\s+){1,4})[Ss]egments?\b")
-_SEGMENT = re.compile(r"\bsegments?\b", re.IGNORECASE)
+# Segment", "the MedTech segment", "Financing segment receivables"); some call them divisions
+# (PepsiCo: "Net revenue and operating profit/(loss) of each division", "Total division").
+_SEGMENT_NAME = re.compile(r"((?:[A-Z][\w&'\u2019.-]*\s+){1,4})(?:[Ss]egment|[Dd]ivision)s?\b")
+_SEGMENT = re.compile(r"\b(?:segment|division)s?\b", re.IGNORECASE)
 # Capitalised words before "segment" that name none ("Summary of Business Segment Data",
 # "Revenue by Reportable Segments", "The Walmart U.S. segment").
 _NO_SEGMENT = terms("business reportable operating each total other all our")
 
 
 def says_segment(text: str) -> bool:
-    """Whether `text` speaks of segments ("segment", "Segments")."""
+    """Whether `text` speaks of segments ("segment", "Segments", "divisions")."""
     return _SEGMENT.search(text) is not None
 
 

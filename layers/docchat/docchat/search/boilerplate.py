@@ -78,18 +78,25 @@ def evidence_first(
     """`passages`, those mostly boilerplate after the others, each part in its order: the
     sentences `boilerplate` names (`boilerplate` above, as `Library.boilerplate` asks it) hold
     more than BOILERPLATE_PASSAGE of the passage's text."""
-    sentences = {p.chunk.chunk_id: [s.text for s in chunk_sentences(p.chunk)] for p in passages}
-    found = boilerplate([text for texts in sentences.values() for text in texts])
-
-    def mostly(passage: Passage) -> bool:
-        texts = sentences[passage.chunk.chunk_id]
-        held = sum(len(text) for text in texts if text in found)
-        return held > BOILERPLATE_PASSAGE * sum(len(text) for text in texts)
-
-    last = [mostly(p) for p in passages]
+    last = [_mostly_boilerplate(p, boilerplate) for p in passages]
     return [p for p, b in zip(passages, last, strict=True) if not b] + [
         p for p, b in zip(passages, last, strict=True) if b
     ]
+
+
+def _mostly_boilerplate(passage: Passage, boilerplate: Callable[[Sequence[str]], set[str]]) -> bool:
+    """Whether the sentences `boilerplate` names hold more than BOILERPLATE_PASSAGE of the
+    passage's text. Each is a search of the index: the longest are asked first, and no more
+    once the answer is known (a page of evidence is told by its two or three longest)."""
+    texts = sorted((s.text for s in chunk_sentences(passage.chunk)), key=len, reverse=True)
+    share = BOILERPLATE_PASSAGE * sum(len(text) for text in texts)
+    held, left = 0, sum(len(text) for text in texts)
+    for text in texts:
+        if held > share or held + left <= share:
+            break
+        held += len(text) if boilerplate([text]) else 0
+        left -= len(text)
+    return held > share
 
 
 def _check_boxes(text: str) -> bool:

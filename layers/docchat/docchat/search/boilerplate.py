@@ -9,6 +9,8 @@ extractive answer, reads the evidence first."""
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 
 from docchat.models import Passage
@@ -39,37 +41,80 @@ CHECK_BOXES = 2
 # exhibit's certification under its signature, a cover's check boxes under the form's name).
 BOILERPLATE_PASSAGE = 0.5
 _NOT_WORD = re.compile(r"[\W_]+")
+# Verdicts kept per process (`Verdicts`): a sentence's is two index reads (a keyword search and
+# its chunks), and every search asks it again of the passages it lists.
+KEPT_VERDICTS = 20_000
+
+
+class Verdicts:
+    """Each sentence's verdict on one shelf (the documents' versions it was judged among),
+    kept while that shelf is unchanged: a shelf that gains or loses a document judges again.
+    The oldest go past KEPT_VERDICTS. Shared by the threads of one server."""
+
+    def __init__(self, size: int = KEPT_VERDICTS) -> None:
+        self._size = size
+        self._kept: OrderedDict[tuple[int, str], bool] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def shelf(versions: Mapping[str, str]) -> int:
+        return hash(frozenset(versions.items()))
+
+    def get(self, shelf: int, sentence: str) -> bool | None:
+        with self._lock:
+            return self._kept.get((shelf, sentence))
+
+    def put(self, shelf: int, sentence: str, verdict: bool) -> None:
+        with self._lock:
+            self._kept[shelf, sentence] = verdict
+            while len(self._kept) > self._size:
+                self._kept.popitem(last=False)
 
 
 def boilerplate(
-    index: ChunkStore, versions: Mapping[str, str], sentences: Sequence[str]
+    index: ChunkStore,
+    versions: Mapping[str, str],
+    sentences: Sequence[str],
+    *,
+    kept: Verdicts | None = None,
 ) -> set[str]:
     """Those of `sentences` that are boilerplate among the documents of `versions` (doc_id ->
     version): held nearly verbatim (BOILERPLATE_SHARE of its runs of SHINGLE words, case and
     punctuation aside; an officer's name differs from one certification to the next) by
     BOILERPLATE_DOCUMENTS documents or more. A keyword search for each sentence, then a look
     at the documents its best hits are in. A form's row of check boxes (CHECK_BOXES or more)
-    is boilerplate in any shelf: what it asks is the form's, whatever the boxes say."""
+    is boilerplate in any shelf: what it asks is the form's, whatever the boxes say. Verdicts
+    in `kept` are not asked of the index again."""
     found = {s for s in sentences if _check_boxes(s)}
     if len(versions) < BOILERPLATE_DOCUMENTS:
         return found
+    shelf = Verdicts.shelf(versions) if kept is not None else 0
     for sentence in dict.fromkeys(sentences):
         if sentence in found:
             continue
-        wanted = _shingles(sentence)
-        if len(wanted) < BOILERPLATE_WORDS:
-            continue
-        hits = index.keyword_search(sentence, k=BOILERPLATE_PROBE, versions=versions)
-        chunks = index.chunks([chunk_id for chunk_id, _ in hits])
-        holding = {
-            c.doc_id
-            for c in chunks.values()
-            if versions.get(c.doc_id) == c.version
-            and len(wanted & _shingles(c.text)) >= BOILERPLATE_SHARE * len(wanted)
-        }
-        if len(holding) >= BOILERPLATE_DOCUMENTS:
+        verdict = kept.get(shelf, sentence) if kept is not None else None
+        if verdict is None:
+            verdict = _held_by_many(index, versions, sentence)
+            if kept is not None:
+                kept.put(shelf, sentence, verdict)
+        if verdict:
             found.add(sentence)
     return found
+
+
+def _held_by_many(index: ChunkStore, versions: Mapping[str, str], sentence: str) -> bool:
+    wanted = _shingles(sentence)
+    if len(wanted) < BOILERPLATE_WORDS:
+        return False
+    hits = index.keyword_search(sentence, k=BOILERPLATE_PROBE, versions=versions)
+    chunks = index.chunks([chunk_id for chunk_id, _ in hits])
+    holding = {
+        c.doc_id
+        for c in chunks.values()
+        if versions.get(c.doc_id) == c.version
+        and len(wanted & _shingles(c.text)) >= BOILERPLATE_SHARE * len(wanted)
+    }
+    return len(holding) >= BOILERPLATE_DOCUMENTS
 
 
 def evidence_first(

@@ -10,7 +10,7 @@ from itertools import chain, zip_longest
 from docchat.errors import DocchatError, ReadOnlyStorageError
 from docchat.models import Chunk, DocumentRecord, Page, Passage
 from docchat.ports import ChunkStore, DocumentCatalog, Embedder, PageStore, Reranker
-from docchat.search.boilerplate import boilerplate, evidence_first
+from docchat.search.boilerplate import Verdicts, boilerplate, evidence_first
 from docchat.search.catalog import Catalog
 from docchat.search.concepts import hinted, statement_asked, under_statement
 from docchat.search.hybrid import Fusion, hybrid_search
@@ -115,6 +115,8 @@ class Library:
         # A catalog that tells when it changed is read again only then (see `catalog`).
         self._revision = registry.revision
         self._kept: tuple[int, Catalog] | None = None
+        # Boilerplate verdicts, shared by the libraries `within` makes of this one.
+        self._verdicts = Verdicts()
 
     def within(self, visible: Visible) -> Library:
         """This library as a reader who sees only `visible` finds it (the registry it reads is
@@ -241,7 +243,8 @@ class Library:
     def boilerplate(self, sentences: Sequence[str], *, catalog: Catalog | None = None) -> set[str]:
         """Those of `sentences` that many of the documents a chat may read hold nearly
         verbatim, and a form's rows of check boxes (`docchat.search.boilerplate`)."""
-        return boilerplate(self.index, self._catalog(catalog).versions(), sentences)
+        versions = self._catalog(catalog).versions()
+        return boilerplate(self.index, versions, sentences, kept=self._verdicts)
 
     def sentence_similarities(
         self, query: str, chunks: Sequence[Chunk]

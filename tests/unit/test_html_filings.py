@@ -144,3 +144,26 @@ def test_a_filings_statement_table_reads_as_rows_of_amounts_under_their_years() 
     assert "| Membership and other income | 6,447 | 5,488 |" in text
     assert "| Total revenues | 680,985 | 648,125 |" in text
     assert "| Operating loss | $ (2,439) | $ (2,243) |" in text
+
+
+def test_a_statements_period_and_years_rows_both_head_its_columns() -> None:
+    # As Walmart's 10-K for fiscal 2025 sets its segment table (EDGAR HTML, every cell a <td>):
+    # the period spans the years, the years row follows, and a segment's name opens the body.
+    # Before, the years row read as the first row of the body, under the period alone, so no
+    # amount below it was under its year.
+    table = "<table>" + "".join(
+        [
+            _cells(_span(), _span(), _span("Fiscal Years Ended January 31,")),
+            _cells(_span("(Amounts in millions)"), _span(), _span("2025"), _span(), _span("2024")),
+            _cells(_span("Walmart U.S.")),
+            _cells(_span("Net sales"), _span(), _dollars("462,415"), _span(), _dollars("441,817")),
+            _cells(_span("Total revenues"), _span(), _span("465,009"), _span(), _span("443,802")),
+        ]
+    ) + "</table>"  # fmt: skip
+    converted = convert_document(_filing(APPLE + table), "x.htm", Settings(), fallback_title="x")
+
+    lines = "\n".join(page.markdown for page in converted.pages).splitlines()
+    years = lines.index("| (Amounts in millions) | 2025 | 2024 |")
+    assert lines[years - 1].startswith("|  | Fiscal Years Ended January 31,")
+    assert lines[years + 1].startswith("| --- |")
+    assert lines[years + 2].startswith("| Walmart U.S. |")

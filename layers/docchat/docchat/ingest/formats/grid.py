@@ -9,6 +9,8 @@ tests/unit/test_formats.py."""
 
 from __future__ import annotations
 
+import re
+
 # A cell that holds only a currency sign, or only what closes an amount.
 _SIGN = frozenset("$€£¥")
 _CLOSING = frozenset([")", "%", "%)", ")%"])
@@ -55,3 +57,36 @@ def compact(grid: list[list[str]], spans: dict[tuple[int, int], int]) -> list[li
         else:
             merged.append(column)
     return [list(row) for row in zip(*merged, strict=True)]
+
+
+# A cell holding a figure: a number that is not a year alone ("2025" heads a column; "6,586",
+# "$ (2,439)", "12.5 %" are values; "January 31," is a heading).
+_FIGURE = re.compile(r"[\d,]*\.?\d+")
+_YEAR = re.compile(r"(?:19|20)\d\d")
+# Header rows a grid may have before its values start.
+MAX_HEADER_ROWS = 4
+
+
+def header_rows(grid: list[list[str]]) -> int:
+    """How many of a grid's leading rows head its columns, for a table that does not say
+    (no <thead> or <th>; EDGAR's statements set every cell as <td>): those before the first row
+    that holds a figure after its label, up to one that holds nothing after it (a group's
+    label, "Walmart U.S.", opens the body); a table of words, its first row. A statement's
+    "| | Fiscal Years Ended January 31, |" and "| (Amounts in millions) | 2025 | 2024 |" both
+    head it; before, the years row read as the body's first, and no amount was under its
+    year."""
+    leading = grid[: MAX_HEADER_ROWS + 1]
+    first = next((r for r, row in enumerate(leading) if any(map(_figure, row[1:]))), None)
+    if first is None:
+        return 1  # a table of words: its first row heads it
+    head = 0
+    for row in grid[:first]:
+        if not any(row[1:]):
+            break
+        head += 1
+    return max(head, 1)
+
+
+def _figure(cell: str) -> bool:
+    text = "".join(cell.split()).strip("$€£¥()%\u2014\u2013-")
+    return bool(_FIGURE.fullmatch(text)) and not _YEAR.fullmatch(text)

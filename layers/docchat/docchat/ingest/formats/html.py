@@ -18,7 +18,7 @@ import re
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from docchat.ingest.formats.blocks import Block, Heading, Para, Table, clean
-from docchat.ingest.formats.grid import compact
+from docchat.ingest.formats.grid import compact, header_rows
 
 _DROP_TAGS = {
     *("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "embed"),
@@ -402,9 +402,9 @@ class _Walker:
                     self.walk(cell)
                     self.flush()
             return
-        grid, header_rows = _grid(rows, head)
+        grid, heading = _grid(rows, head)
         if grid:
-            self.blocks.append(Table(rows=grid, header_rows=header_rows))
+            self.blocks.append(Table(rows=grid, header_rows=heading))
 
 
 def _table_rows(table: LexborNode) -> tuple[list[list[LexborNode]], int]:
@@ -452,8 +452,10 @@ def _grid(rows: list[list[LexborNode]], head: int) -> tuple[list[list[str]], int
     if not head:  # leading rows of <th> only are header rows
         while head < len(rows) and rows[head] and all(c.tag_id == _TH for c in rows[head]):
             head += 1
-    kept_head = sum(1 for row in grid[:head] if any(row))
-    return [row for row in grid if any(row)], max(kept_head, 1)
+    kept = [row for row in grid if any(row)]
+    if not head:  # nothing says: the rows before the values start (`header_rows`)
+        return kept, header_rows(kept)
+    return kept, max(sum(1 for row in grid[:head] if any(row)), 1)
 
 
 def _int(value: str | None, default: int) -> int:

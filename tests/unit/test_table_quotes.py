@@ -520,3 +520,19 @@ def test_a_row_label_is_named_as_asked_whatever_it_adds_in_parentheses(
 
     assert quotes[0].text == row
     assert quotes[0].figures[0].startswith("2018: (")
+
+
+def test_a_column_over_a_span_of_years_names_the_figure_of_a_year_inside_it() -> None:
+    # A column headed by a span of years ("2021-2023", as a statement's three-year totals are)
+    # names each of them; before, naming the asked year's figure raised ValueError (the year is
+    # not printed in the heading) and the answer ended with an internal error.
+    page = (
+        "| (in millions) | 2024 | 2021-2023 |\n| --- | --- | --- |\n"
+        "| Total revenues | 680,985 | 1,901,317 |"
+    )
+    quotes = answer_quotes(
+        "What were total revenues in 2022?", [_chunk(page)], threshold=0.25, weights=WEIGHTS
+    )
+
+    assert quotes[0].text == "| Total revenues | 680,985 | 1,901,317 |"
+    assert quotes[0].figures == ("2021-2023: 1,901,317",)

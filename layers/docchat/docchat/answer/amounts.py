@@ -169,7 +169,9 @@ def year_figures(row: Span, asked: set[str]) -> tuple[str, ...]:
     for name, cell in zip(names, cells, strict=False):
         year = next((y for y in sorted(years(name)) if y in asked), None)
         if year and cell:
-            figures.append(f"{name[name.index(year) :]}: {cell}")
+            # From the year on; a span ("2021-2023") names the year asked without printing it.
+            at = name.find(year)
+            figures.append(f"{name[at:] if at >= 0 else name}: {cell}")
     return tuple(figures)
 
 

@@ -26,9 +26,9 @@ from docchat.answer.events import (
     Timings,
     Usage,
 )
-from docchat.errors import ConversationFullError, IndexSchemaError
+from docchat.errors import AnswerNotFoundError, ConversationFullError, IndexSchemaError
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
-from docchat.models import Citation, StoredMessage
+from docchat.models import Citation, Feedback, RatedAnswer, StoredMessage
 from docchat.ports import ConversationStore
 from tests.conftest import table_schema
 
@@ -296,3 +296,87 @@ def test_sqlite_conversations_say_a_busy_file_is_busy_like_the_index(tmp_path: P
     assert "is busy" in str(said) and "another docchat is writing; retry" in str(said)
     assert type(said) is type(index_said)
     assert str(said).startswith(f"the conversations file {path} is busy")
+
+
+UP = Feedback(rating="up", comment="Right page.", at=1.5, versions={"bridges": "v1"})
+
+
+def test_conversation_store_keeps_a_rating_with_its_answer(store: ConversationStore) -> None:
+    # Given a saved question and its cited answer
+    store.start(ANA, "c1", title="Bridges")
+    store.append(ANA, "c1", EXCHANGE)
+
+    # When the user rates the answer (position 1)
+    rated = store.rate(ANA, "c1", 1, UP)
+
+    # Then the answer carries the rating, and it reads back with its question and citations
+    assert rated is not None and rated.messages[1].feedback == UP
+    found = store.conversation(ANA, "c1")
+    assert found is not None and found.messages[1].feedback == UP
+    assert found.messages[0].feedback is None
+    assert store.ratings(ANA, "c1") == [
+        RatedAnswer(
+            position=1,
+            question="When did the bridge open?",
+            answer="In 2004 [1].",
+            citations=[CITED],
+            feedback=UP,
+        )
+    ]
+
+
+def test_conversation_store_changes_and_clears_a_rating(store: ConversationStore) -> None:
+    store.start(ANA, "c1", title="Bridges")
+    store.append(ANA, "c1", EXCHANGE)
+    store.rate(ANA, "c1", 1, UP)
+
+    down = Feedback(rating="down", at=2.0)
+    store.rate(ANA, "c1", 1, down)
+    assert [r.feedback for r in store.ratings(ANA, "c1") or []] == [down]
+
+    store.rate(ANA, "c1", 1, None)
+    assert store.ratings(ANA, "c1") == []
+    found = store.conversation(ANA, "c1")
+    assert found is not None and found.messages == EXCHANGE
+
+
+def test_conversation_store_rates_only_answers(store: ConversationStore) -> None:
+    store.start(ANA, "c1", title="Bridges")
+    store.append(ANA, "c1", EXCHANGE)
+
+    for position in (0, 2, -1):
+        with pytest.raises(AnswerNotFoundError, match=f"no answer at position {position}"):
+            store.rate(ANA, "c1", position, UP)
+    assert store.ratings(ANA, "c1") == []
+
+
+def test_conversation_store_never_rates_another_users_answer(store: ConversationStore) -> None:
+    store.start(ANA, "shared-id", title="Ana's")
+    store.append(ANA, "shared-id", EXCHANGE)
+    store.rate(ANA, "shared-id", 1, UP)
+
+    assert store.rate(BO, "shared-id", 1, Feedback(rating="down", at=3.0)) is None
+    assert store.rate(BO, "shared-id", 1, None) is None
+    assert store.ratings(BO, "shared-id") is None
+    assert [r.feedback for r in store.ratings(ANA, "shared-id") or []] == [UP]
+
+
+def test_conversation_store_forgets_a_rating_with_its_answer_or_conversation(
+    store: ConversationStore,
+) -> None:
+    # Given a rated answer
+    store.start(ANA, "c1", title="Bridges")
+    store.append(ANA, "c1", EXCHANGE)
+    store.rate(ANA, "c1", 1, UP)
+
+    # When the question is asked again, its new answer is not rated
+    again = StoredMessage(role="assistant", content="It opened in 2004 [1].")
+    store.append(ANA, "c1", [EXCHANGE[0], again], after=0)
+    assert store.ratings(ANA, "c1") == []
+
+    # and a deleted conversation's ratings are gone with it
+    store.rate(ANA, "c1", 1, UP)
+    assert store.delete(ANA, "c1") is True
+    assert store.ratings(ANA, "c1") is None
+    store.start(ANA, "c1", title="Bridges again")
+    assert store.ratings(ANA, "c1") == []

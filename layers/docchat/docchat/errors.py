@@ -410,6 +410,13 @@ class ConversationNotFoundError(DocchatError):
 
 
 @registered
+class AnswerNotFoundError(ConversationNotFoundError):
+    """The conversation has no answer at that position (a question's, or beyond its end)."""
+
+    code = "answer_not_found"
+
+
+@registered
 class ConversationFullError(DocchatError):
     """A conversation reached the size a stored conversation may have."""
 

@@ -11,5 +11,7 @@ MAX_TITLE_CHARS = 120
 MAX_CONVERSATION_BYTES = 350_000
 MAX_CONVERSATIONS_LISTED = 500
 CONVERSATION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+# A rating's comment on one saved answer.
+MAX_FEEDBACK_CHARS = 2_000
 # Collections one question may be scoped to.
 MAX_SCOPE_COLLECTIONS = 50

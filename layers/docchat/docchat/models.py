@@ -346,9 +346,23 @@ class Removal(BaseModel):
     status: Literal["deleted", "deleting"]
 
 
+class Feedback(BaseModel):
+    """What the conversation's user thought of one saved answer: a rating, an optional comment,
+    when (epoch seconds), and the version of each cited document the user could read then
+    (doc_id -> content hash), so that a later reader knows which text was judged."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rating: Literal["up", "down"]
+    comment: str = ""
+    at: float
+    versions: dict[str, str] = Field(default_factory=dict)
+
+
 class StoredMessage(BaseModel):
     """A question, or an answer with the passages it cites; `stopped`: an answer its reader
-    stopped (the page's Stop, a closed tab), kept as far as it had come."""
+    stopped (the page's Stop, a closed tab), kept as far as it had come; `feedback`: the
+    user's rating of an answer, if any (gone when the answer is replaced)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -359,13 +373,30 @@ class StoredMessage(BaseModel):
     # A question's scope (collections, documents) when it was asked in one; the page reopens
     # a conversation in its last question's scope. Left out of the JSON when there is none.
     scope: Scope | None = None
+    # Left out of the JSON when the answer is not rated.
+    feedback: Feedback | None = None
 
     @model_serializer(mode="wrap")
     def _scope_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         dumped: dict[str, Any] = handler(self)
         if self.scope is None:
             dumped.pop("scope", None)
+        if self.feedback is None:
+            dumped.pop("feedback", None)
         return dumped
+
+
+class RatedAnswer(BaseModel):
+    """One rated answer of a conversation, read back whole: its position among the
+    conversation's messages, the question it answers, its text and citations, and the rating."""
+
+    model_config = ConfigDict(frozen=True)
+
+    position: int
+    question: str
+    answer: str
+    citations: list[Citation]
+    feedback: Feedback
 
 
 class ConversationSummary(BaseModel):

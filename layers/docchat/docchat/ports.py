@@ -19,9 +19,11 @@ from docchat.models import (
     Conversation,
     ConversationSummary,
     DocumentRecord,
+    Feedback,
     FileLink,
     Page,
     Passage,
+    RatedAnswer,
     RegistryEntry,
     Removal,
     StoredMessage,
@@ -261,7 +263,23 @@ class ConversationStore(Protocol):
         self, user: str, conversation_id: str, *, title: str
     ) -> ConversationSummary | None: ...
 
-    def delete(self, user: str, conversation_id: str) -> bool: ...
+    def delete(self, user: str, conversation_id: str) -> bool:
+        """Forget the conversation, its feedback with it."""
+        ...
+
+    def rate(
+        self, user: str, conversation_id: str, position: int, feedback: Feedback | None
+    ) -> Conversation | None:
+        """Rate the answer at `position` among the conversation's messages with `feedback`,
+        replacing any rating it had, or clear its rating with None; None if the user has no
+        such conversation, AnswerNotFoundError if the message there is not an answer. A rating
+        stays with its answer until the answer is replaced (asked again)."""
+        ...
+
+    def ratings(self, user: str, conversation_id: str) -> list[RatedAnswer] | None:
+        """The conversation's rated answers with their questions and citations, in order;
+        None if the user has no such conversation."""
+        ...
 
 
 # --- local ingestion and uploads ----------------------------------------------------------------

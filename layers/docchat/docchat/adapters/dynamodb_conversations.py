@@ -6,7 +6,8 @@ user's items together, so listing them is a Query on the partition key and no re
 name another user's item without naming that user
 (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.CoreComponents.html#HowItWorks.CoreComponents.PrimaryKey,
 https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Query.html).
-Messages are kept as one JSON string attribute, below DynamoDB's 400 KB item size
+Messages are kept as one JSON string attribute (an answer's feedback inside its message, so
+that it goes with the conversation and with the answer it rates), below DynamoDB's 400 KB item size
 (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html) by
 MAX_CONVERSATION_BYTES. `user` is a DynamoDB reserved word: expressions name it through
 placeholders (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ReservedWords.html).
@@ -14,17 +15,24 @@ placeholders (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/R
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from docchat.answer.conversations import decoded_messages, extended, now
+from docchat.answer.conversations import decoded_messages, extended, now, rated, ratings_of
 from docchat.limits import MAX_CONVERSATIONS_LISTED
-from docchat.models import Conversation, ConversationSummary, StoredMessage
+from docchat.models import (
+    Conversation,
+    ConversationSummary,
+    Feedback,
+    RatedAnswer,
+    StoredMessage,
+)
 
-#: Tries of an append that lost a race with another write to the same conversation.
+#: Tries of an append (or a rating) that lost a race with another write to the same
+#: conversation.
 APPEND_TRIES = 5
 
 
@@ -96,12 +104,31 @@ class DynamoConversations:
         *,
         after: int | None = None,
     ) -> Conversation | None:
-        """Read, add, write back on the condition that nobody wrote in between (optimistic)."""
+        return self._rewritten(
+            user, conversation_id, lambda saved: extended(saved, messages, after=after)
+        )
+
+    def rate(
+        self, user: str, conversation_id: str, position: int, feedback: Feedback | None
+    ) -> Conversation | None:
+        return self._rewritten(
+            user, conversation_id, lambda saved: rated(saved, position, feedback)
+        )
+
+    def ratings(self, user: str, conversation_id: str) -> list[RatedAnswer] | None:
+        found = self.conversation(user, conversation_id)
+        return None if found is None else ratings_of(found)
+
+    def _rewritten(
+        self, user: str, conversation_id: str, change: Callable[[list[StoredMessage]], str]
+    ) -> Conversation | None:
+        """Read, change the messages, write back on the condition that nobody wrote in
+        between (optimistic); None if the user has no such conversation."""
         for _ in range(APPEND_TRIES):
             item = self._item(user, conversation_id)
             if item is None:
                 return None
-            text = extended(decoded_messages(str(item["messages"])), messages, after=after)
+            text = change(decoded_messages(str(item["messages"])))
             stamp = Decimal(str(now()))
             try:
                 self._table.update_item(

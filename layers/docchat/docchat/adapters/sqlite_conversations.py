@@ -4,24 +4,30 @@ A sibling of index.sqlite3 rather than a table in it: the index is rebuildable a
 for a damaged, foreign-schema or other-embedder index is to delete it and ingest again, which
 must not take the user's conversations with it; and a read-only, shared index (a team's
 published one) must not stop each reader from keeping conversations. One row per conversation,
-its messages as JSON (the same shape DynamoDB keeps in the cloud).
+its messages as JSON (the same shape DynamoDB keeps in the cloud), an answer's feedback in it.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from docchat.adapters.sqlite_errors import StorageKind, storage_error, write_transaction
-from docchat.answer.conversations import decoded_messages, extended, now
+from docchat.answer.conversations import decoded_messages, extended, now, rated, ratings_of
 from docchat.errors import (
     IndexSchemaError,
 )
 from docchat.limits import MAX_CONVERSATIONS_LISTED
-from docchat.models import Conversation, ConversationSummary, StoredMessage
+from docchat.models import (
+    Conversation,
+    ConversationSummary,
+    Feedback,
+    RatedAnswer,
+    StoredMessage,
+)
 
 SCHEMA_VERSION = "1"
 _SCHEMA = """
@@ -94,19 +100,9 @@ class SqliteConversations:
         *,
         after: int | None = None,
     ) -> Conversation | None:
-        with self._transaction():
-            row = self._db.execute(
-                "SELECT messages FROM conversations WHERE user_id = ? AND id = ?",
-                (user, conversation_id),
-            ).fetchone()
-            if row is None:
-                return None
-            text = extended(decoded_messages(row["messages"]), messages, after=after)
-            self._db.execute(
-                "UPDATE conversations SET messages = ?, updated = ? WHERE user_id = ? AND id = ?",
-                (text, now(), user, conversation_id),
-            )
-        return self.conversation(user, conversation_id)
+        return self._rewritten(
+            user, conversation_id, lambda saved: extended(saved, messages, after=after)
+        )
 
     def rename(self, user: str, conversation_id: str, *, title: str) -> ConversationSummary | None:
         with self._transaction():
@@ -123,6 +119,36 @@ class SqliteConversations:
                 "DELETE FROM conversations WHERE user_id = ? AND id = ?", (user, conversation_id)
             ).rowcount
         return bool(deleted)
+
+    def rate(
+        self, user: str, conversation_id: str, position: int, feedback: Feedback | None
+    ) -> Conversation | None:
+        return self._rewritten(
+            user, conversation_id, lambda saved: rated(saved, position, feedback)
+        )
+
+    def ratings(self, user: str, conversation_id: str) -> list[RatedAnswer] | None:
+        found = self.conversation(user, conversation_id)
+        return None if found is None else ratings_of(found)
+
+    def _rewritten(
+        self, user: str, conversation_id: str, change: Callable[[list[StoredMessage]], str]
+    ) -> Conversation | None:
+        """The conversation with its messages replaced by `change` of them (encoded), in one
+        transaction; None if the user has no such conversation."""
+        with self._transaction():
+            row = self._db.execute(
+                "SELECT messages FROM conversations WHERE user_id = ? AND id = ?",
+                (user, conversation_id),
+            ).fetchone()
+            if row is None:
+                return None
+            text = change(decoded_messages(row["messages"]))
+            self._db.execute(
+                "UPDATE conversations SET messages = ?, updated = ? WHERE user_id = ? AND id = ?",
+                (text, now(), user, conversation_id),
+            )
+        return self.conversation(user, conversation_id)
 
     def _rows(self, sql: str, params: Sequence[object]) -> list[sqlite3.Row]:
         with self._lock, self._storage():

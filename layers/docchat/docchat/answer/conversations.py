@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 
 from docchat.answer.events import ChatEvent, CitationsEvent, DeltaEvent, DoneEvent, ErrorEvent
-from docchat.errors import ConversationFullError
+from docchat.errors import AnswerNotFoundError, ConversationFullError
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
-from docchat.models import Citation, StoredMessage
+from docchat.models import Citation, Conversation, Feedback, RatedAnswer, StoredMessage
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +54,38 @@ def extended(
     """`messages` after the first `after` of `saved` (all of them without `after`; any beyond
     are replaced), encoded and checked against the size limit like `encoded_messages`."""
     return encoded_messages([*saved[:after], *messages])
+
+
+def rated(saved: Sequence[StoredMessage], position: int, feedback: Feedback | None) -> str:
+    """`saved` with the answer at `position` rated `feedback` (its rating cleared with None),
+    encoded and checked like `encoded_messages`. AnswerNotFoundError when no answer is there."""
+    if not 0 <= position < len(saved) or saved[position].role != "assistant":
+        raise AnswerNotFoundError(
+            f"the conversation has no answer at position {position} (it holds {len(saved)} "
+            "messages, counted from 0): GET the conversation to see which are answers"
+        )
+    changed = saved[position].model_copy(update={"feedback": feedback})
+    return encoded_messages([*saved[:position], changed, *saved[position + 1 :]])
+
+
+def ratings_of(conversation: Conversation) -> list[RatedAnswer]:
+    """The conversation's rated answers, in order, each with the question it answers."""
+    found: list[RatedAnswer] = []
+    question = ""
+    for position, message in enumerate(conversation.messages):
+        if message.role == "user":
+            question = message.content
+        elif message.feedback is not None:
+            found.append(
+                RatedAnswer(
+                    position=position,
+                    question=question,
+                    answer=message.content,
+                    citations=message.citations,
+                    feedback=message.feedback,
+                )
+            )
+    return found
 
 
 def decoded_messages(text: str) -> list[StoredMessage]:

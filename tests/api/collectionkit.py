@@ -203,6 +203,14 @@ class Matrix:
         for message in saved["messages"]:
             for citation in message["citations"]:
                 assert citation["doc_id"] == self.mine
+        # The answer's rating keeps the versions of the caller's own documents only
+        path = f"/conversations/c-{self.own}/answers/1/feedback"
+        rated = self.call("PUT", path, self.user, json={"rating": "up", "comment": "mine"})
+        assert rated.status_code == 200, rated.text
+        assert set(rated.json()["feedback"]["versions"]) <= {self.mine}
+        assert self.theirs not in rated.text
+        listed = self.call("GET", f"/conversations/c-{self.own}/feedback", self.user).json()
+        assert listed["ratings"] == [rated.json()]
 
     def only_mine(self, text: str) -> None:
         assert self.theirs not in text
@@ -210,9 +218,22 @@ class Matrix:
             assert words not in text, words
 
 
-def not_theirs(conversation_id: str, call: Call, user: Any) -> None:
-    """Another user's conversation is not found."""
+def not_theirs(conversation_id: str, call: Call, user: Any, *, owner: Any) -> None:
+    """Another user's conversation, and its answers' feedback, are not found: neither read nor
+    changed (the owner's rating stays as it was)."""
     assert call("GET", f"/conversations/{conversation_id}", user).status_code == 404
+    feedback = f"/conversations/{conversation_id}/answers/1/feedback"
+    for method, path, body in (
+        ("GET", f"/conversations/{conversation_id}/feedback", None),
+        ("PUT", feedback, {"rating": "down", "comment": "not mine"}),
+        ("DELETE", feedback, None),
+    ):
+        refused = call(method, path, user, json=body)
+        assert refused.status_code == 404, (method, path, refused.text)
+        assert refused.json()["error"]["code"] == "conversation_not_found"
+        assert "mine" not in refused.text
+    kept = call("GET", f"/conversations/{conversation_id}/feedback", owner).json()["ratings"]
+    assert [(r["feedback"]["rating"], r["feedback"]["comment"]) for r in kept] == [("up", "mine")]
 
 
 def mcp_session(url: str, headers: dict[str, str], mine: str, theirs: str) -> dict[str, Any]:

@@ -102,8 +102,8 @@ def test_each_user_sees_only_their_collections_on_every_route(local: Local) -> N
     ferries, bridges = local.ids["ferries"], local.ids["bridges"]
     Matrix(local.call, ANA, "ferries", ferries, bridges, cloud=False).run()
     Matrix(local.call, BO, "bridges", bridges, ferries, cloud=False).run()
-    not_theirs("c-ferries", local.call, BO)
-    not_theirs("c-bridges", local.call, ANA)
+    not_theirs("c-ferries", local.call, BO, owner=ANA)
+    not_theirs("c-bridges", local.call, ANA, owner=BO)
 
 
 def test_mcp_tools_and_resources_see_only_the_callers_collections(local: Local) -> None:

@@ -137,8 +137,8 @@ def test_each_cognito_group_sees_only_its_collection_on_every_route(cloud: Cloud
     ferries, bridges = cloud.ids["ferries"], cloud.ids["bridges"]
     Matrix(cloud.call, "ana", "ferries", ferries, bridges, cloud=True).run()
     Matrix(cloud.call, "bo", "bridges", bridges, ferries, cloud=True).run()
-    not_theirs("c-ferries", cloud.call, "bo")
-    not_theirs("c-bridges", cloud.call, "ana")
+    not_theirs("c-ferries", cloud.call, "bo", owner="ana")
+    not_theirs("c-bridges", cloud.call, "ana", owner="bo")
     # The presigned GET is of the caller's own document's object
     link = cloud.call("GET", f"/documents/{ferries}/file", "ana").json()
     assert "/collections/ferries/uploads/" in link["url"]

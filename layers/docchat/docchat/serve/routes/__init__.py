@@ -1,13 +1,15 @@
 """The API's routes, one router per concern: the page and the server's state (meta), documents,
-saved conversations, the chat stream (chat) and the OpenAI-compatible API (openai)."""
+saved conversations, the feedback on their answers, the chat stream (chat) and the
+OpenAI-compatible API (openai)."""
 
-from docchat.serve.routes import chat, conversations, documents, meta, openai
+from docchat.serve.routes import chat, conversations, documents, feedback, meta, openai
 
 ROUTERS = (
     meta.router,
     documents.router,
     documents.collections_router,
     conversations.router,
+    feedback.router,
     chat.router,
     openai.router,
 )

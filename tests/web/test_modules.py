@@ -22,6 +22,7 @@ TODAY = {
     "max_total_chars": 90000,
     "max_doc_ids": 100,
     "max_title_chars": 120,
+    "max_feedback_chars": 2000,
 }
 RECENT = """
 async ([messages, limits]) => {

@@ -290,6 +290,7 @@ def test_config_tells_the_page_how_uploads_work(local: Local) -> None:
             "max_total_chars": 100_000,
             "max_doc_ids": 100,
             "max_title_chars": 120,
+            "max_feedback_chars": 2000,
         },
     }
 

@@ -22,8 +22,9 @@ const chat = {
 };
 
 // Where saved conversations (conversations.js) join in: what a chat sends, when an answer is
-// finished, and when the page starts a new conversation.
-const hooks = { body: (body) => body, answered: () => {}, cleared: () => {} };
+// finished, when an answer on the page is a saved one (its position among the conversation's
+// messages, and its feedback), and when the page starts a new conversation.
+const hooks = { body: (body) => body, answered: () => {}, saved: () => {}, cleared: () => {} };
 
 /** Lets saved conversations change what is sent and hear when answers end. */
 export function joinChat(given) {
@@ -163,6 +164,7 @@ async function runAnswer() {
   try {
     await streamAnswer(view, controller.signal);
     chat.messages.push({ role: "assistant", content: view.text || "(no answer)" });
+    hooks.saved(view, chat.messages.length - 1, null);
     hooks.answered();
     announce(`Answer complete${view.citations.length ? `, with ${view.citations.length} sources` : ""}.`);
   } catch (error) {
@@ -209,13 +211,13 @@ function clearTranscript() {
   for (const message of $("transcript").querySelectorAll(".msg")) message.remove();
 }
 
-/** A saved conversation ({role, content, citations, stopped}) back in the transcript. */
+/** A saved conversation ({role, content, citations, stopped, feedback}) back in the transcript. */
 export function restoreMessages(messages) {
   clearTranscript();
   showWelcome(!messages.length);
   let question = "";
   let scope = null;
-  for (const message of messages) {
+  for (const [position, message] of messages.entries()) {
     chat.messages.push({ role: message.role, content: message.content, scope: message.scope || null });
     if (message.role === "user") {
       addQuestion(message.content, message.scope);
@@ -228,6 +230,7 @@ export function restoreMessages(messages) {
     view.delta(message.content);
     view.finish(message.citations || []);
     if (message.stopped) view.stopped();
+    hooks.saved(view, position, message.feedback || null);
   }
   // Retry asks the newest question again; older answers have no Retry, as while chatting.
   const retries = [...$("transcript").querySelectorAll(".answer-tools .retry")];

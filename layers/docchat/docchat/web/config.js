@@ -13,6 +13,7 @@ const LIMITS = {
   max_total_chars: 90000,
   max_doc_ids: 100,
   max_title_chars: 120,
+  max_feedback_chars: 2000,
 };
 
 /** The server's configuration, as read at start-up (defaults until then). */

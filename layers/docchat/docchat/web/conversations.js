@@ -10,6 +10,7 @@ import { config } from "./config.js";
 import { $, announce, el } from "./dom.js";
 import { docsOpen, setDocsOpen } from "./documents.js";
 import { errorText } from "./errors.js";
+import { feedbackControls } from "./feedback.js";
 
 const convos = {
   available: false, // false until the server says it keeps conversations
@@ -131,8 +132,8 @@ async function openConvo(id, { focus = true, unlessAsked = false } = {}) {
     return;
   }
   const convo = await response.json();
+  setOpen(convo.id); // before its answers are shown: their feedback is this conversation's
   restoreMessages(convo.messages);
-  setOpen(convo.id);
   if (docsOpen()) setDocsOpen(false);
   announce(`Opened “${convo.title}”.`);
   if (focus) $("question").focus();
@@ -209,6 +210,9 @@ function withConversation(body, count) {
 export const conversationHooks = {
   body: withConversation,
   answered: () => { if (convos.available) loadConvos().catch(() => {}); },
+  saved: (view, position, feedback) => {
+    if (convos.available && convos.openId) view.footer.append(feedbackControls(convos.openId, position, feedback));
+  },
   cleared: () => setOpen(null),
 };
 

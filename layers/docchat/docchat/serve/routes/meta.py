@@ -25,6 +25,7 @@ from docchat.errors import CallerUnknownError
 from docchat.ingest.uploads import MAX_UPLOAD_BYTES
 from docchat.limits import (
     MAX_DOC_IDS,
+    MAX_FEEDBACK_CHARS,
     MAX_MESSAGE_CHARS,
     MAX_MESSAGES,
     MAX_TITLE_CHARS,
@@ -47,6 +48,8 @@ class ChatLimits(BaseModel):
     max_total_chars: int = MAX_TOTAL_CHARS
     max_doc_ids: int = MAX_DOC_IDS
     max_title_chars: int = MAX_TITLE_CHARS
+    # An answer's feedback comment (PUT /conversations/{id}/answers/{n}/feedback).
+    max_feedback_chars: int = MAX_FEEDBACK_CHARS
 
 
 class PageConfig(BaseModel):

@@ -1,7 +1,13 @@
 """Segments: the parts of a company its filings report on one by one ("Walmart U.S.", "Sam's
 Club U.S.", "Innovative Medicine"), as headings and sentences name them, so that a question
 naming none is answered from the whole company's passages and rows first, and one naming a
-segment from that segment's (issue 42)."""
+segment from that segment's (issue 42).
+
+Written for the segment tables and headings of 10-Ks and checked on real converted pages of
+Walmart (fiscal 2025), Johnson & Johnson (2024), PepsiCo, 3M and Pfizer in
+tests/unit/test_segment_quotes.py. Not seen: segments named by acronyms alone (Boeing's BCA,
+BGS), group rows inside one table (Meta's "Family of Apps:"), and tables under no heading
+(Nike's regions in EDGAR's HTML)."""
 
 from __future__ import annotations
 

@@ -117,3 +117,35 @@ def test_a_count_names_the_row_it_asks_for_or_else_the_total(question: str, row:
 
     assert quotes[0].text == row
     assert quotes[0].figures == ("2023: " + row.split(" | ")[1],)
+
+
+def test_a_segments_count_still_comes_before_a_sentence_holding_no_amount() -> None:
+    # As the 10-Q is chunked: its store tables under "Domestic Segment" and "International
+    # Segment", and the MD&A's overview, which says stores and segments but counts nothing,
+    # ranked first. When a segment's figures were put after every other quote, not only after
+    # the whole company's, the answer quoted the overview's sentences and no count (a fresh
+    # shelf of three filings, "How many stores did BBY have at the end of Q2 of FY2024?").
+    overview = (
+        "We are driven by our purpose to enrich lives through technology. We accomplish this by "
+        "leveraging our combination of technology and a human touch to meet our customers' "
+        "everyday needs, whether they come to us online, visit our stores or invite us into "
+        "their homes. We have two reportable segments: Domestic and International."
+    )
+    passages = [
+        _chunk(overview, doc_id="bby", title=BBY_TITLE, page=14),
+        _chunk(BBY_DOMESTIC, doc_id="bby", title=BBY_TITLE, page=17).model_copy(
+            update={"headings": ["Segment Performance Summary", "Domestic Segment"]}
+        ),
+        _chunk(BBY_INTERNATIONAL, doc_id="bby", title=BBY_TITLE, page=19).model_copy(
+            update={"headings": ["International Segment"]}
+        ),
+    ]
+
+    quotes = answer_quotes(
+        "How many stores did BBY have at the end of Q2 of FY2024?",
+        passages,
+        threshold=0.25,
+        weights=WEIGHTS,
+    )
+
+    assert {q.text for q in quotes[:2]} == {BBY_DOMESTIC_TOTAL, BBY_INTERNATIONAL_TOTAL}

@@ -429,22 +429,23 @@ def _boilerplate_last(
     return [replace(q, boilerplate=True) if q.text in found else q for q in scored]
 
 
-def _precedence(quote: Quote) -> tuple[bool, int, bool, bool, int]:
+def _precedence(quote: Quote) -> tuple[bool, bool, int, bool, int]:
     """What puts a quote before a better-scored one (`_diverse`), most telling first."""
-    return (quote.valued, quote.scoped, quote.leads, quote.dated, quote.named)
+    return (quote.valued, quote.leads, quote.scoped, quote.dated, quote.named)
 
 
 def _diverse(scored: list[Quote], *, limit: int, diversity: float) -> list[Quote]:
     """Up to `limit` quotes, greedily: boilerplate last; first rows holding a value the
-    question names in the column it names (`cell_match`), then the asked segment's figures and
-    those not of another segment (`figure_scope`), then those that lead, then those
-    naming an asked year, then rows named as asked (more of the question's words first), then
+    question names in the column it names (`cell_match`), then those that lead, and of them the
+    asked segment's figures and those not of another segment first (`figure_scope`: a
+    segment's amount still comes before a sentence holding none), then those naming an asked
+    year, then rows named as asked (more of the question's words first), then
     the best score less `diversity` times the overlap with those already chosen."""
     chosen: list[Quote] = []
     chosen_terms: list[set[str]] = []
     pool = sorted(scored, key=lambda q: -q.score)
     while pool and len(chosen) < limit:
-        best_i, best_value = -1, (False, False, -1, False, False, 0, -math.inf)
+        best_i, best_value = -1, (False, False, False, -1, False, 0, -math.inf)
         for i, quote in enumerate(pool):
             found = terms(quote.text)
             overlap = max((_jaccard(found, other) for other in chosen_terms), default=0.0)

@@ -40,6 +40,7 @@ from docchat.adapters.local_embedder import MAX_BATCH_TOKENS, LocalEmbedder
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.config import Settings
 from docchat.ingest import local as ingest_local
+from docchat.ingest.shelf import Shelf
 from docchat.models import Chunk
 from docchat.ports import Embedder, SentenceVectors, Vectors
 from docchat.search import rerank
@@ -164,7 +165,7 @@ def ingested(
         ingest_local.embed_chunks = late_embed  # type: ignore[assignment]
     try:
         result = ingest_local.ingest_file(
-            path, index=index, catalog=index, embedder=embedder, settings=settings
+            path, shelf=Shelf(index, index, index), embedder=embedder, settings=settings
         )
     finally:
         ingest_local.embed_chunks = real_embed

@@ -48,6 +48,7 @@ from docchat.ingest.convert.pageocr import LocalOcr
 from docchat.ingest.convert.pdf import ConvertLimits
 from docchat.ingest.isolate import pages_from_pdf_isolated
 from docchat.ingest.ocr import OcrOptions
+from docchat.ingest.shelf import Shelf
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "pdfs"
@@ -213,7 +214,7 @@ class _Server:
         settings = Settings(data_dir=data_dir)
         self.index = SqliteIndex(settings.index_path, embedding_model="bench-words", dimension=64)
         self.uploads = LocalUploads(
-            index=self.index, catalog=self.index, embedder=embedder, settings=settings
+            shelf=Shelf(self.index, self.index, self.index), embedder=embedder, settings=settings
         )
         library = Library(
             index=self.index,
@@ -413,12 +414,11 @@ def case_storage(tmp: Path) -> list[Case]:
     # ... and the API over one
     from docchat.config import Settings
     from docchat.serve.app import create_app
-    from docchat.wiring.local import local_backend, local_uploads_for
+    from docchat.wiring.local import served_local
 
     settings = Settings(data_dir=tmp / "garbage")
-    served = _serve_app(
-        create_app(lambda: local_backend(settings), uploads=local_uploads_for(settings))
-    )
+    backend, uploads = served_local(settings)
+    served = _serve_app(create_app(backend, uploads=uploads))
     try:
         # /health reports the failed dependency as a 503 (as tests/cli/test_storage_faults.py)
         for route, status in (("/health", 503), ("/documents", 500)):

@@ -19,6 +19,7 @@ from docchat.answer.backend import ChatBackend
 from docchat.answer.events import SourcePassage
 from docchat.config import Settings
 from docchat.errors import ModelUnavailableError
+from docchat.ingest.shelf import Shelf
 from docchat.ingest.uploads import LocalUploads
 from docchat.llm import Message, ModelEvent, ToolSpec
 from docchat.models import Chunk, DocStatus, DocumentRecord
@@ -146,7 +147,7 @@ def local_parts(settings: Settings) -> LocalParts:
     index (also the registry), direct uploads and extractive answers."""
     embedder = WordEmbedder()
     index = SqliteIndex(settings.index_path, embedding_model=embedder.model_id, dimension=64)
-    uploads = LocalUploads(index=index, catalog=index, embedder=embedder, settings=settings)
+    uploads = LocalUploads(shelf=Shelf(index, index, index), embedder=embedder, settings=settings)
     library = Library(index=index, embedder=embedder, registry=index, page_store=index, **SEARCH)
     backend = ChatBackend(library=library, model=None, config=tuned_config())
     return LocalParts(index, uploads, backend)

@@ -10,6 +10,7 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
 from docchat.ingest.local import ingest_file
+from docchat.ingest.shelf import Shelf
 from docchat.ports import ChatModel, Embedder
 from docchat.search.library import Library
 from docchat.serve.access import UsersFile
@@ -66,8 +67,7 @@ def ingested(
             collections = [path.stem] if own_collections else []
             result = ingest_file(
                 path,
-                index=index,
-                catalog=index,
+                shelf=Shelf(index, index, index),
                 embedder=embedder,
                 settings=settings,
                 collections=collections,

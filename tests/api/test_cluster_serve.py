@@ -19,7 +19,7 @@ from docchat.ingest.uploads import LocalUploads
 from docchat.models import Chunk
 from docchat.ports import Embedder, SentenceVectors
 from docchat.search import rerank
-from docchat.wiring.local import guarded_local_app, local_backend, local_uploads_for
+from docchat.wiring.local import guarded_local_app, local_backend, local_uploads, open_local
 from tests.chatkit import ServedApp
 from tests.lambda_layout.opensearch_stub import OpenSearchStub
 from tests.pdfgen import make_pdf
@@ -33,16 +33,16 @@ class ClusterServer:
         self.settings = settings = Settings(
             data_dir=data, opensearch_endpoint=stub.endpoint, opensearch_service="aoss"
         )
-        self.backend = local_backend(settings)
+        self.local = local = open_local(settings)
+        self.backend = local_backend(settings, local)
         self.made: list[LocalUploads] = []
-        factory = local_uploads_for(settings)
 
-        def uploads(live: object) -> LocalUploads:
+        def made(live: object) -> LocalUploads:
             if not self.made:
-                self.made.append(factory(live))  # type: ignore[arg-type]
+                self.made.append(local_uploads(settings, local))
             return self.made[0]
 
-        self.served = ServedApp(guarded_local_app(settings, lambda: self.backend, uploads=uploads))
+        self.served = ServedApp(guarded_local_app(settings, lambda: self.backend, uploads=made))
         self.url = ""
 
     def upload(self, filename: str) -> str:
@@ -138,9 +138,9 @@ def test_sentence_vectors_of_the_clusters_chunks_are_kept_so_a_restart_embeds_no
     )
     # Then ingestion kept no sentence vectors (issue 45); the first question reranking the
     # chunks embeds theirs and keeps them there, by chunk id
-    assert chunk_ids and registry.cluster_sentences(chunk_ids) == {}
+    assert chunk_ids and registry.sentence_vectors(chunk_ids) == {}
     assert ferry in server.cited("When does the ferry to the island leave?")
-    assert sorted(registry.cluster_sentences(chunk_ids)) == chunk_ids
+    assert sorted(registry.sentence_vectors(chunk_ids)) == chunk_ids
 
     # When the server starts again (nothing cached) and is asked again
     embedded: list[str] = []
@@ -163,4 +163,4 @@ def test_sentence_vectors_of_the_clusters_chunks_are_kept_so_a_restart_embeds_no
 
     # And deleting the document drops them
     assert httpx.delete(f"{server.url}/documents/{ferry}").status_code in (200, 202)
-    assert registry.cluster_sentences(chunk_ids) == {}
+    assert registry.sentence_vectors(chunk_ids) == {}

@@ -23,6 +23,7 @@ from docchat.cli import main
 from docchat.config import Settings
 from docchat.ingest.local import ingest_file
 from docchat.ingest.notes import SYSTEM
+from docchat.ingest.shelf import Shelf
 from docchat.ingest.uploads import _Stage
 from docchat.models import DocStatus
 from docchat.wiring import chunk_notes
@@ -237,8 +238,7 @@ def test_ingestion_reports_the_notes_as_a_stage_of_their_own(
     try:
         result = ingest_file(
             notice,
-            index=index,
-            catalog=index,
+            shelf=Shelf(index, index, index),
             embedder=embedder,
             settings=settings,
             on_progress=lambda stage, done, total: seen.append((stage, done, total)),

@@ -159,14 +159,13 @@ def test_damaged_index_answers_the_api_in_json(tmp_path: Path) -> None:
 
     from docchat.config import Settings
     from docchat.serve.app import create_app
-    from docchat.wiring.local import local_backend, local_uploads_for
+    from docchat.wiring.local import served_local
     from tests.chatkit import ServedApp
 
     settings = Settings(data_dir=tmp_path)
     (tmp_path / "index.sqlite3").write_bytes(b"this is not a database\n" * 400)
-    served = ServedApp(
-        create_app(lambda: local_backend(settings), uploads=local_uploads_for(settings))
-    )
+    backend, uploads = served_local(settings)
+    served = ServedApp(create_app(backend, uploads=uploads))
     served.start()
     try:
         documents = httpx.get(f"http://127.0.0.1:{served.port}/documents", timeout=30)

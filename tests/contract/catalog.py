@@ -86,3 +86,13 @@ class DocumentCatalogContract:
 
     def test_catalog_is_writable(self, catalog: DocumentCatalog) -> None:
         assert catalog.read_only is False
+
+    def test_catalog_forgets_a_document(self, catalog: DocumentCatalog) -> None:
+        catalog.set_record(record_of("ferry", status=DocStatus.INDEXED))
+        catalog.set_record(record_of("bridge", status=DocStatus.INDEXED))
+
+        catalog.forget("ferry")
+        catalog.forget("tunnel")  # never there: nothing to do
+
+        assert catalog.document("ferry") is None
+        assert [r.doc_id for r in catalog.documents()] == ["bridge"]

@@ -5,8 +5,6 @@ MODEL). The assertions are on what a caller sees, never on how the store keeps i
 Where adapters differ as the port allows, the class says how its adapter behaves and the
 contract tests that, not a guess:
 
-- `KEEPS_RECORDS`: whether the store is its own catalog (SQLite) or keeps no records
-  (OpenSearch: the pipeline marks its registry).
 - `KEEPS_SENTENCES`: whether sentence vectors saved are read back (SQLite) or kept nowhere.
 - `STEMS`: whether a keyword matches another form of the word. OpenSearch's mapping asks for
   the `english` analyzer (it stems) and SQLite's FTS5 uses porter; the repository's stand-in
@@ -17,9 +15,8 @@ contract tests that, not a guess:
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from docchat.models import Chunk, DocStatus, DocumentRecord
+from docchat.models import Chunk, DocumentRecord
 from docchat.ports import ChunkStore, SentenceVectors
 
 DIMENSION = 4
@@ -65,7 +62,6 @@ def ids(hits: list[tuple[str, float]]) -> list[str]:
 
 
 class ChunkStoreContract:
-    KEEPS_RECORDS: bool
     KEEPS_SENTENCES: bool
     STEMS: bool
 
@@ -73,9 +69,11 @@ class ChunkStoreContract:
         """Make the writes so far visible to searches (nothing to do where they are at once)."""
 
     def put(self, store: ChunkStore, doc_id: str, version: str, texts: list[str]) -> list[Chunk]:
-        """Index a version of a document as local ingestion does, its record too where kept."""
+        """Index a version of a document as ingestion does (ingest/shelf.py, the pipeline's
+        Index and Register): its chunks, then the other versions' removed."""
         chunks = chunks_of(doc_id, version, texts)
-        store.replace_document(record_of(doc_id, version), chunks, along(*range(len(chunks))))
+        store.write_chunks(chunks, along(*range(len(chunks))))
+        store.finalize_document(doc_id, version)
         self.settle(store)
         return chunks
 
@@ -200,10 +198,12 @@ class ChunkStoreContract:
     def test_store_copies_a_document_under_another_name(self, store: ChunkStore) -> None:
         original = self.put(store, "ferry", "v1", ["timetable", "fares"])
         copy = record_of("ferry-copy", "v1")
+        self.put(store, "ferry-copy", "v0", ["what the name held before"])
 
-        store.copy_document("ferry", copy)
+        assert store.copy_document("ferry", copy) == 2
         self.settle(store)
 
+        assert store.document_chunks("ferry-copy", version="v0") == []
         copied = store.document_chunks("ferry-copy", version="v1")
         assert [c.text for c in copied] == [c.text for c in original]
         assert {c.doc_id for c in copied} == {"ferry-copy"}
@@ -226,15 +226,6 @@ class ChunkStoreContract:
         assert store.document_chunks("ferry") == []
         assert ids(store.keyword_search("timetable", k=5)) == [bridge[0].chunk_id]
 
-    def test_store_clear_removes_chunks(self, store: ChunkStore) -> None:
-        self.put(store, "ferry", "v1", ["timetable"])
-
-        store.clear_chunks("ferry")
-        self.settle(store)
-
-        assert store.document_chunks("ferry") == []
-        assert store.keyword_search("timetable", k=5) == []
-
     # --- kept per chunk -----------------------------------------------------------------------
 
     def test_store_keeps_sentence_vectors_where_it_can(self, store: ChunkStore) -> None:
@@ -251,29 +242,3 @@ class ChunkStoreContract:
         assert found[chunks[0].chunk_id].starts == kept.starts
         # Kept in half precision: the reranker only compares them.
         np.testing.assert_allclose(found[chunks[0].chunk_id].vectors, kept.vectors, atol=1e-3)
-
-    def test_store_writes_sentence_vectors_with_the_chunks(self, store: ChunkStore) -> None:
-        chunks = chunks_of("ferry", "v1", ["One sentence."])
-        kept = SentenceVectors(starts=(0,), vectors=along(2))
-
-        store.replace_document(record_of("ferry", "v1"), chunks, along(0), sentences=[kept])
-        self.settle(store)
-
-        found = store.sentence_vectors([chunks[0].chunk_id])
-        assert list(found) == ([chunks[0].chunk_id] if self.KEEPS_SENTENCES else [])
-
-    def test_store_refuses_sentences_that_do_not_match_the_chunks(self, store: ChunkStore) -> None:
-        chunks = chunks_of("ferry", "v1", ["One.", "Two."])
-        one = SentenceVectors(starts=(0,), vectors=along(0))
-
-        with pytest.raises(ValueError, match="2 chunks but 1 sets of sentences"):
-            store.replace_document(record_of("ferry", "v1"), chunks, along(0, 1), sentences=[one])
-
-    def test_store_marks_the_record_indexed_where_it_keeps_records(self, store: ChunkStore) -> None:
-        self.put(store, "ferry", "v1", ["timetable", "fares"])
-
-        if not self.KEEPS_RECORDS:
-            assert not hasattr(store, "document")
-            return
-        record = store.document("ferry")  # type: ignore[attr-defined]
-        assert (record.status, record.version, record.chunks) == (DocStatus.INDEXED, "v1", 2)

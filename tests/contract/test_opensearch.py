@@ -31,7 +31,6 @@ def adapter(client: OpenSearch, *, serverless: bool) -> OpenSearchIndex:
 
 
 class TestStandInChunkStore(ChunkStoreContract):
-    KEEPS_RECORDS = False
     KEEPS_SENTENCES = False
     # The difference from OpenSearch: the stand-in lower-cases words for BM25 but does not
     # stem them, where the mapping asks for the `english` analyzer (which does).
@@ -51,7 +50,6 @@ class TestStandInChunkStore(ChunkStoreContract):
     "to hold a live OpenSearch to the contract",
 )
 class TestLiveChunkStore(ChunkStoreContract):
-    KEEPS_RECORDS = False
     KEEPS_SENTENCES = False
     STEMS = True  # the mapping's `english` analyzer
 

@@ -20,7 +20,6 @@ def sqlite_index(tmp_path: Path) -> Iterator[SqliteIndex]:
 
 
 class TestSqliteChunkStore(ChunkStoreContract):
-    KEEPS_RECORDS = True
     KEEPS_SENTENCES = True
     STEMS = True  # FTS5's porter tokenizer
 

@@ -17,6 +17,7 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.config import Settings
 from docchat.evaluate.qa import verbatim
 from docchat.ingest.local import ingest_file
+from docchat.ingest.shelf import Shelf
 from docchat.search.library import Library
 from docchat.search.rerank import SentenceReranker
 from tests.chatkit import DEFAULTS, SEARCH
@@ -48,7 +49,7 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Library:
     )
     for name in NAMES:
         result = ingest_file(
-            FILINGS / name, index=index, catalog=index, embedder=embedder, settings=settings
+            FILINGS / name, shelf=Shelf(index, index, index), embedder=embedder, settings=settings
         )
         assert result.outcome == "indexed", result.record.error
     reranker = SentenceReranker(

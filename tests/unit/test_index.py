@@ -13,6 +13,7 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.adapters.sqlite_index import store as sqlite_store
 from docchat.adapters.sqlite_index.bm25 import FIELD_WEIGHTS
 from docchat.errors import DocumentNotFoundError, EmbedderMismatchError, IndexSchemaError
+from docchat.ingest.shelf import Shelf
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page
 from tests.conftest import WordEmbedder
 
@@ -91,7 +92,7 @@ def test_index_delete_removes_document_and_its_chunks(index: SqliteIndex) -> Non
     _put(index, "a", "v1", ["apples"])
     _put(index, "b", "v1", ["bananas"])
 
-    index.delete_document("a")
+    Shelf(index, index, index).remove("a")
 
     assert index.document("a") is None
     assert [d.doc_id for d in index.documents()] == ["b"]
@@ -371,7 +372,11 @@ def test_identical_files_are_indexed_once_and_none_is_lost_when_one_changes(
     def ingest(data: bytes, source: str) -> str:
         embedder = WordEmbedder()
         result = ingest_bytes(
-            data, source=source, index=index, catalog=index, embedder=embedder, settings=settings
+            data,
+            source=source,
+            shelf=Shelf(index, index, index),
+            embedder=embedder,
+            settings=settings,
         )
         return result.outcome
 
@@ -397,7 +402,7 @@ def test_identical_files_are_indexed_once_and_none_is_lost_when_one_changes(
 
     # And deleting a document leaves its copy under another name whole
     assert ingest(new, "/c/train.pdf") == "duplicate"
-    index.delete_document(index.find_document("/a/ferry.pdf").doc_id)
+    Shelf(index, index, index).remove(index.find_document("/a/ferry.pdf").doc_id)
     assert {d.source for d in index.documents()} == {"/b/ferry.pdf", "/c/train.pdf"}
     assert index.count() == 2
     found = index.chunks([h for h, _ in index.keyword_search("midnight", k=5)]).values()
@@ -421,7 +426,8 @@ def _put_pages(index: SqliteIndex, doc_id: str, version: str, texts: list[str]) 
 def test_index_keeps_page_text_of_each_content_until_nothing_has_it(index: SqliteIndex) -> None:
     _put_pages(index, "a", "v1", ["old apples", "old pears"])
     copy = DocumentRecord(doc_id="copy-of-a", source="/docs/copy-of-a.pdf", version="v1")
-    index.copy_document("a", copy)  # the same bytes under another name
+    shelf = Shelf(index, index, index)
+    shelf.copy("a", copy)  # the same bytes under another name
 
     stored = index.stored_pages("a", "v1")
     assert [(p.number, p.markdown, p.ocr) for p in stored or []] == [
@@ -434,8 +440,8 @@ def test_index_keeps_page_text_of_each_content_until_nothing_has_it(index: Sqlit
     assert heir.version == "v1" and index.stored_pages(heir.doc_id, "v1") == stored
     assert [p.markdown for p in index.stored_pages("a", "v2") or []] == ["new cherries"]
 
-    index.delete_document(heir.doc_id)
-    index.delete_document("a")
+    shelf.remove(heir.doc_id)
+    shelf.remove("a")
     assert index.stored_pages("a", "v1") is None and index.stored_pages("a", "v2") is None
     with sqlite3.connect(index.path) as db:
         assert db.execute("SELECT COUNT(*) FROM pages").fetchone() == (0,)

@@ -14,6 +14,7 @@ from docchat.adapters.sqlite_index import SqliteIndex, maintenance
 from docchat.adapters.sqlite_index import store as sqlite_store
 from docchat.errors import IndexSchemaError
 from docchat.ingest.decision import doc_id_for
+from docchat.ingest.shelf import Shelf
 from docchat.models import DocStatus
 from tests.conftest import WordEmbedder
 
@@ -65,11 +66,12 @@ def test_a_schema_5_index_opens_upgraded_with_all_it_held(
     with sqlite3.connect(copy) as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("7",)
     db.close()
-    index.delete_document("ferry")
+    shelf = Shelf(index, index, index)
+    shelf.remove("ferry")
     hits = index.keyword_search("tickets", k=3)
     assert [c for c, _ in hits] == [f"{copy_id}:v1:00001"]
     assert index.stored_pages(copy_id, "ferry-v1") == pages
-    index.delete_document("harbour")
+    shelf.remove("harbour")
     assert index.keyword_search("port authority", k=2) == []
     assert index.document("harbour") is None
     index.close()

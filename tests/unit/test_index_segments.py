@@ -14,6 +14,7 @@ from docchat.adapters.sqlite_index.graph import Graph
 from docchat.adapters.sqlite_index.search import Part, View
 from docchat.adapters.sqlite_index.segment import Segment
 from docchat.errors import DocumentNotFoundError
+from docchat.ingest.shelf import Shelf
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page
 from tests.conftest import WordEmbedder
 
@@ -260,7 +261,8 @@ def test_copy_document_copies_chunks_vectors_and_pages_without_embedding(tmp_pat
         doc_id="ferry-copy", source="/copies/ferry.pdf", title="Ferry", version=original.version
     )
 
-    index.copy_document("ferry", copy)
+    shelf = Shelf(index, index, index)
+    shelf.copy("ferry", copy)
 
     record = index.document("ferry-copy")
     assert record is not None and (record.status, record.chunks) == (DocStatus.INDEXED, 2)
@@ -275,11 +277,11 @@ def test_copy_document_copies_chunks_vectors_and_pages_without_embedding(tmp_pat
     assert hits["ferry-copy:v1:00000"] == pytest.approx(hits["ferry:v1:00000"])
     assert index.stored_pages("ferry-copy", copy.version) == index.stored_pages("ferry", "v1")
     # The original is untouched, and removing it leaves the copy whole
-    index.delete_document("ferry")
+    shelf.remove("ferry")
     assert [c for c, _ in index.keyword_search("tickets", k=3)] == ["ferry-copy:v1:00001"]
     assert index.stored_pages("ferry-copy", copy.version) is not None
     with pytest.raises(DocumentNotFoundError, match="not an indexed document"):
-        index.copy_document("ferry", copy)
+        shelf.copy("ferry", copy)
     index.close()
 
 

@@ -12,6 +12,7 @@ import pytest
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.config import Settings
 from docchat.ingest.local import ingest_bytes
+from docchat.ingest.shelf import Shelf
 from docchat.search.hybrid import hybrid_search
 from docchat.search.rerank import SentenceReranker, sentence_vectors
 from tests.chatkit import SEARCH
@@ -53,8 +54,7 @@ def _ingested(index: SqliteIndex, tmp_path: Path, embedder: CountingEmbedder) ->
     result = ingest_bytes(
         make_pdf([[("body", ANSWERS)], [("body", SCATTERED)]]),
         source="/docs/vaccines.pdf",
-        index=index,
-        catalog=index,
+        shelf=Shelf(index, index, index),
         embedder=embedder,
         settings=Settings(data_dir=tmp_path),
     )

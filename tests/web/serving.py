@@ -14,6 +14,7 @@ from docchat.answer.agent import Answerer, ExtractiveAnswerer
 from docchat.answer.backend import ChatBackend
 from docchat.answer.events import ChatEvent
 from docchat.config import Settings
+from docchat.ingest.shelf import Shelf
 from docchat.ingest.uploads import LocalUploads
 from docchat.llm import Message
 from docchat.search.library import Library
@@ -71,7 +72,7 @@ class LocalServer:
         )
         self.backend = PacedBackend(library=library, model=None, config=tuned_config())
         self.uploads = LocalUploads(
-            index=self.index, catalog=self.index, embedder=embedder, settings=settings
+            shelf=Shelf(self.index, self.index, self.index), embedder=embedder, settings=settings
         )
         self.conversations = SqliteConversations(settings.conversations_path)
         app = create_app(

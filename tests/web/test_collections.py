@@ -21,6 +21,7 @@ import pytest
 
 from docchat.config import Settings
 from docchat.ingest.local import ingest_file
+from docchat.ingest.shelf import Shelf
 from docchat.serve.access import UsersFile, token_sha256
 from tests.api.collectionkit import OTHER_TEXT
 from tests.conftest import REPO, WordEmbedder
@@ -56,8 +57,7 @@ def _in_collections(running: LocalServer, data_dir: Path) -> None:
     for path in write_pdfs(data_dir.parent / f"{data_dir.name}-pdfs"):
         result = ingest_file(
             path,
-            index=running.index,
-            catalog=running.index,
+            shelf=Shelf(running.index, running.index, running.index),
             embedder=WordEmbedder(),
             settings=Settings(data_dir=data_dir),
             collections=[path.stem],

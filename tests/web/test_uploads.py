@@ -23,6 +23,7 @@ from docchat.errors import (
     UploadTooLargeError,
 )
 from docchat.ingest.decision import doc_id_for
+from docchat.ingest.shelf import Shelf
 from docchat.ingest.uploads import (
     LocalUploads,
     check_upload,
@@ -265,8 +266,7 @@ def test_unfinished_uploads_are_queued_again_after_a_restart(local: Local) -> No
 
     # When the uploads start again
     restarted = LocalUploads(
-        index=local.index,
-        catalog=local.index,
+        shelf=Shelf(local.index, local.index, local.index),
         embedder=local.uploads.embedder,
         settings=local.settings,
     )

@@ -105,6 +105,10 @@ class DocumentCatalog(Protocol):
         """Write a document's record as given, leaving its chunks as they are."""
         ...
 
+    def forget(self, doc_id: str) -> None:
+        """Remove the document's record (its chunks are the chunk store's to remove)."""
+        ...
+
 
 class ChunkStore(Protocol):
     """The chunks with their vectors and keyword index, what is kept per chunk (sentence
@@ -115,10 +119,10 @@ class ChunkStore(Protocol):
     that version; given both, a chunk must pass both (the allowed versions of a reader go in
     here, and the library checks each chunk again).
 
-    Where the store keeps records too (the SQLite index), `delete_document`, `replace_document`,
-    `copy_document` and `clear_chunks` change the record with the chunks, in one transaction;
-    OpenSearch keeps none, so the pipeline marks its registry itself. A store that cannot keep
-    sentence vectors or notes keeps none and says nothing (they are computed again).
+    The store keeps no records: the caller writes the catalog beside it, in the order
+    ingest/shelf.py keeps (chunks, then the record, then the other versions' removal), so a
+    reader never sees a record whose chunks are not there. A store that cannot keep sentence
+    vectors or notes keeps none and says nothing (they are computed again).
     tests/contract holds every store to this.
     """
 
@@ -139,30 +143,13 @@ class ChunkStore(Protocol):
         ...
 
     def delete_document(self, doc_id: str) -> object:
-        """Remove every chunk of the document, all versions (and its record, where kept)."""
+        """Remove every chunk of the document, all versions."""
         ...
 
-    def replace_document(
-        self,
-        record: DocumentRecord,
-        chunks: Sequence[Chunk],
-        vectors: Vectors,
-        *,
-        pages: Sequence[Page] = (),
-        sentences: Sequence[SentenceVectors] = (),
-    ) -> None:
-        """Swap the document's chunks for `record`'s version's (with their sentence vectors
-        and the page text, where kept) and mark the record INDEXED (where kept)."""
-        ...
-
-    def copy_document(self, from_doc_id: str, record: DocumentRecord) -> None:
-        """Make `record` (the same bytes under a second name: copy_record) a document of its
-        own from the chunks and vectors of `from_doc_id` at `record.version`, embedding
-        nothing."""
-        ...
-
-    def clear_chunks(self, doc_id: str) -> None:
-        """Remove the document's chunks, keeping its record (where kept)."""
+    def copy_document(self, from_doc_id: str, record: DocumentRecord) -> int:
+        """Copy the chunks and vectors of `from_doc_id` at `record.version` as `record`'s (the
+        same bytes under a second name: copy_record), instead of any chunks it had, embedding
+        nothing; how many were copied."""
         ...
 
     # --- reading ------------------------------------------------------------------------------
@@ -200,8 +187,7 @@ class ChunkStore(Protocol):
     # --- kept per chunk -----------------------------------------------------------------------
 
     def sentence_vectors(self, chunk_ids: Sequence[str]) -> dict[str, SentenceVectors]:
-        """Those kept of these chunks (embedded at ingestion, or by the first search that met
-        the chunk)."""
+        """Those kept of these chunks (embedded by the first search that met the chunk)."""
         ...
 
     def save_sentence_vectors(self, found: Mapping[str, SentenceVectors]) -> None:
@@ -378,3 +364,10 @@ class PageStore(Protocol):
     def stored_pages(self, doc_id: str, version: str) -> list[Page] | None:
         """The pages kept for this version of the document; None when none were kept."""
         ...
+
+
+class PageKeeper(PageStore, Protocol):
+    """A page store local ingestion writes (the SQLite file): the pages of a content version
+    are kept before its record names it, and dropped when no record names it any more."""
+
+    def keep_pages(self, version: str, pages: Sequence[Page]) -> None: ...

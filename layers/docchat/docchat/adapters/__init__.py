@@ -8,7 +8,6 @@
   sqlite_conversations);
 - a package per index: sqlite_index (`SqliteIndex`, local mode's catalog and chunk store) and
   opensearch_index (`OpenSearchIndex`, the cloud's chunk store);
-- cluster_index, a wrapper over both indexes for local mode over an OpenSearch cluster;
 - helpers the adapters share: embedding (for the embedders) and sqlite_errors (for the SQLite
   index and the saved conversations).
 

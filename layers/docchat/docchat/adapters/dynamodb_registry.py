@@ -58,6 +58,11 @@ class DynamoRegistry:
             ExpressionAttributeValues={f":{k}": v for k, v in fields.items()},
         )
 
+    def forget(self, doc_id: str) -> None:
+        """Remove the document's record, whatever run claimed it (`delete` is the pipeline's,
+        ordered by the S3 event's sequencer)."""
+        self._table.delete_item(Key={"doc_id": doc_id})
+
     def documents(self) -> list[DocumentRecord]:
         """Every document; read strongly consistent, as chats see only what this lists INDEXED."""
         items: list[dict[str, Any]] = []

@@ -23,7 +23,15 @@ from rich.text import Text
 
 from docchat.cli import common
 from docchat.cli.collections import add_collection_option, check_in, totals_within, within
-from docchat.cli.common import Commands, Opened, existing_index, name_of, plural, shown_name
+from docchat.cli.common import (
+    Commands,
+    Opened,
+    existing_index,
+    name_of,
+    plural,
+    require_index,
+    shown_name,
+)
 from docchat.cli.display import print_status, shown
 from docchat.config import Settings
 from docchat.errors import DocchatError, StorageError, StorageFullError
@@ -34,7 +42,7 @@ from docchat.ingest.local import IngestResult, document_paths, ingest_file, sour
 from docchat.models import DocStatus, DocumentRecord, file_name
 from docchat.search.pages import extracted_pages
 from docchat.wiring import chunk_notes
-from docchat.wiring.local import local_embedder, open_index
+from docchat.wiring.local import local_embedder, open_local
 
 #: What a document's ingest reports its progress to: (stage, done, total).
 IngestProgress = Callable[[str, int, int], None]
@@ -152,8 +160,9 @@ def _ingest_files(
     then for that process: the same file is never converted and embedded twice at once (once
     the other is done, it is usually unchanged)."""
     embedder = local_embedder(settings)
-    index = opened.closed_later(open_index(settings, embedder))
-    notes = chunk_notes(settings, index)
+    local = open_local(settings, embedder)  # with DOCCHAT_OPENSEARCH_ENDPOINT, chunks go there
+    opened.closed_later(local.file)
+    notes = chunk_notes(settings, local.file)
     results: list[IngestResult] = []
     stopped: StorageFullError | None = None
     going_to = [collection] if collection else []
@@ -168,8 +177,7 @@ def _ingest_files(
         try:
             result = ingest_file(
                 path,
-                index=index,
-                catalog=index,
+                shelf=local.shelf,
                 embedder=embedder,
                 settings=settings,
                 on_progress=progress,
@@ -211,7 +219,7 @@ def _ingest_files(
                 ingest(path, held, update)
     if stopped is None:
         try:  # said here, not as a warning when the command closes the index and exits 0
-            index.flush()
+            local.file.flush()
         except StorageFullError as exc:
             stopped = exc
     return results, stopped
@@ -429,9 +437,11 @@ def run_text(args: argparse.Namespace, settings: Settings, opened: Opened) -> in
 def run_rm(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
     """Remove exactly the document named, by its id, path or file name (the same content under
     another name is a document of its own, and stays)."""
-    index = existing_index(settings, opened)
-    record = index.find_document(args.doc, path=source_of(Path(args.doc)))
+    require_index(settings)
+    local = open_local(settings)  # with DOCCHAT_OPENSEARCH_ENDPOINT, its chunks are there
+    opened.closed_later(local.file)
+    record = local.file.find_document(args.doc, path=source_of(Path(args.doc)))
     check_in(record, args, args.doc)
-    index.delete_document(record.doc_id)
+    local.shelf.remove(record.doc_id)
     common.out.print(f"removed {record.doc_id} ({plural(record.chunks, 'chunk')})", markup=False)
     return 0

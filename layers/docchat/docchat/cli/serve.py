@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from docchat.answer.backend import ChatBackend
     from docchat.serve.access import UsersFile
+    from docchat.wiring.local import Local
 
 
 def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> None:
@@ -101,8 +102,8 @@ def run_serve(args: argparse.Namespace, settings: Settings, opened: Opened) -> i
         )
     listener = bind(args.host, args.port)  # before anything says it is serving
     with listener:
-        data = open_local(settings)  # opened now: a bad data directory fails at start
-        backend = local_backend(settings, as_served(settings, data))
+        data = as_served(settings, open_local(settings))  # now: a bad one fails at start
+        backend = local_backend(settings, data)
         wildcard = args.host in ("0.0.0.0", "::", "")
         # The address it listens on is a name it answers to (127.0.0.2 included).
         hosts = [*args.allowed_host, *([] if wildcard else [args.host])]
@@ -113,7 +114,7 @@ def run_serve(args: argparse.Namespace, settings: Settings, opened: Opened) -> i
             settings = settings.model_copy(update={"embed_threads": max(1, cores // args.workers)})
         served = Served(settings, tuple(hosts), token, users)
         if args.workers == 1:
-            app = served.app(backend)
+            app = served.app(data, backend)
         else:
             # Each worker opens the data directory itself (see `worker_app`).
             data.close()
@@ -163,13 +164,13 @@ class Served:
     token: str | None
     users: UsersFile | None
 
-    def app(self, backend: ChatBackend) -> FastAPI:
-        """The guarded local app over `backend`, with uploads into the data directory (made
-        now, not on the first upload: uploads a stopped server left unfinished resume at
-        start, by the first process to claim them)."""
-        from docchat.wiring.local import guarded_local_app, local_uploads_for
+    def app(self, local: Local, backend: ChatBackend) -> FastAPI:
+        """The guarded local app over `backend` (over `local`), with uploads into `local`
+        (made now, not on the first upload: uploads a stopped server left unfinished resume
+        at start, by the first process to claim them)."""
+        from docchat.wiring.local import guarded_local_app, local_uploads
 
-        uploads = local_uploads_for(self.settings)(backend)
+        uploads = local_uploads(self.settings, local)
         return guarded_local_app(
             self.settings,
             lambda: backend,
@@ -191,13 +192,14 @@ def worker_app(served: Served) -> FastAPI:
 
     _end_with(os.getppid())
     try:
-        backend = local_backend(served.settings, as_served(served.settings))
+        local = as_served(served.settings)
+        backend = local_backend(served.settings, local)
         embedder = backend.library.embedder
         if isinstance(embedder, LocalEmbedder):
             # Before this worker accepts a request (the others serve meanwhile): a question
             # that reaches a new worker is then not the one that waits for its model.
             embedder.load()
-        return served.app(backend)
+        return served.app(local, backend)
     except DocchatError as exc:
         common.err.print(f"docchat serve: a worker cannot start: {exc}")
         sys.exit(STARTUP_FAILURE)

@@ -25,9 +25,10 @@ from docchat.ingest.chunk import chunks_from_pages
 from docchat.ingest.decision import copy_record, decide, doc_id_for, version_of
 from docchat.ingest.formats import is_readable
 from docchat.ingest.notes import ChunkNotes
+from docchat.ingest.shelf import Shelf
 from docchat.ingest.stages import Progress, convert_document, embed_chunks
 from docchat.models import DocStatus, DocumentRecord, collections_of, file_name
-from docchat.ports import ChunkStore, DocumentCatalog, Embedder
+from docchat.ports import Embedder
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +71,7 @@ def ingest_bytes(
     data: bytes,
     *,
     source: str,
-    index: ChunkStore,
-    catalog: DocumentCatalog,
+    shelf: Shelf,
     embedder: Embedder,
     settings: Settings,
     on_progress: Progress | None = None,
@@ -86,6 +86,7 @@ def ingest_bytes(
     as does a model error of `notes` (docchat.ingest.notes), with the previous version still
     indexed."""
     started = time.monotonic()
+    catalog = shelf.catalog
     doc_id, version = doc_id_for(source), version_of(data)
     current = catalog.document(doc_id)
     # `collections` places the document; without, it keeps its own (new ones: the default).
@@ -98,9 +99,10 @@ def ingest_bytes(
         if current.collections != placed:  # placed again: moved, nothing re-embedded
             current = current.model_copy(update={"collections": placed})
             catalog.set_record(current)
+        shelf.settle(current)
         return IngestResult(current, "unchanged", time.monotonic() - started, source)
     if decision.outcome == "duplicate" and twin is not None:
-        index.copy_document(twin.doc_id, copy_record(twin, source, decision.revision))
+        shelf.copy(twin.doc_id, copy_record(twin, source, decision.revision))
         return IngestResult(twin, "duplicate", time.monotonic() - started, source)
     record = DocumentRecord(
         doc_id=doc_id,
@@ -114,8 +116,7 @@ def ingest_bytes(
         indexed = _indexed(
             data,
             record,
-            index=index,
-            catalog=catalog,
+            shelf=shelf,
             embedder=embedder,
             settings=settings,
             on_progress=on_progress,
@@ -127,9 +128,7 @@ def ingest_bytes(
         if _interrupted(exc):
             raise KeyboardInterrupt from exc  # the run stops; the file has not failed
         failed = _failed(record, exc, command)
-        # The index follows the file: an unreadable new version leaves no stale chunks behind.
-        index.clear_chunks(doc_id)
-        catalog.set_record(failed)
+        shelf.fail(failed)
         return IngestResult(failed, "failed", time.monotonic() - started, source)
     return IngestResult(indexed, "indexed", time.monotonic() - started, source)
 
@@ -138,8 +137,7 @@ def _indexed(
     data: bytes,
     record: DocumentRecord,
     *,
-    index: ChunkStore,
-    catalog: DocumentCatalog,
+    shelf: Shelf,
     embedder: Embedder,
     settings: Settings,
     on_progress: Progress | None,
@@ -180,8 +178,7 @@ def _indexed(
     # time a question reranks it and keeps them (ports.ChunkStore): at ingestion they were
     # 56 % of a 10-K's CPU, for passages most questions never rerank (bench/ingest.py).
     vectors = embed_chunks(chunks, embedder=embedder, on_progress=on_progress)
-    index.replace_document(record, chunks, vectors, pages=converted.pages)
-    return catalog.document(record.doc_id) or record
+    return shelf.put(record, chunks, vectors, pages=converted.pages)
 
 
 def _interrupted(exc: BaseException) -> bool:
@@ -216,8 +213,7 @@ def _failed(record: DocumentRecord, exc: Exception, command: str) -> DocumentRec
 def ingest_file(
     path: Path,
     *,
-    index: ChunkStore,
-    catalog: DocumentCatalog,
+    shelf: Shelf,
     embedder: Embedder,
     settings: Settings,
     on_progress: Progress | None = None,
@@ -241,8 +237,7 @@ def ingest_file(
     return ingest_bytes(
         data,
         source=source,
-        index=index,
-        catalog=catalog,
+        shelf=shelf,
         embedder=embedder,
         settings=settings,
         on_progress=on_progress,

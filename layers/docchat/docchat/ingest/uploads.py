@@ -34,6 +34,7 @@ from docchat.errors import (
 )
 from docchat.ingest.formats import READABLE, Format, format_of, is_readable
 from docchat.ingest.notes import ChunkNotes
+from docchat.ingest.shelf import Shelf
 from docchat.models import (
     DEFAULT_COLLECTION,
     DocStatus,
@@ -43,7 +44,7 @@ from docchat.models import (
     collection_name,
     collections_of,
 )
-from docchat.ports import ChunkStore, DocumentCatalog, Embedder, Writer
+from docchat.ports import Embedder, Writer
 
 # docchat.ingest.local (and with it the PDF engine and the text splitter) is imported only where a
 # file is indexed or named: the chat Lambda loads this module and should start light.
@@ -185,14 +186,13 @@ class LocalUploads:
     def __init__(
         self,
         *,
-        index: ChunkStore,
-        catalog: DocumentCatalog,
+        shelf: Shelf,
         embedder: Embedder,
         settings: Settings,
         notes: ChunkNotes | None = None,
     ) -> None:
-        self.index = index
-        self.catalog = catalog
+        self.shelf = shelf
+        self.catalog = catalog = shelf.catalog
         self.embedder = embedder
         self.settings = settings
         self.notes = notes
@@ -248,7 +248,7 @@ class LocalUploads:
                     f"no document with id {doc_id!r}: GET /documents lists them"
                 )
             self._latest.pop(doc_id, None)
-            self.index.delete_document(doc_id)
+            self.shelf.remove(doc_id)
             self._delete_upload(Path(record.source))
         logger.info("document deleted", extra={"doc_id": doc_id})
         return Removal(doc_id=doc_id, status="deleted")
@@ -301,10 +301,10 @@ class LocalUploads:
             if decision.outcome == "unchanged" and current is not None:
                 return current
             if decision.outcome == "duplicate" and twin is not None:
-                self.index.copy_document(twin.doc_id, copy_record(twin, source, decision.revision))
+                copied = self.shelf.copy(twin.doc_id, copy_record(twin, source, decision.revision))
                 self._latest.pop(doc_id, None)
                 logger.info("upload copies a twin", extra={"doc_id": doc_id, "twin": twin.doc_id})
-                return self.catalog.document(doc_id) or twin
+                return copied
             queued = DocumentRecord(
                 doc_id=doc_id,
                 source=source,
@@ -333,8 +333,7 @@ class LocalUploads:
             ingest_bytes(
                 data,
                 source=str(path),
-                index=self.index,
-                catalog=self.catalog,
+                shelf=self.shelf,
                 embedder=self.embedder,
                 settings=self.settings,
                 on_progress=stage.progress,
@@ -347,15 +346,14 @@ class LocalUploads:
             self._fail(doc_id, "internal", f"indexing failed unexpectedly ({exc}): upload again")
         with self._lock:
             if doc_id not in self._latest:  # deleted while it was being indexed
-                self.index.delete_document(doc_id)
+                self.shelf.remove(doc_id)
 
     def _fail(self, doc_id: str, code: str, message: str) -> None:
         with self._lock:
             record = self.catalog.document(doc_id)
             if record is None:
                 return
-            self.index.clear_chunks(doc_id)
-            self.catalog.set_record(
+            self.shelf.fail(
                 record.model_copy(
                     update={"status": DocStatus.FAILED, "error_code": code, "error": message}
                 )

@@ -74,6 +74,9 @@ class VisibleRegistry:
     def set_record(self, record: DocumentRecord) -> None:
         raise ReadOnlyStorageError("a reader's view of the documents is read-only")
 
+    def forget(self, doc_id: str) -> None:
+        raise ReadOnlyStorageError("a reader's view of the documents is read-only")
+
 
 @dataclass(frozen=True)
 class SearchResult:

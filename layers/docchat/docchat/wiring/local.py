@@ -3,9 +3,9 @@ guarded app `docchat serve` runs (`uvicorn --factory docchat.wiring.local:local_
 
 Local mode requires no setting: every one has a default that serves `.docchat` on loopback.
 `open_local` opens a data directory as the index's two ports (ports.DocumentCatalog and
-ports.ChunkStore). With DOCCHAT_OPENSEARCH_ENDPOINT set, `docchat serve` keeps chunks in that
-cluster instead of the SQLite index (docchat.adapters.cluster_index), which keeps records and
-page text.
+ports.ChunkStore). With DOCCHAT_OPENSEARCH_ENDPOINT set, the chunks are that cluster's (the
+cloud's adapter, OpenSearchIndex), and the SQLite file keeps the records, the page text, the
+notes and the sentence vectors the reranker embedded; ingest/shelf.py writes the two in order.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
 from docchat.ingest import claims
+from docchat.ingest.shelf import Shelf
 from docchat.ingest.uploads import LocalUploads
 from docchat.models import DocumentRecord
 from docchat.ports import ChunkStore, DocumentCatalog, Embedder
@@ -51,12 +52,17 @@ def open_index(settings: Settings, embedder: Embedder) -> SqliteIndex:
 @dataclass(frozen=True)
 class Local:
     """A data directory, opened: its SQLite file, and the index's two ports over it (or, with
-    DOCCHAT_OPENSEARCH_ENDPOINT, over it and the cluster, which holds the chunks)."""
+    DOCCHAT_OPENSEARCH_ENDPOINT, the catalog over it and the chunks in the cluster)."""
 
     file: SqliteIndex
     catalog: DocumentCatalog
     chunks: ChunkStore
     embedder: Embedder
+
+    @property
+    def shelf(self) -> Shelf:
+        """Where local ingestion writes: the two ports, and the page text in the file."""
+        return Shelf(catalog=self.catalog, chunks=self.chunks, pages=self.file)
 
     def close(self) -> None:
         """Close the file (flushing what was written, where writable)."""
@@ -71,17 +77,29 @@ def open_local(settings: Settings, embedder: Embedder | None = None) -> Local:
     file = open_index(settings, embedder)
     if not settings.opensearch_endpoint:
         return Local(file=file, catalog=file, chunks=file, embedder=embedder)
-    from docchat.adapters.cluster_index import ClusterIndex, cluster_chunks
-
     try:
-        cluster = cluster_chunks(
-            settings, embedding_model=embedder.model_id, dimension=embedder.dimension
-        )
+        cluster = cluster_chunks(settings, embedder)
     except BaseException:
         file.close()
         raise
-    # The records stay in the file (the catalog); the chunks' writes keep them in step.
-    return Local(file=file, catalog=file, chunks=ClusterIndex(file, cluster), embedder=embedder)
+    return Local(file=file, catalog=file, chunks=cluster, embedder=embedder)
+
+
+def cluster_chunks(settings: Settings, embedder: Embedder) -> ChunkStore:
+    """The OpenSearch index of DOCCHAT_OPENSEARCH_ENDPOINT for `embedder`'s vectors."""
+    from docchat.adapters.opensearch_index import OpenSearchIndex, client_for
+
+    client = client_for(
+        settings.opensearch_endpoint, region=settings.region, service=settings.opensearch_service
+    )
+    return OpenSearchIndex(
+        client=client,
+        embedding_model=embedder.model_id,
+        dimension=embedder.dimension,
+        serverless=settings.opensearch_service == "aoss",
+        index_prefix=settings.index_prefix,
+        endpoint=settings.opensearch_endpoint,
+    )
 
 
 @dataclass(frozen=True)
@@ -115,6 +133,9 @@ class ListingWork:
     def set_record(self, record: DocumentRecord) -> None:
         self.catalog.set_record(record)
 
+    def forget(self, doc_id: str) -> None:
+        self.catalog.forget(doc_id)
+
 
 def as_served(settings: Settings, local: Local | None = None) -> Local:
     """`local` (default: `settings.data_dir` opened) as `docchat serve` shows it: its catalog
@@ -130,7 +151,7 @@ def local_library(settings: Settings, local: Local | None = None) -> Library:
         index=local.chunks,
         embedder=local.embedder,
         registry=local.catalog,
-        reranker=reranker(settings, local.embedder, store=local.chunks),
+        reranker=reranker(settings, local.embedder, store=local.file),
         rerank_off=rerank_off(settings),
         candidates=settings.candidates,
         fusion=settings.fusion,
@@ -149,27 +170,28 @@ def local_backend(settings: Settings, local: Local | None = None) -> ChatBackend
     )
 
 
-def local_uploads(
-    settings: Settings, *, index: ChunkStore, catalog: DocumentCatalog, embedder: Embedder
-) -> LocalUploads:
-    """Direct uploads into `settings.data_dir`, indexed into `index` and `catalog` (the store
-    also keeps the model-written notes, with DOCCHAT_CHUNK_CONTEXT=model)."""
-    notes = chunk_notes(settings, index)
+def local_uploads(settings: Settings, local: Local) -> LocalUploads:
+    """Direct uploads into `settings.data_dir`, indexed onto `local`'s shelf (its file also
+    keeps the model-written notes, with DOCCHAT_CHUNK_CONTEXT=model)."""
     return LocalUploads(
-        index=index, catalog=catalog, embedder=embedder, settings=settings, notes=notes
+        shelf=local.shelf,
+        embedder=local.embedder,
+        settings=settings,
+        notes=chunk_notes(settings, local.file),
     )
 
 
-def local_uploads_for(settings: Settings) -> UploadsFactory:
-    """Direct uploads into `settings.data_dir`, over the local backend's own index."""
+def served_local(settings: Settings) -> tuple[Callable[[], ChatBackend], UploadsFactory]:
+    """The backend and the uploads of `docchat serve` over `settings.data_dir`, opened once
+    (on first use) for both."""
+    opened: list[Local] = []
 
-    def uploads(live: ChatBackend) -> LocalUploads:
-        library = live.library
-        return local_uploads(
-            settings, index=library.index, catalog=library.registry, embedder=library.embedder
-        )
+    def local() -> Local:
+        if not opened:
+            opened.append(as_served(settings))
+        return opened[0]
 
-    return uploads
+    return (lambda: local_backend(settings, local())), (lambda _: local_uploads(settings, local()))
 
 
 def local_conversations(settings: Settings) -> SqliteConversations:
@@ -180,7 +202,8 @@ def local_conversations(settings: Settings) -> SqliteConversations:
 def local_app() -> FastAPI:
     """The app over the local data directory (the factory `docchat serve` runs in uvicorn)."""
     settings = Settings.from_env(os.environ)
-    return guarded_local_app(settings, lambda: local_backend(settings, as_served(settings)))
+    backend, uploads = served_local(settings)
+    return guarded_local_app(settings, backend, uploads=uploads)
 
 
 def guarded_local_app(
@@ -211,7 +234,7 @@ def guarded_local_app(
     )
     return create_app(
         backend,
-        uploads=uploads or local_uploads_for(settings),
+        uploads=uploads or (lambda _: local_uploads(settings, as_served(settings))),
         conversations=lambda: local_conversations(settings),
         middleware=[guard],
         access_of=local_admin if users is None else users.access_of,

@@ -38,7 +38,7 @@ from docchat.adapters.opensearch_index.queries import (
 )
 from docchat.errors import ConfigError, EmbedderMismatchError, SearchIndexUnavailableError
 from docchat.ingest.decision import copy_chunk
-from docchat.models import Chunk, DocumentRecord, Page
+from docchat.models import Chunk, DocumentRecord
 from docchat.ports import SentenceVectors, Vectors
 
 logger = logging.getLogger(__name__)
@@ -180,31 +180,15 @@ class OpenSearchIndex:
         logger.info("document chunks deleted", extra={"doc_id": doc_id, "deleted": deleted})
         return deleted
 
-    def replace_document(
-        self,
-        record: DocumentRecord,
-        chunks: Sequence[Chunk],
-        vectors: Vectors,
-        *,
-        pages: Sequence[Page] = (),
-        sentences: Sequence[SentenceVectors] = (),
-    ) -> None:
-        """Write the version's chunks, then remove the document's others (the record, its
-        pages and sentence vectors are kept elsewhere, if at all)."""
-        if sentences and len(sentences) != len(chunks):
-            raise ValueError(f"{len(chunks)} chunks but {len(sentences)} sets of sentences")
-        self.write_chunks(chunks, vectors)
-        self.finalize_document(record.doc_id, record.version)
-
-    def copy_document(self, from_doc_id: str, record: DocumentRecord) -> None:
+    def copy_document(self, from_doc_id: str, record: DocumentRecord) -> int:
         """Write copies of the chunks and vectors of `from_doc_id` at `record.version` as
-        `record`'s (the same bytes under another name), embedding nothing."""
+        `record`'s (the same bytes under another name), embedding nothing, then remove any
+        other chunks `record`'s document had; how many were copied."""
         chunks, vectors = self.document_vectors(from_doc_id, record.version)
         copies = [copy_chunk(chunk, from_doc_id, record) for chunk in chunks]
-        self.replace_document(record, copies, vectors)
-
-    def clear_chunks(self, doc_id: str) -> None:
-        self.delete_document(doc_id)
+        self.write_chunks(copies, vectors)
+        self.finalize_document(record.doc_id, record.version)
+        return len(copies)
 
     def count(self, doc_id: str | None = None) -> int:
         """How many chunks the index holds, of one document or of all."""

@@ -1,5 +1,5 @@
 """Document records (local mode's registry). The same bytes under two names are two documents
-(the second a copy of the first's chunks, see SqliteIndex.copy_document).
+(the second a copy of the first's chunks, see ingest/shelf.py's `copy`).
 
 `collections` (a JSON list of names, issue #31) is stored and read only when DocumentRecord has
 that field: `write_record` and `record_from_row` are where it crosses."""
@@ -91,7 +91,7 @@ def record_of(db: sqlite3.Connection, doc_id: str) -> DocumentRecord | None:
 def aliases_to_copies(db: sqlite3.Connection) -> None:
     """Each name of the `aliases` table (schema 6 and before: another name of an indexed
     document's bytes) becomes a document of its own holding copies of that document's chunks,
-    sentence vectors and pages, as SqliteIndex.copy_document makes them today."""
+    sentence vectors and pages, as a copy (ingest/shelf.py) has them today."""
     from docchat.ingest.decision import copy_record  # light, but the ingest package is not
 
     columns = [

@@ -25,7 +25,7 @@ from docchat.adapters.sqlite_index.schema import prepare
 from docchat.adapters.sqlite_index.search import Hit
 from docchat.adapters.sqlite_index.store import Database
 from docchat.adapters.sqlite_index.wanted import EVERY_ROW, Wanted, wanted_rows
-from docchat.errors import DocumentNotFoundError, StorageError, StorageFullError
+from docchat.errors import StorageError, StorageFullError
 from docchat.ingest.decision import copy_chunk
 from docchat.models import Chunk, DocStatus, DocumentRecord, Page
 from docchat.ports import SentenceVectors, Vectors
@@ -152,10 +152,29 @@ class SqliteIndex:
         return self._records.indexed_version(version)
 
     def set_record(self, record: DocumentRecord) -> None:
-        """Write a document's registry entry, leaving its chunks as they are."""
+        """Write a document's registry entry, leaving its chunks as they are; the page text of
+        a version it leaves goes when no other record names it."""
         with self._write() as write:
+            before = record_of(write.db, record.doc_id)
             write_record(write.db, record)
             write.touched(record.doc_id)
+            if before is not None and before.version != record.version:
+                texts.drop_left(write.db, record.doc_id, before.version)
+
+    def forget(self, doc_id: str) -> None:
+        """Remove the document's record (and its page text, sentence vectors kept for a
+        cluster's chunks and notes, where nothing else uses them); its chunks stay."""
+        with self._write() as write:
+            before = record_of(write.db, doc_id)
+            write.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+            write.touched(doc_id)
+            if before is not None:
+                texts.drop_left(write.db, doc_id, before.version)
+
+    def keep_pages(self, version: str, pages: Sequence[Page]) -> None:
+        """Keep `pages` as the text of this content version, before a record names it."""
+        with self._db.transaction() as db:
+            texts.write_pages(db, version, pages)
 
     # --- writes of chunks --------------------------------------------------------------------
 
@@ -166,40 +185,30 @@ class SqliteIndex:
         vectors: Vectors,
         *,
         pages: Sequence[Page] = (),
-        sentences: Sequence[SentenceVectors] = (),
     ) -> None:
-        """Atomically swap a document's chunks (and the text of its pages, and its chunks'
-        sentence vectors, when given) for a new version's and mark it indexed."""
-        if sentences and len(sentences) != len(chunks):
-            raise ValueError(f"{len(chunks)} chunks but {len(sentences)} sets of sentences")
+        """Swap a document's chunks (and its page text, when given) for a new version's and
+        mark it indexed, in one transaction: how bench/ and evaluate/ build an index of their
+        own quickly (local ingestion goes through ingest/shelf.py, as for every store)."""
         with self._write() as write:
+            before = record_of(write.db, record.doc_id)
             write.remove_chunks("doc_id = ?", (record.doc_id,))
-            first = write.add_chunks(chunks, vectors)
-            write.db.executemany(
-                "INSERT INTO sentences (row, starts, vectors) VALUES (?, ?, ?)",
-                [(first + n, *texts.sentence_row(s)) for n, s in enumerate(sentences)],
-            )
+            write.add_chunks(chunks, vectors)
+            if pages:
+                texts.write_pages(write.db, record.version, pages)
             indexed = record.model_copy(update={"status": DocStatus.INDEXED, "chunks": len(chunks)})
             write_record(write.db, indexed)
             write.touched(record.doc_id)
-            if pages:
-                texts.write_pages(write.db, record.version, pages)
-            texts.drop_unused_pages(write.db)
+            if before is not None and before.version != record.version:
+                texts.drop_left(write.db, record.doc_id, before.version)
 
-    def copy_document(self, from_doc_id: str, record: DocumentRecord) -> None:
-        """Make `record` an indexed document holding copies of the indexed chunks of
-        `from_doc_id` (their vectors and sentence vectors, under `record`'s id, source and
-        version) and of its page text, embedding nothing: the same bytes under a second name."""
+    def copy_document(self, from_doc_id: str, record: DocumentRecord) -> int:
+        """Copy the chunks of `from_doc_id` at `record.version` (their vectors and sentence
+        vectors, under `record`'s id and source) as `record`'s, instead of any it had,
+        embedding nothing: the same bytes under a second name; how many were copied."""
         with self._write() as write:
-            original = record_of(write.db, from_doc_id)
-            if original is None or original.status != DocStatus.INDEXED:
-                raise DocumentNotFoundError(
-                    f"{from_doc_id!r} is not an indexed document: copy one that `docchat "
-                    "status` lists as INDEXED"
-                )
             found = write.db.execute(
                 "SELECT * FROM chunks WHERE doc_id = ? AND version = ? ORDER BY id",
-                (from_doc_id, original.version),
+                (from_doc_id, record.version),
             ).fetchall()
             write.remove_chunks("doc_id = ?", (record.doc_id,))
             copies = [copy_chunk(self._rows.chunk(row), from_doc_id, record) for row in found]
@@ -210,17 +219,8 @@ class SqliteIndex:
                 " SELECT ?, starts, vectors FROM sentences WHERE row = ?",
                 [(first + n, row["id"]) for n, row in enumerate(found)],
             )
-            if record.version != original.version:
-                write.db.execute(
-                    "INSERT OR REPLACE INTO pages (version, number, page)"
-                    " SELECT ?, number, page FROM pages WHERE version = ?",
-                    (record.version, original.version),
-                )
-            write_record(
-                write.db,
-                record.model_copy(update={"status": DocStatus.INDEXED, "chunks": len(copies)}),
-            )
             write.touched(record.doc_id)
+        return len(copies)
 
     def write_chunks(self, chunks: Sequence[Chunk], vectors: Vectors) -> None:
         """Add chunks (a retried batch replaces its own earlier copy): the pipeline's write."""
@@ -230,28 +230,24 @@ class SqliteIndex:
             write.add_chunks(chunks, vectors)
 
     def finalize_document(self, doc_id: str, version: str) -> dict[str, int]:
-        """Remove the document's chunks of every version but `version`."""
+        """Remove the document's chunks of every version but `version` (reading first, so a
+        document that has none writes nothing)."""
+        others = self._db.rows(
+            "SELECT 1 FROM doc_chunks WHERE doc_id = ? AND version != ? LIMIT 1", (doc_id, version)
+        )
+        if not others:
+            return {"old": 0, "duplicates": 0}
         with self._write() as write:
             old = write.remove_chunks("doc_id = ? AND version != ?", (doc_id, version))
         return {"old": old, "duplicates": 0}
 
     def delete_document(self, doc_id: str) -> None:
-        """Forget a document (a copy of it under another name stays whole)."""
-        with self._write() as write:
-            self._drop_document(write, doc_id)
-            texts.drop_unused_pages(write.db)
-            texts.drop_unused_notes(write.db)
-
-    def clear_chunks(self, doc_id: str) -> None:
+        """Remove every chunk of the document, all versions (a copy of it under another name
+        stays whole), and the notes no chunk carries any more."""
         with self._write() as write:
             write.remove_chunks("doc_id = ?", (doc_id,))
-            texts.drop_unused_pages(write.db)
-
-    @staticmethod
-    def _drop_document(write: Write, doc_id: str) -> None:
-        write.remove_chunks("doc_id = ?", (doc_id,))
-        write.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
-        write.touched(doc_id)
+            write.touched(doc_id)
+            texts.drop_unused_notes(write.db)
 
     # --- page text and notes -----------------------------------------------------------------
 
@@ -260,7 +256,8 @@ class SqliteIndex:
         return texts.stored_pages(self._db, version)
 
     def sentence_vectors(self, chunk_ids: Sequence[str]) -> dict[str, SentenceVectors]:
-        """The sentence vectors kept for these chunks (see ports.ChunkStore)."""
+        """The sentence vectors kept for these chunks (see ports.ChunkStore): of the file's
+        own chunks, or of a cluster's (kept here by chunk id, wiring/local.py)."""
         return texts.sentence_vectors(self._db, chunk_ids, dimension=self.dimension)
 
     def save_sentence_vectors(self, found: Mapping[str, SentenceVectors]) -> None:
@@ -271,23 +268,6 @@ class SqliteIndex:
         try:
             with self._db.transaction() as db:
                 texts.save_sentence_vectors(db, found)
-        except StorageError:
-            return
-
-    def cluster_sentences(self, chunk_ids: Sequence[str]) -> dict[str, SentenceVectors]:
-        """The sentence vectors kept here for these chunks of a cluster (cluster_index.py)."""
-        return texts.cluster_sentence_vectors(self._db, chunk_ids, dimension=self.dimension)
-
-    def keep_cluster_sentences(
-        self, found: Mapping[str, SentenceVectors], *, replacing: str | None = None
-    ) -> None:
-        """Keep these sentence vectors of a cluster's chunks, after dropping those of document
-        `replacing`'s chunks when given; a read-only or busy file keeps nothing."""
-        if self.read_only or not (found or replacing):
-            return
-        try:
-            with self._db.transaction() as db:
-                texts.keep_cluster_sentences(db, found, replacing=replacing)
         except StorageError:
             return
 

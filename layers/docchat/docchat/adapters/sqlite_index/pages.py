@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from docchat.adapters.sqlite_index.store import Database
+from docchat.errors import StorageError
 from docchat.models import Page
 from docchat.ports import SentenceVectors
 
@@ -33,9 +34,21 @@ def write_pages(db: sqlite3.Connection, version: str, pages: Sequence[Page]) -> 
     )
 
 
-def drop_unused_pages(db: sqlite3.Connection) -> None:
-    """Forget the pages of content that no document has any more."""
-    db.execute("DELETE FROM pages WHERE version NOT IN (SELECT version FROM documents)")
+def drop_left(db: sqlite3.Connection, doc_id: str, version: str) -> None:
+    """What document `doc_id` kept of `version`, which its record no longer names: the page
+    text, unless another record names that version (identical files share it), and the
+    sentence vectors of its chunks in a cluster. Only these rows, so pages another process
+    keeps for a version no record names yet stay. A chunk id starts with its document's id
+    and a colon (ingest/chunk.py), and a document id holds no colon."""
+    db.execute(
+        "DELETE FROM pages WHERE version = ?"
+        " AND NOT EXISTS (SELECT 1 FROM documents WHERE version = ?)",
+        (version, version),
+    )
+    db.execute(
+        "DELETE FROM cluster_sentences WHERE chunk_id >= ? AND chunk_id < ?",
+        (f"{doc_id}:", f"{doc_id};"),  # ";" follows ":"
+    )
 
 
 def notes(db: Database, keys: Sequence[str]) -> dict[str, str]:
@@ -64,15 +77,15 @@ def drop_unused_notes(db: sqlite3.Connection) -> None:
 def sentence_vectors(
     db: Database, chunk_ids: Sequence[str], *, dimension: int
 ) -> dict[str, SentenceVectors]:
-    """The sentence vectors kept for these chunks."""
-    return _kept_sentences(db, _OF_CHUNK_ROWS, chunk_ids, dimension)
-
-
-def cluster_sentence_vectors(
-    db: Database, chunk_ids: Sequence[str], *, dimension: int
-) -> dict[str, SentenceVectors]:
-    """The sentence vectors kept for these chunks of a cluster (cluster_index.py)."""
-    return _kept_sentences(db, _OF_CLUSTER_CHUNKS, chunk_ids, dimension)
+    """The sentence vectors kept for these chunks: of the file's own, or of a cluster's."""
+    kept = _kept_sentences(db, _OF_CHUNK_ROWS, chunk_ids, dimension)
+    others = [c for c in chunk_ids if c not in kept]
+    if not others:
+        return kept
+    try:
+        return kept | _kept_sentences(db, _OF_CLUSTER_CHUNKS, others, dimension)
+    except StorageError:  # a read-only file of an earlier docchat lacks the table
+        return kept
 
 
 # Each selects (chunk id, starts, vectors) for the chunk ids of a JSON list.
@@ -100,23 +113,6 @@ def _kept_sentences(
     }
 
 
-def keep_cluster_sentences(
-    db: sqlite3.Connection, found: Mapping[str, SentenceVectors], *, replacing: str | None
-) -> None:
-    """Keep these sentence vectors of a cluster's chunks (by chunk id); with `replacing`, those
-    of that document's chunks are dropped first. A chunk id starts with its document's id and
-    a colon (ingest/chunk.py), and a document id holds no colon."""
-    if replacing is not None:
-        db.execute(
-            "DELETE FROM cluster_sentences WHERE chunk_id >= ? AND chunk_id < ?",
-            (f"{replacing}:", f"{replacing};"),  # ";" follows ":"
-        )
-    db.executemany(
-        "INSERT OR REPLACE INTO cluster_sentences (chunk_id, starts, vectors) VALUES (?, ?, ?)",
-        [(chunk_id, *sentence_row(vectors)) for chunk_id, vectors in found.items()],
-    )
-
-
 def sentence_row(found: SentenceVectors) -> tuple[bytes, bytes]:
     """(starts, vectors) as a `sentences` row stores them."""
     return (
@@ -126,9 +122,16 @@ def sentence_row(found: SentenceVectors) -> tuple[bytes, bytes]:
 
 
 def save_sentence_vectors(db: sqlite3.Connection, found: Mapping[str, SentenceVectors]) -> None:
-    """Keep these chunks' sentence vectors (by chunk id)."""
+    """Keep these chunks' sentence vectors (by chunk id): beside the file's own chunk rows,
+    and for chunks the file does not hold (a cluster's), by chunk id alone."""
+    rows = [(chunk_id, *sentence_row(vectors)) for chunk_id, vectors in found.items()]
     db.executemany(
         "INSERT OR REPLACE INTO sentences (row, starts, vectors)"
         " SELECT id, ?, ? FROM chunks WHERE chunk_id = ?",
-        [(*sentence_row(vectors), chunk_id) for chunk_id, vectors in found.items()],
+        [(starts, vectors, chunk_id) for chunk_id, starts, vectors in rows],
+    )
+    db.executemany(
+        "INSERT OR REPLACE INTO cluster_sentences (chunk_id, starts, vectors)"
+        " SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM chunks WHERE chunk_id = ?)",
+        [(*row, row[0]) for row in rows],
     )

@@ -11,8 +11,9 @@ import pytest
 from botocore.stub import Stubber
 from fastapi.testclient import TestClient
 
-from docchat.adapters.bedrock_models import BedrockModelLifecycle, foundation_model_id
+from docchat.adapters.bedrock_models import BedrockModelLifecycle
 from docchat.answer.backend import ChatBackend
+from docchat.llm import foundation_model_id
 from docchat.search.library import Library
 from docchat.serve.app import create_app
 from tests.chatkit import library, tuned_config

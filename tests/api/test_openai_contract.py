@@ -165,6 +165,10 @@ def test_include_usage_sends_a_last_chunk_with_the_answers_usage(client: openai.
     assert last.choices == [] and last.usage is not None
     assert (last.usage.prompt_tokens, last.usage.completion_tokens) == (52, 12)
     assert last.usage.total_tokens == 64
+    # The official SDK reads OpenAI's cached-token count, and keeps docchat's cost beside it
+    assert last.usage.prompt_tokens_details is not None
+    assert last.usage.prompt_tokens_details.cached_tokens == 0
+    assert (last.usage.model_extra or {}).get("cost_usd", "absent") is None  # no price: null
     text = "".join(c.choices[0].delta.content or "" for c in answer)
     assert text == "It opened in 2004 [1]."
 

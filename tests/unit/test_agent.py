@@ -61,7 +61,13 @@ def test_agent_searches_then_streams_a_cited_answer(library: Library) -> None:
     assert (
         citation["quote"] == "A new bridge opened in 2004; it carries four lanes and a cycle path."
     )
-    assert event_data(events[-1])["usage"] == {"input_tokens": 40, "output_tokens": 13}
+    assert event_data(events[-1])["usage"] == {
+        "input_tokens": 40,
+        "output_tokens": 13,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+        "cost_usd": None,  # no list price names the scripted model
+    }
     tool_result = model.calls[1]["messages"][-1]["content"][0]
     assert tool_result["type"] == "tool_result" and "[1] Bridges, pp. 1-2" in tool_result["content"]
 

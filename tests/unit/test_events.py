@@ -54,7 +54,8 @@ def _union_types() -> set[str]:
         ),
         (
             DONE,
-            '{"mode": "model", "usage": {"input_tokens": 3, "output_tokens": 4}, '
+            '{"mode": "model", "usage": {"input_tokens": 3, "output_tokens": 4, '
+            '"cache_read_tokens": 0, "cache_write_tokens": 0, "cost_usd": null}, '
             '"timings": {"total_ms": 9.5, "retrieval_ms": 1.0, "first_token_ms": null}}',
         ),
         (ev.ErrorEvent(code="internal", message="m"), '{"code": "internal", "message": "m"}'),
@@ -146,7 +147,13 @@ def test_openai_completion_sums_text_usage_and_citations() -> None:
             "finish_reason": "stop",
         }
     ]
-    assert whole["usage"] == {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+    assert whole["usage"] == {
+        "prompt_tokens": 3,
+        "completion_tokens": 4,
+        "total_tokens": 7,
+        "prompt_tokens_details": {"cached_tokens": 0},
+        "cost_usd": None,
+    }
     assert whole["citations"] == [CITATION.model_dump()]
     assert whole["object"] == "chat.completion" and whole["model"] == "docchat"
 

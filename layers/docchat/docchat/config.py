@@ -175,6 +175,11 @@ class Settings(BaseModel):
         "chunk in its document, embedded and searched with it (cached per chunk)",
     )
     system_prompt: str = Field("", description="replaces the built-in system prompt")
+    prices_file: str = Field(
+        "",
+        description="JSON file of model prices (USD per million tokens) replacing or adding to "
+        "the list prices an answer's cost is worked out with (docs/api.md)",
+    )
     max_rounds: int = Field(4, ge=1, le=10, description="model turns per answer")
     max_tokens: int = Field(1024, ge=64, le=8192, description="answer length limit in tokens")
     reranker: str = Field(

@@ -69,9 +69,27 @@ class ToolUse:
 
 @dataclass(frozen=True)
 class TurnEnd:
+    """A turn's end, with the tokens it used: `input_tokens` counts every input token, the
+    `cache_read_tokens` read from and `cache_write_tokens` written to a prompt cache too."""
+
     stop_reason: str
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 ModelEvent = TextDelta | ToolUse | TurnEnd
+
+
+#: The geographies of Bedrock's cross-Region inference profiles (FACTS.md; template.yaml's
+#: ChatModelId pattern).
+PROFILE_GEOGRAPHIES = frozenset({"global", "us", "eu", "jp", "apac", "au", "ca", "us-gov"})
+
+
+def foundation_model_id(model_id: str) -> str:
+    """The foundation model an inference profile id routes to
+    ('global.anthropic.claude-sonnet-4-6' -> 'anthropic.claude-sonnet-4-6'); any other id as
+    it is."""
+    geography, dot, rest = model_id.partition(".")
+    return rest if dot and geography in PROFILE_GEOGRAPHIES and "." in rest else model_id

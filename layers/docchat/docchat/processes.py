@@ -193,6 +193,7 @@ class ChatSettings(Documents, SearchIndex, ModelChoice):
     sentence_words: float
     top_k: int
     system_prompt: str
+    prices_file: str
     max_rounds: int
     max_tokens: int
     answer_threshold: float

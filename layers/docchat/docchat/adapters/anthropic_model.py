@@ -203,11 +203,14 @@ class ClaudeModel:
                 )
                 yield ToolUse(id=block.id, name=block.name, input=arguments)
         usage = final.usage
-        cached = (usage.cache_read_input_tokens or 0) + (usage.cache_creation_input_tokens or 0)
+        read = usage.cache_read_input_tokens or 0
+        written = usage.cache_creation_input_tokens or 0
         yield TurnEnd(
             stop_reason=str(final.stop_reason),
-            input_tokens=usage.input_tokens + cached,
+            input_tokens=usage.input_tokens + read + written,
             output_tokens=usage.output_tokens,
+            cache_read_tokens=read,
+            cache_write_tokens=written,
         )
 
     def _broke(self, exc: Exception) -> ModelUnavailableError:

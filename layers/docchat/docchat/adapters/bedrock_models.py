@@ -20,18 +20,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from docchat.errors import ConfigError
-
-#: The geographies of Bedrock's cross-Region inference profiles (FACTS.md; template.yaml's
-#: ChatModelId pattern).
-PROFILE_GEOGRAPHIES = frozenset({"global", "us", "eu", "jp", "apac", "au", "ca", "us-gov"})
-
-
-def foundation_model_id(model_id: str) -> str:
-    """The foundation model an inference profile id routes to
-    ('global.anthropic.claude-sonnet-4-6' -> 'anthropic.claude-sonnet-4-6'); any other id as
-    it is."""
-    geography, dot, rest = model_id.partition(".")
-    return rest if dot and geography in PROFILE_GEOGRAPHIES and "." in rest else model_id
+from docchat.llm import foundation_model_id
 
 
 @dataclass

@@ -176,6 +176,7 @@ class _Turn:
     finish_reason: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
     # A thinking model (Qwen3 through Ollama or llama.cpp) may write its reasoning inline,
     # `<think>…</think>` before the answer: text is held while it may still be that.
     held: str = ""
@@ -210,6 +211,11 @@ class _Turn:
         if isinstance(usage, dict):
             self.input_tokens = int(usage.get("prompt_tokens") or 0)
             self.output_tokens = int(usage.get("completion_tokens") or 0)
+            # Of the prompt's tokens, those read from the server's prompt cache (OpenAI's
+            # `prompt_tokens_details.cached_tokens`; servers that cache nothing omit it).
+            details = usage.get("prompt_tokens_details")
+            if isinstance(details, dict):
+                self.cached_tokens = int(details.get("cached_tokens") or 0)
         for choice in chunk.get("choices") or []:
             if choice.get("index", 0) != 0:
                 continue
@@ -252,7 +258,10 @@ class _Turn:
             )
         stop = "tool_use" if self.calls else STOP_REASONS.get(self.finish_reason, "end_turn")
         yield TurnEnd(
-            stop_reason=stop, input_tokens=self.input_tokens, output_tokens=self.output_tokens
+            stop_reason=stop,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_read_tokens=self.cached_tokens,
         )
 
 

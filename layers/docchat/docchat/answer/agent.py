@@ -31,6 +31,7 @@ from docchat.answer.events import (
     Usage,
 )
 from docchat.answer.extractive import Quote, QuoteWeights, answer_quotes
+from docchat.answer.prices import Prices
 from docchat.answer.tools import (
     SEARCH_DOCUMENTS,
     TOOLS,
@@ -82,6 +83,8 @@ class AgentConfig:
     # A search index scaled to zero takes 10-30 s to answer; say so after this long (None: the
     # index never sleeps, as the local one, whose first search is slow only for loading models).
     wake_notice_s: float | None = 2.0
+    # What the model's tokens cost (answer/prices.py: list prices, DOCCHAT_PRICES_FILE).
+    prices: Prices = field(default_factory=lambda: Prices(overrides={}))
 
 
 @dataclass
@@ -91,12 +94,37 @@ class _Progress:
     reading: Reading
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     started: float = field(default_factory=time.monotonic)
     first_token_s: float | None = None
 
     def first_token(self) -> None:
         if self.first_token_s is None:
             self.first_token_s = time.monotonic() - self.started
+
+    def used(self, turn: TurnEnd) -> None:
+        self.input_tokens += turn.input_tokens
+        self.output_tokens += turn.output_tokens
+        self.cache_read_tokens += turn.cache_read_tokens
+        self.cache_write_tokens += turn.cache_write_tokens
+
+    def usage(self, model_id: str | None, prices: Prices) -> Usage:
+        """The tokens used, priced for `model_id` (None: no model wrote the answer)."""
+        tokens = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read": self.cache_read_tokens,
+            "cache_write": self.cache_write_tokens,
+        }
+        cost = 0.0 if model_id is None else prices.cost(model_id, **tokens)
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_read_tokens=self.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            cost_usd=None if cost is None else round(cost, 6),
+        )
 
 
 class Answerer(ABC):
@@ -107,6 +135,11 @@ class Answerer(ABC):
     def __init__(self, library: Library, config: AgentConfig) -> None:
         self.library = library
         self.config = config
+
+    @property
+    def model_id(self) -> str | None:
+        """The model that writes the answer (None: it quotes the documents, costing none)."""
+        return None
 
     def run(
         self, messages: Sequence[Message], *, doc_ids: Sequence[str] | None = None
@@ -135,7 +168,7 @@ class Answerer(ABC):
         first = progress.first_token_s
         yield DoneEvent(
             mode=self.mode,
-            usage=Usage(input_tokens=progress.input_tokens, output_tokens=progress.output_tokens),
+            usage=progress.usage(self.model_id, self.config.prices),
             timings=Timings(
                 total_ms=round(total * 1000, 1),
                 retrieval_ms=round(reading.retrieval_s * 1000, 1),
@@ -158,6 +191,10 @@ class Agent(Answerer):
     def __init__(self, library: Library, model: ChatModel, config: AgentConfig) -> None:
         super().__init__(library, config)
         self.model = model
+
+    @property
+    def model_id(self) -> str | None:
+        return self.model.model_id
 
     def _answer(
         self, progress: _Progress, messages: Sequence[Message]
@@ -192,8 +229,7 @@ class Agent(Answerer):
                 elif isinstance(event, ToolUse):
                     uses.append(event)
                 elif isinstance(event, TurnEnd):
-                    progress.input_tokens += event.input_tokens
-                    progress.output_tokens += event.output_tokens
+                    progress.used(event)
             answer.extend(text)
             if not uses:
                 return "".join(answer)

@@ -97,8 +97,15 @@ class CitationsEvent(_Frozen):
 
 
 class Usage(_Frozen):
+    """The tokens an answer's model calls used (`input_tokens` counts those read from and
+    written to a prompt cache too), and what they cost in US dollars at the list prices of
+    answer/prices.py: 0 for an answer no model wrote, None for a model no price names."""
+
     input_tokens: int
     output_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
 
 
 class Timings(_Frozen):

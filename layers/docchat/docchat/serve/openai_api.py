@@ -258,15 +258,31 @@ class ChunkChoice(BaseModel):
     finish_reason: Literal["stop"] | None = None
 
 
+class PromptTokensDetails(BaseModel):
+    cached_tokens: int = 0
+
+
 class CompletionUsage(BaseModel):
+    """OpenAI's usage object (its SDK's `CompletionUsage`), with docchat's `cost_usd`: the
+    answer's cost at list prices (answer/prices.py), null when no price names the model."""
+
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    prompt_tokens_details: PromptTokensDetails = PromptTokensDetails()
+    cost_usd: float | None = 0.0
 
     @classmethod
     def of(cls, done: DoneEvent) -> CompletionUsage:
-        prompt, produced = done.usage.input_tokens, done.usage.output_tokens
-        return cls(prompt_tokens=prompt, completion_tokens=produced, total_tokens=prompt + produced)
+        usage = done.usage
+        prompt, produced = usage.input_tokens, usage.output_tokens
+        return cls(
+            prompt_tokens=prompt,
+            completion_tokens=produced,
+            total_tokens=prompt + produced,
+            prompt_tokens_details=PromptTokensDetails(cached_tokens=usage.cache_read_tokens),
+            cost_usd=usage.cost_usd,
+        )
 
 
 class CompletionChunk(BaseModel):

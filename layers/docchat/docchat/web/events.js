@@ -44,8 +44,8 @@ export const EVENT_HANDLERS = {
   error(view, data) {
     throw new Error(data.message || "the answer failed.");
   },
-  done(view) {
-    view.finish(view.pendingCitations);
+  done(view, data) {
+    view.finish(view.pendingCitations, data.usage);
     return true;
   },
 };

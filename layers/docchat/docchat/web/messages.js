@@ -27,6 +27,18 @@ export function addUserMessage(text) {
   scrollToEnd(true);
 }
 
+const count = new Intl.NumberFormat("en");
+
+/** "1,204 tokens in (800 from cache), 312 out · about $0.0084", or "" for no model call. */
+export function usageText(usage) {
+  if (!usage || !(usage.input_tokens || usage.output_tokens)) return "";
+  const cached = usage.cache_read_tokens ? ` (${count.format(usage.cache_read_tokens)} from cache)` : "";
+  const tokens = `${count.format(usage.input_tokens)} tokens in${cached}, ${count.format(usage.output_tokens)} out`;
+  if (usage.cost_usd === null || usage.cost_usd === undefined) return `${tokens} · cost unknown (no price for this model)`;
+  const cost = usage.cost_usd < 0.01 ? usage.cost_usd.toFixed(4) : usage.cost_usd.toFixed(2);
+  return `${tokens} · about $${cost}`;
+}
+
 /** One answer in the transcript; `onRetry(view)` asks its question again. */
 export class AnswerView {
   constructor({ question = "", onRetry = () => {} } = {}) {
@@ -69,8 +81,11 @@ export class AnswerView {
     scrollToEnd();
   }
 
-  finish(citations) {
+  finish(citations, usage = null) {
     this.citations = citations;
+    // What the answer's model calls used and cost, last among the steps (closed by default).
+    const used = usageText(usage);
+    if (used) this.steps.append(el("li", { class: "usage", text: used }));
     this.setTyping(false);
     this.root.setAttribute("aria-busy", "false");
     this.stepsBox.open = false;

@@ -30,8 +30,10 @@ def agent_config(settings: Settings | ChatSettings, *, index_sleeps: bool) -> Ag
 
     from docchat.answer.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig
     from docchat.answer.extractive import QuoteWeights
+    from docchat.answer.prices import load_prices
 
     return AgentConfig(
+        prices=load_prices(settings.prices_file, region=settings.region),
         wake_notice_s=AgentConfig.wake_notice_s if index_sleeps else None,
         system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
         max_rounds=settings.max_rounds,

@@ -340,3 +340,8 @@ class Settings(BaseModel):
     @property
     def conversations_path(self) -> Path:
         return self.data_dir / "conversations.sqlite3"
+
+    @property
+    def usage_path(self) -> Path:
+        """What each answer used (adapters/sqlite_usage.py; `docchat usage`)."""
+        return self.data_dir / "usage.sqlite3"

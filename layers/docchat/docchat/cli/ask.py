@@ -43,6 +43,9 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
 
 def run_ask(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
     """Stream the agent's answer: steps to stderr, text to stdout as it is written."""
+    from docchat.adapters.sqlite_usage import SqliteUsage
+    from docchat.answer.conversations import LOCAL_USER
+    from docchat.answer.usage import metered
     from docchat.wiring.local import local_backend, open_local
 
     text = question(args.question, what="question")
@@ -56,6 +59,15 @@ def run_ask(args: argparse.Namespace, settings: Settings, opened: Opened) -> int
     backend = backend if scope is None else backend.within(scope)
     doc_ids = [index.find_document(ref).doc_id for ref in args.doc] if args.doc else None
     events = backend.agent().run([{"role": "user", "content": text}], doc_ids=doc_ids)
+    # What it used is kept with the server's answers', as the local user's (`docchat usage`).
+    events = metered(
+        events,
+        lambda: opened.closed_later(SqliteUsage(settings.usage_path)),
+        user=LOCAL_USER,
+        model=backend.mode,
+        document=local.catalog.document,
+        scope=sorted(scope.collections) if scope and scope.collections else (),
+    )
     told = collected(events, each=None if args.json else _shown)
     answer = Answer(text=told.text, citations=told.citations, mode=backend.mode)
     if not args.json and not answer.text.endswith("\n"):

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from docchat import VERSION
-from docchat.cli import ask, collections, common, documents, evaluate, serve
+from docchat.cli import ask, collections, common, documents, evaluate, serve, usage
 from docchat.cli.display import shown
 from docchat.config import Settings
 from docchat.errors import DocchatError
@@ -51,4 +51,5 @@ def parser() -> argparse.ArgumentParser:
     documents.add_listing(commands, common)
     evaluate.add_commands(commands, common)
     collections.add_collection_commands(commands, common)
+    usage.add_usage_command(commands, common)
     return command

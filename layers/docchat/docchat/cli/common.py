@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeAlias
+from typing import Protocol, TypeAlias, TypeVar
 
 from rich.console import Console
 
@@ -28,6 +28,13 @@ MAX_TOP_K = 50
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=Closable)
+
+
 class Opened:
     """The indexes one command opened, closed when it ends (not when the garbage collector gets
     to them: a caller that runs commands in one process, as the tests do, may copy the data
@@ -35,10 +42,10 @@ class Opened:
     of a command is given its own (`commands.run`)."""
 
     def __init__(self) -> None:
-        self._indexes: list[SqliteIndex] = []
+        self._indexes: list[Closable] = []
 
-    def closed_later(self, index: SqliteIndex) -> SqliteIndex:
-        """`index`, to be closed when the command ends."""
+    def closed_later(self, index: C) -> C:
+        """`index` (or another file the command opened), to be closed when the command ends."""
         self._indexes.append(index)
         return index
 

@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from docchat import VERSION
 from docchat.answer.backend import ChatBackend
+from docchat.answer.usage import UsageLedger
 from docchat.ingest.uploads import MAX_UPLOAD_BYTES
 from docchat.ports import ConversationStore
 from docchat.serve.access import AccessOf, local_admin
@@ -53,6 +54,7 @@ def create_app(
     files: FilesFactory = local_files,
     sign_in: Callable[[], SignIn] = SignIn,
     conversations: Callable[[], ConversationStore] | None = None,
+    usage: Callable[[], UsageLedger] | None = None,
     page_origins: Callable[[], Sequence[str]] = no_origins,
     access_of: AccessOf = local_admin,
     model_lifecycle: Callable[[], dict[str, Any]] | None = None,
@@ -67,6 +69,7 @@ def create_app(
         files=files,
         sign_in=sign_in,
         conversations=conversations,
+        usage=usage,
         page_origins=page_origins,
         access_of=access_of,
         model_lifecycle=model_lifecycle,

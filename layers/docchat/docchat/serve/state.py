@@ -9,7 +9,7 @@ what its first request touches), under one lock (two first requests on two threa
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, cast
@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from docchat.adapters.local_files import LocalFiles
 from docchat.answer.backend import ChatBackend
+from docchat.answer.events import ChatEvent
+from docchat.answer.usage import UsageLedger, metered
 from docchat.config import Settings
 from docchat.errors import NotOfferedError
 from docchat.models import Scope
@@ -90,6 +92,8 @@ class Parts:
     files: FilesFactory = local_files
     sign_in: Callable[[], SignIn] = SignIn
     conversations: Callable[[], ConversationStore] | None = None
+    # Where each answer's usage is kept (answer/usage.py); None: nowhere.
+    usage: Callable[[], UsageLedger] | None = None
     page_origins: Callable[[], Sequence[str]] = no_origins
     access_of: AccessOf = local_admin
     # What Bedrock says of the chat model's lifecycle, for /health (None: not on Bedrock).
@@ -135,6 +139,23 @@ class AppState:
     @property
     def files(self) -> DocumentFiles:
         return self._once("files", lambda: self.parts.files(self.backend))
+
+    def metered(
+        self, events: Iterator[ChatEvent], http: Request, live: ChatBackend, scope: Scope
+    ) -> Iterator[ChatEvent]:
+        """`events`, their answer's usage kept for the caller once they end (when kept)."""
+        make = self.parts.usage
+        if make is None:
+            return events
+        return metered(
+            events,
+            lambda: self._once("usage", make),
+            user=self.user(http),
+            model=live.mode,
+            document=live.library.registry.document,
+            # An answer that cites nothing goes down to what the caller could read in it.
+            scope=sorted(self.access(http).visible(scope).collections or ()),
+        )
 
     @property
     def conversations(self) -> ConversationStore:

@@ -287,6 +287,7 @@ def sign_in(settings: ChatSettings) -> SignIn:
 
 def cloud_app() -> FastAPI:
     """The app the chat Lambda runs; its settings are checked here, as the process starts."""
+    from docchat.adapters.emf_usage import EmfUsage
     from docchat.errors import NotOfferedError
     from docchat.serve.access import GroupsSource, cognito_access_for
     from docchat.serve.app import create_app
@@ -325,6 +326,7 @@ def cloud_app() -> FastAPI:
         files=files,
         sign_in=lambda: sign_in(settings),
         conversations=lambda: live.conversations,
+        usage=EmfUsage,
         page_origins=page_origins,
         access_of=cognito_access_for(groups.mapping, cloud_user_for(settings.api_auth)),
         model_lifecycle=model_lifecycle(live),

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from docchat.adapters.local_embedder import LocalEmbedder
 from docchat.adapters.sqlite_conversations import SqliteConversations
 from docchat.adapters.sqlite_index import SqliteIndex
+from docchat.adapters.sqlite_usage import SqliteUsage
 from docchat.answer.backend import ChatBackend
 from docchat.config import Settings
 from docchat.ingest import claims
@@ -236,6 +237,7 @@ def guarded_local_app(
         backend,
         uploads=uploads or (lambda _: local_uploads(settings, as_served(settings))),
         conversations=lambda: local_conversations(settings),
+        usage=lambda: SqliteUsage(settings.usage_path),
         middleware=[guard],
         access_of=local_admin if users is None else users.access_of,
     )

@@ -121,7 +121,7 @@ def chat(body: ChatRequest, http: Request, state: State) -> EventStream:
         None if saving is None else question_saved(*saving, question, after=body.after, scope=kept)
     )
     answer = live.agent().run(messages, doc_ids=scope.doc_ids)
-    events = logged_answer(answer, route="/chat")
+    events = state.metered(logged_answer(answer, route="/chat"), http, live, scope)
     if save is not None:
         events = remembered(events, question, save)
     return streamed(http, (sse(e) for e in events), events, answer)

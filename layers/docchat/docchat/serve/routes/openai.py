@@ -71,7 +71,7 @@ def completions(
     live = state.asker(http, scope)
     check_doc_ids(live, scope.doc_ids)
     answer = live.agent().run(body.conversation(), doc_ids=scope.doc_ids)
-    events = logged_answer(answer, route="/v1/chat/completions")
+    events = state.metered(logged_answer(answer, route="/v1/chat/completions"), http, live, scope)
     if body.stream:
         chunks = completion_chunks(events, body.model, include_usage=body.include_usage)
         return streamed(http, chunks, events, answer)

@@ -211,6 +211,14 @@ class Matrix:
         assert self.theirs not in rated.text
         listed = self.call("GET", f"/conversations/c-{self.own}/feedback", self.user).json()
         assert listed["ratings"] == [rated.json()]
+        # The team's question set is an admin's: a reader is refused, and nothing is cleared
+        for method in ("GET", "DELETE"):
+            refused = self.call(method, "/feedback", self.user)
+            assert refused.status_code == 403, (method, refused.text)
+            assert refused.json()["error"]["code"] == "access_denied"
+            assert "mine" not in refused.text and self.theirs not in refused.text
+        listed = self.call("GET", f"/conversations/c-{self.own}/feedback", self.user).json()
+        assert listed["ratings"] == [rated.json()]
 
     def only_mine(self, text: str) -> None:
         assert self.theirs not in text

@@ -3,16 +3,25 @@ clear, read back; each user's own; gone with the conversation."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from moto import mock_aws
 
+from docchat.adapters.sqlite_conversations import SqliteConversations
 from docchat.limits import MAX_FEEDBACK_CHARS
+from docchat.models import DEFAULT_COLLECTION, RatedQuestion
+from docchat.search.library import Library
+from docchat.serve.access import GroupsMap, Rights, cognito_access_for
+from docchat.serve.app import create_app
+from docchat.serve.identity import cognito_user
 from docchat.wiring.cloud import cloud_app
-from tests.api.test_conversations import ANA, ANSWER, BO, QUESTION, Api, api
-from tests.chatkit import library
+from tests.api.test_conversations import ANA, ANSWER, BO, QUESTION, Api, FreshModelBackend, api
+from tests.chatkit import ServedApp, library, tuned_config
 from tests.unit.test_conversation_stores import conversations_table
 
 __all__ = ["api", "library"]  # the fixtures
@@ -151,3 +160,72 @@ def test_the_cloud_app_keeps_feedback_in_the_conversations_item(
         assert client.put(FEEDBACK, headers=BO, json={"rating": "down"}).status_code == 404
         [kept] = client.get("/conversations/c-1/feedback", headers=ANA).json()["ratings"]
         assert kept["feedback"]["rating"] == "up"
+
+
+ADMIN = {
+    "x-amzn-request-context": json.dumps(
+        {
+            "authorizer": {
+                "claims": {"sub": "sub-root", "token_use": "id", "cognito:groups": "admins"}
+            }
+        }
+    )
+}
+TEAM = GroupsMap(
+    everyone=Rights(read=[DEFAULT_COLLECTION], write=[DEFAULT_COLLECTION]),
+    admin_groups=["admins"],
+)
+
+
+@pytest.fixture
+def team(library: Library, tmp_path: Path) -> Iterator[Api]:
+    """The API of a stack whose Cognito group `admins` are its admins."""
+    backend = FreshModelBackend(library=library, model=None, config=tuned_config())
+    store = SqliteConversations(tmp_path / "conversations.sqlite3")
+    access_of = cognito_access_for(lambda: TEAM, cognito_user)
+    served = ServedApp(
+        create_app(lambda: backend, conversations=lambda: store, access_of=access_of)
+    )
+    served.start()
+    yield Api(f"http://127.0.0.1:{served.port}", store)
+    served.stop()
+    store.close()
+
+
+def test_an_admin_exports_every_users_rated_answers_and_clears_them(team: Api) -> None:
+    # Given Ana's answer rated up with a comment and Bo's rated down
+    team.chat(ANA, conversation_id="c-1")
+    team.chat(BO, conversation_id="c-9")
+    _rate(team, ANA, rating="up", comment="The right page.")
+    _rate(team, BO, "/conversations/c-9/answers/1/feedback", rating="down")
+
+    # When a user who is not an admin asks for the set, or to clear it, they are refused
+    for method in ("GET", "DELETE"):
+        refused = team.call(method, "/feedback", ANA)
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["error"]["code"] == "access_denied"
+        assert "The right page." not in refused.text
+
+    # When the admin exports it
+    exported = team.call("GET", "/feedback", ADMIN)
+
+    # Then every rated answer is one JSON line with its user, question, citations and rating
+    assert exported.status_code == 200, exported.text
+    assert exported.headers["content-type"].startswith("application/jsonl")
+    assert exported.headers["cache-control"] == "no-store"
+    lines = [RatedQuestion.model_validate_json(line) for line in exported.text.splitlines()]
+    assert [(q.user, q.conversation_id, q.feedback.rating) for q in lines] == [
+        ("sub-ana", "c-1", "up"),
+        ("sub-bo", "c-9", "down"),
+    ]
+    assert lines[0].question == QUESTION and lines[0].answer == ANSWER
+    assert lines[0].feedback.comment == "The right page."
+    assert [c.doc_id for c in lines[0].citations] == ["bridges"]
+
+    # and clearing it clears every rating, keeps every answer
+    cleared = team.call("DELETE", "/feedback", ADMIN)
+    assert cleared.status_code == 200 and cleared.json() == {"cleared": 2}
+    assert team.call("GET", "/feedback", ADMIN).text == ""
+    assert team.call("GET", "/conversations/c-1/feedback", ANA).json() == {"ratings": []}
+    kept = team.call("GET", "/conversations/c-1", ANA).json()["messages"]
+    assert kept[1]["content"] == ANSWER

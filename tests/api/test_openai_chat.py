@@ -156,6 +156,7 @@ def test_local_model_streams_the_same_chat_events_as_claude(manual: Library) -> 
         "output_tokens": 27 + 31,
         "cache_read_tokens": 0,
         "cache_write_tokens": 0,
+        "rerank_search_units": 0,
         "cost_usd": None,  # no list price names qwen3:8b
     }
     # The second request carried the tool's numbered passages back as a role: tool message

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -393,3 +395,51 @@ def test_stack_serves_mcp_to_a_signed_in_user(stack: Stack, api: ChatApi) -> Non
         assert metadata.json()["resource"] == url
         [issuer] = metadata.json()["authorization_servers"]
         assert issuer.startswith("https://cognito-idp.")
+
+
+#: How long CloudWatch takes to turn a log line in the embedded metric format into a metric:
+#: usually a minute or two.
+METRICS_TIMEOUT_S = 600
+
+
+def test_stack_writes_each_answers_usage_as_cloudwatch_metrics(
+    stack: Stack, session: Any, api: ChatApi
+) -> None:
+    # Given an answer, and the tokens its `done` event says it used
+    asked = now()
+    reply = api.ask("Which documents are there?")
+    assert reply.done is not None
+    used = reply.done["usage"]
+    log.info("an answer used %s; waiting for its metrics in namespace docchat", used)
+
+    # Then the chat function's log turns it into metrics per user and collection
+    cloudwatch = session.client("cloudwatch")
+    started = time.monotonic()
+    while True:
+        listed = cloudwatch.list_metrics(
+            Namespace="docchat", MetricName="InputTokens", RecentlyActive="PT3H"
+        )["Metrics"]
+        sums = [
+            sum(
+                p["Sum"]
+                for p in cloudwatch.get_metric_statistics(
+                    Namespace="docchat",
+                    MetricName="InputTokens",
+                    Dimensions=m["Dimensions"],
+                    StartTime=asked - timedelta(minutes=1),
+                    EndTime=now() + timedelta(minutes=1),
+                    Period=60,
+                    Statistics=["Sum"],
+                )["Datapoints"]
+            )
+            for m in listed
+            if {d["Name"] for d in m["Dimensions"]} == {"service", "user", "collection"}
+        ]
+        if used["input_tokens"] == 0 or sum(sums) >= used["input_tokens"]:
+            break
+        if time.monotonic() - started > METRICS_TIMEOUT_S:
+            raise AssertionError(
+                f"no InputTokens metric of {used['input_tokens']} tokens in namespace docchat "
+                f"after {METRICS_TIMEOUT_S} s (found {len(listed)} metrics, sums {sums})"
+            )
+        time.sleep(20)

@@ -315,6 +315,9 @@ def _chat(monkeypatch: pytest.MonkeyPatch, recorder: Recorder, index: Any, doc_i
             ),
             client.get("/conversations"),
             client.get("/conversations/c-1"),
+            client.put("/conversations/c-1/answers/1/feedback", json={"rating": "up"}),
+            client.get("/feedback"),
+            client.delete("/feedback"),
             client.delete("/conversations/c-1"),
             client.get("/health"),
             client.put(f"/documents/{doc_id}/collections", json={"collections": ["finance"]}),
@@ -324,6 +327,9 @@ def _chat(monkeypatch: pytest.MonkeyPatch, recorder: Recorder, index: Any, doc_i
     for reply in replies:
         assert reply.status_code < 500, (reply.request.url, reply.status_code, reply.text)
     assert "The ferry leaves at noon." in replies[6].text
+    # the admin's export held the rating just made, and clearing cleared it
+    assert [r.status_code for r in replies[9:12]] == [200, 200, 200], replies[10].text
+    assert '"rating":"up"' in replies[10].text and replies[11].json() == {"cleared": 1}
     services.cache_clear()
 
 

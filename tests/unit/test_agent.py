@@ -66,6 +66,7 @@ def test_agent_searches_then_streams_a_cited_answer(library: Library) -> None:
         "output_tokens": 13,
         "cache_read_tokens": 0,
         "cache_write_tokens": 0,
+        "rerank_search_units": 0,
         "cost_usd": None,  # no list price names the scripted model
     }
     tool_result = model.calls[1]["messages"][-1]["content"][0]
@@ -220,6 +221,9 @@ class FailingReranker:
 
     def similarities(self, query: str, chunks: Sequence[Chunk]) -> dict[tuple[str, int], float]:
         return {}
+
+    def search_units(self, passages: int) -> int:
+        return 0
 
 
 def test_library_falls_back_to_fused_order_when_rerank_fails(library: Library) -> None:

@@ -7,6 +7,7 @@ them against botocore's service model, so a wrong request shape fails here, not 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -16,8 +17,13 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 from botocore.stub import Stubber
 
 from docchat.adapters.bedrock_reranker import BedrockReranker
+from docchat.answer.agent import ExtractiveAnswerer
+from docchat.answer.events import collected
+from docchat.answer.prices import Price, Prices
 from docchat.errors import DocchatError, RerankError
 from docchat.models import Chunk, Passage
+from docchat.search.library import Library
+from tests.chatkit import PAGES, SEARCH, library_of, tuned_config
 
 MODEL = "cohere.rerank-v3-5:0"
 MODEL_ARN = "arn:aws:bedrock:us-east-1::foundation-model/cohere.rerank-v3-5:0"
@@ -278,3 +284,42 @@ def test_bedrock_reranker_creates_its_client_on_first_use() -> None:
     assert reranker.model_arn(client.meta.region_name) == (
         "arn:aws:bedrock:us-west-2::foundation-model/cohere.rerank-v3-5:0"
     )
+
+
+@pytest.mark.parametrize(("passages", "units"), [(0, 0), (1, 1), (100, 1), (101, 2), (5000, 10)])
+def test_bedrock_rerank_bills_a_search_unit_per_hundred_passages(passages: int, units: int) -> None:
+    # "A query is a single call to the reranker model that can contain up to 100 document
+    # chunks" (Pricing and search units); past the 1,000 sources a call takes, none are sent
+    assert BedrockReranker(client=object()).search_units(passages) == units
+
+
+def test_an_answer_reranked_by_bedrock_counts_its_search_units_and_prices_them_when_told(
+    tmp_path: Path,
+) -> None:
+    # Given a library whose searches Bedrock reranks (one call per search, stubbed)
+    client = agent_runtime_client()
+    results = {"results": [{"index": 0, "relevanceScore": 0.9}]}
+    question = [{"role": "user", "content": "When did the new bridge open?"}]
+    with Stubber(client) as stubber:
+        for _ in range(2):
+            stubber.add_response("rerank", results)
+        plain = library_of(tmp_path / "i.sqlite3", PAGES)
+        library = Library(
+            index=plain.index,
+            embedder=plain.embedder,
+            registry=plain.registry,
+            reranker=BedrockReranker(client=client),
+            **SEARCH,
+        )
+
+        # When an answer is given, with no price for the rerank model and with one
+        unpriced = collected(ExtractiveAnswerer(library, tuned_config()).run(question))
+        prices = Prices(overrides={"cohere.rerank-v3-5": Price(search_unit=0.002)})
+        priced = collected(ExtractiveAnswerer(library, tuned_config(prices=prices)).run(question))
+
+    # Then its usage counts the one search unit, and its cost is unknown until it is priced
+    assert unpriced.done is not None and priced.done is not None
+    assert unpriced.done.usage.rerank_search_units == 1
+    assert unpriced.done.usage.cost_usd is None
+    assert priced.done.usage.rerank_search_units == 1
+    assert priced.done.usage.cost_usd == 0.002

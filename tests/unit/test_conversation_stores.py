@@ -26,9 +26,10 @@ from docchat.answer.events import (
     Timings,
     Usage,
 )
+from docchat.answer.feedback import every_rated_question, forget_ratings
 from docchat.errors import AnswerNotFoundError, ConversationFullError, IndexSchemaError
 from docchat.limits import MAX_CONVERSATION_BYTES, MAX_TITLE_CHARS
-from docchat.models import Citation, Feedback, RatedAnswer, StoredMessage
+from docchat.models import Citation, Feedback, RatedAnswer, Scope, StoredMessage
 from docchat.ports import ConversationStore
 from tests.conftest import table_schema
 
@@ -380,3 +381,49 @@ def test_conversation_store_forgets_a_rating_with_its_answer_or_conversation(
     assert store.ratings(ANA, "c1") is None
     store.start(ANA, "c1", title="Bridges again")
     assert store.ratings(ANA, "c1") == []
+
+
+def test_conversation_store_gives_every_users_rated_answers_as_a_question_set(
+    store: ConversationStore,
+) -> None:
+    # Given two users' conversations: Ana rates a follow-up asked in one collection, Bo rates
+    # his first answer, and an unrated conversation
+    follow_up = StoredMessage(
+        role="user", content="And the tunnel?", scope=Scope(collections=["works"])
+    )
+    answer = StoredMessage(role="assistant", content="In 2011 [1].", citations=[CITED])
+    store.start(ANA, "c1", title="Bridges")
+    store.append(ANA, "c1", [*EXCHANGE, follow_up, answer])
+    store.rate(ANA, "c1", 3, UP)
+    store.start(BO, "c1", title="Bo's")
+    store.append(BO, "c1", EXCHANGE)
+    down = Feedback(rating="down", comment="Wrong page.", at=4.0)
+    store.rate(BO, "c1", 1, down)
+    store.start(BO, "c2", title="Unrated")
+    store.append(BO, "c2", EXCHANGE)
+
+    # When an admin reads the set
+    questions = every_rated_question(store)
+
+    # Then each rated answer is there once, with its user, the turns before its question and
+    # the scope the question was asked in
+    assert [(q.user, q.conversation_id, q.position) for q in questions] == [
+        (ANA, "c1", 3),
+        (BO, "c1", 1),
+    ]
+    ana = next(q for q in questions if q.user == ANA)
+    assert ana.question == "And the tunnel?"
+    assert [(t.role, t.content) for t in ana.history] == [
+        ("user", "When did the bridge open?"),
+        ("assistant", "In 2004 [1]."),
+    ]
+    assert ana.scope == Scope(collections=["works"])
+    assert ana.citations == [CITED] and ana.feedback == UP
+    bo = next(q for q in questions if q.user == BO)
+    assert bo.history == [] and bo.scope is None and bo.feedback == down
+
+    # and deleting the set clears every rating and keeps every answer
+    assert forget_ratings(store) == 2
+    assert every_rated_question(store) == []
+    found = store.conversation(ANA, "c1")
+    assert found is not None and [m.content for m in found.messages][3] == "In 2011 [1]."

@@ -138,6 +138,9 @@ class ReversingReranker:
     def similarities(self, query: str, chunks: Sequence[Chunk]) -> dict[tuple[str, int], float]:
         return {}
 
+    def search_units(self, passages: int) -> int:
+        return 0
+
 
 def test_evaluate_beir_reranks_the_fused_list_when_a_reranker_is_given(tmp_path: Path) -> None:
     reranker = ReversingReranker()

@@ -55,7 +55,8 @@ def _union_types() -> set[str]:
         (
             DONE,
             '{"mode": "model", "usage": {"input_tokens": 3, "output_tokens": 4, '
-            '"cache_read_tokens": 0, "cache_write_tokens": 0, "cost_usd": null}, '
+            '"cache_read_tokens": 0, "cache_write_tokens": 0, "rerank_search_units": 0, '
+            '"cost_usd": null}, '
             '"timings": {"total_ms": 9.5, "retrieval_ms": 1.0, "first_token_ms": null}}',
         ),
         (ev.ErrorEvent(code="internal", message="m"), '{"code": "internal", "message": "m"}'),

@@ -49,6 +49,7 @@ def test_the_emf_record_is_what_cloudwatch_reads(capsys: pytest.CaptureFixture[s
         "OutputTokens",
         "CacheReadTokens",
         "CacheWriteTokens",
+        "RerankSearchUnits",
         "CostUSD",
     }
     assert (first["user"], first["collection"], first["service"]) == ("ana", "finance", "chat")

@@ -103,7 +103,11 @@ def _samples() -> list[ev.ChatEvent]:
         ev.DoneEvent(
             mode="extractive",
             usage=ev.Usage(
-                input_tokens=1204, output_tokens=312, cache_read_tokens=800, cost_usd=0.0084
+                input_tokens=1204,
+                output_tokens=312,
+                cache_read_tokens=800,
+                rerank_search_units=2,
+                cost_usd=0.0084,
             ),
             timings=ev.Timings(total_ms=5.0, retrieval_ms=1.0, first_token_ms=2.0),
         ),
@@ -142,7 +146,9 @@ def test_page_reads_only_fields_the_events_have(page: Any) -> None:
     assert "2004" in seen["quote"] and "bridges.pptx" in seen["quote"]
     assert "Slide 2: New bridges" in seen["quote"]  # the quote and its location were read
     # What the answer used and cost, among its steps (issue 46)
-    assert seen["usage"] == "1,204 tokens in (800 from cache), 312 out · about $0.0084"
+    assert seen["usage"] == (
+        "1,204 tokens in (800 from cache), 312 out, 2 rerank queries · about $0.0084"
+    )
 
 
 def test_page_notices_a_field_it_reads_that_an_event_lacks(page: Any) -> None:

@@ -399,6 +399,33 @@ class RatedAnswer(BaseModel):
     feedback: Feedback
 
 
+class Turn(BaseModel):
+    """A message before a rated answer, as it was asked and answered: its role and text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class RatedQuestion(BaseModel):
+    """One rated answer as a question of the team's test set (`docchat feedback export`, one
+    JSON line each, and `docchat eval feedback`): who asked, in which conversation, the turns
+    before it, the scope it was asked in, what was answered and cited, and the rating."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str
+    conversation_id: str
+    position: int
+    question: str
+    history: list[Turn] = Field(default_factory=list)
+    scope: Scope | None = None
+    answer: str
+    citations: list[Citation]
+    feedback: Feedback
+
+
 class ConversationSummary(BaseModel):
     """What the list shows: id, title and when it last changed (epoch seconds)."""
 

@@ -55,7 +55,15 @@ class Embedder(Protocol):
 
 
 class Reranker(Protocol):
+    #: What prices it (answer/prices.py, DOCCHAT_PRICES_FILE's `search_unit`).
+    model_id: str
+
     def rerank(self, query: str, passages: Sequence[Passage], *, top_n: int) -> list[Passage]: ...
+
+    def search_units(self, passages: int) -> int:
+        """What reranking `passages` passages at once is billed as: Bedrock's search units (a
+        query of up to 100 passages each); 0 for a model that runs here."""
+        ...
 
     def similarities(self, query: str, chunks: Sequence[Chunk]) -> dict[tuple[str, int], float]:
         """Each scored sentence's cosine with `query`, by (chunk id, where the sentence starts),
@@ -265,6 +273,11 @@ class ConversationStore(Protocol):
     def ratings(self, user: str, conversation_id: str) -> list[RatedAnswer] | None:
         """The conversation's rated answers with their questions and citations, in order;
         None if the user has no such conversation."""
+        ...
+
+    def every_conversation(self) -> Iterator[tuple[str, Conversation]]:
+        """Every user's conversations, each with its user, in no set order: for an admin's
+        export of the rated answers (`docchat feedback`, GET /feedback), never for a user's."""
         ...
 
 

@@ -34,6 +34,8 @@ RERANK_REGIONS = {
 }
 # The service model's limits: 1..1000 sources, each text 1..32000 characters.
 MAX_SOURCES = 1000
+#: The passages one billed query (search unit) holds.
+SOURCES_PER_UNIT = 100
 MAX_TEXT_CHARS = 32_000
 # Three attempts in all (botocore's `max_attempts` would count retries only, making four).
 CLIENT_CONFIG = Config(
@@ -107,6 +109,13 @@ class BedrockReranker:
                 "check the AWS credentials, region and network"
             ) from exc
         return self._ranked(response.get("results", []), candidates)[:top_n]
+
+    def search_units(self, passages: int) -> int:
+        """A query per 100 passages ("Pricing and search units",
+        https://docs.aws.amazon.com/bedrock/latest/userguide/rerank-pricing.html, read
+        2026-12-06: "A query is a single call to the reranker model that can contain up to 100
+        document chunks"); past MAX_SOURCES the rest are not sent."""
+        return -(-min(passages, MAX_SOURCES) // SOURCES_PER_UNIT)
 
     def similarities(self, query: str, chunks: Sequence[Chunk]) -> dict[tuple[str, int], float]:
         """None: the rerank model scores whole passages, so the extractive answer's quotes rest

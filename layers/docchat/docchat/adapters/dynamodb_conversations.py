@@ -15,7 +15,7 @@ placeholders (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/R
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -171,6 +171,18 @@ class DynamoConversations:
     def delete(self, user: str, conversation_id: str) -> bool:
         response = self._table.delete_item(Key=_key(user, conversation_id), ReturnValues="ALL_OLD")
         return bool(response.get("Attributes"))
+
+    def every_conversation(self) -> Iterator[tuple[str, Conversation]]:
+        """A Scan of the whole table, page by page
+        (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Scan.html)."""
+        kwargs: dict[str, Any] = {}
+        while True:
+            page = self._table.scan(**kwargs)
+            for item in page.get("Items", []):
+                yield str(item["user"]), _conversation(item)
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _item(self, user: str, conversation_id: str) -> dict[str, Any] | None:
         item: dict[str, Any] | None = self._table.get_item(

@@ -4,7 +4,8 @@ log group turns into metrics (https://docs.powertools.aws.dev/lambda/python/late
 "EphemeralMetrics": no state shared between answers answered at once).
 
 Namespace `docchat`; dimensions `service` (chat), `user` and `collection` (answer/usage.py);
-metrics Answers, InputTokens, OutputTokens, CacheReadTokens, CacheWriteTokens, and CostUSD when
+metrics Answers, InputTokens, OutputTokens, CacheReadTokens, CacheWriteTokens,
+RerankSearchUnits (Bedrock rerank's billed queries), and CostUSD when
 the model's price is known. A user or collection is a dimension value, so each pair is a metric
 of its own: CloudWatch bills per metric, which for a team's tens of users and collections is a
 few dollars a month (say so before using this for thousands).
@@ -33,6 +34,9 @@ class EmfUsage:
         )
         metrics.add_metric(
             name="CacheWriteTokens", unit=MetricUnit.Count, value=usage.cache_write_tokens
+        )
+        metrics.add_metric(
+            name="RerankSearchUnits", unit=MetricUnit.Count, value=usage.rerank_search_units
         )
         if usage.cost_usd is not None:
             metrics.add_metric(name="CostUSD", unit=MetricUnit.NoUnit, value=usage.cost_usd)

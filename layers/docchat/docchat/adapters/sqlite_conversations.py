@@ -131,6 +131,11 @@ class SqliteConversations:
         found = self.conversation(user, conversation_id)
         return None if found is None else ratings_of(found)
 
+    def every_conversation(self) -> Iterator[tuple[str, Conversation]]:
+        rows = self._rows("SELECT * FROM conversations ORDER BY user_id, id", ())
+        for row in rows:
+            yield row["user_id"], _conversation(row)
+
     def _rewritten(
         self, user: str, conversation_id: str, change: Callable[[list[StoredMessage]], str]
     ) -> Conversation | None:

@@ -20,7 +20,8 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
     at TEXT NOT NULL, day TEXT NOT NULL, user_id TEXT NOT NULL, collection TEXT NOT NULL,
     model TEXT NOT NULL, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
-    cache_read_tokens INTEGER NOT NULL, cache_write_tokens INTEGER NOT NULL, cost_usd REAL
+    cache_read_tokens INTEGER NOT NULL, cache_write_tokens INTEGER NOT NULL, cost_usd REAL,
+    rerank_search_units INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS answers_by_day ON answers (day);
 """
@@ -52,6 +53,7 @@ class Total:
     cache_read_tokens: int
     cost_usd: float
     unpriced: int
+    rerank_search_units: int = 0
 
 
 class SqliteUsage:
@@ -66,6 +68,11 @@ class SqliteUsage:
             self._db.execute("PRAGMA busy_timeout = 10000")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.executescript(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
+            if "rerank_search_units" not in columns:  # a file from before search units
+                self._db.execute(
+                    "ALTER TABLE answers ADD COLUMN rerank_search_units INTEGER NOT NULL DEFAULT 0"
+                )
 
     def close(self) -> None:
         self._db.close()
@@ -83,9 +90,15 @@ class SqliteUsage:
             usage.cache_read_tokens,
             usage.cache_write_tokens,
             usage.cost_usd,
+            usage.rerank_search_units,
         )
         with self._lock, self._storage(), write_transaction(self._db):
-            self._db.execute("INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            self._db.execute(
+                "INSERT INTO answers (at, day, user_id, collection, model, input_tokens,"
+                " output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,"
+                " rerank_search_units) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
 
     def totals(self, by: By, *, since: date | None = None, user: str | None = None) -> list[Total]:
         """The sums per `by` (days in order, else the costliest first), of the answers from
@@ -102,14 +115,14 @@ class SqliteUsage:
         sql = (
             f"SELECT {column} AS key, COUNT(*), SUM(input_tokens), SUM(output_tokens),"
             " SUM(cache_read_tokens), COALESCE(SUM(cost_usd), 0) AS cost,"
-            " SUM(cost_usd IS NULL) FROM answers"
+            " SUM(cost_usd IS NULL), SUM(rerank_search_units) FROM answers"
             f" WHERE {' AND '.join(where)} GROUP BY key ORDER BY {order}"
         )
         with self._lock, self._storage():
             rows = self._db.execute(sql, params).fetchall()
         return [
-            Total(str(k), int(n), int(i), int(o), int(c), round(float(d), 6), int(u))
-            for k, n, i, o, c, d, u in rows
+            Total(str(k), int(n), int(i), int(o), int(c), round(float(d), 6), int(u), int(r))
+            for k, n, i, o, c, d, u, r in rows
         ]
 
     @contextmanager

@@ -118,11 +118,17 @@ class _Progress:
             "cache_write": self.cache_write_tokens,
         }
         cost = 0.0 if model_id is None else prices.cost(model_id, **tokens)
+        units = self.reading.search_units
+        reranker = self.reading.library.reranker
+        if units and cost is not None and reranker is not None:
+            reranking = prices.search_units_cost(reranker.model_id, units)
+            cost = None if reranking is None else cost + reranking
         return Usage(
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             cache_read_tokens=self.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens,
+            rerank_search_units=units,
             cost_usd=None if cost is None else round(cost, 6),
         )
 

@@ -105,6 +105,8 @@ class Usage(_Frozen):
     output_tokens: int
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    # The reranker's billed queries (Bedrock's search units), in `cost_usd` when priced.
+    rerank_search_units: int = 0
     cost_usd: float | None = None
 
 

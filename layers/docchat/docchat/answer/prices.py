@@ -15,6 +15,12 @@ be given for one Region as "<model>@<region>":
       "cache_read": 0.33, "cache_write": 4.125}, "qwen3": {"input": 0, "output": 0}}
 
 An answer by a model no entry names has no cost (None), not a guess.
+
+A Bedrock rerank model bills search units (a query of up to 100 passages), counted in each
+answer's usage; their price is not on the pages read here (the user guide's "Pricing and search
+units" sends to the pricing page, whose stored copy lists no rerank price), so none is kept: an
+answer reranked by Bedrock has no cost until DOCCHAT_PRICES_FILE prices the model's search unit,
+e.g. {"cohere.rerank-v3-5": {"search_unit": 0.002}} (the reranker running here costs nothing).
 """
 
 from __future__ import annotations
@@ -32,12 +38,14 @@ MILLION = 1_000_000
 
 @dataclass(frozen=True)
 class Price:
-    """US dollars per million tokens."""
+    """US dollars per million tokens (per search unit for a rerank model)."""
 
-    input: float
-    output: float
+    input: float = 0.0
+    output: float = 0.0
     cache_read: float = 0.0
     cache_write: float = 0.0
+    # US dollars per search unit (a reranker's billed query), for a rerank model's entry.
+    search_unit: float | None = None
 
     def of(
         self, *, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0
@@ -117,6 +125,14 @@ class Prices:
             cache_write=cache_write,
         )
 
+    def search_units_cost(self, model_id: str, units: int) -> float | None:
+        """What `units` search units of the rerank model `model_id` cost: None unless an
+        entry prices its search units (no list price is kept here, see the module's note)."""
+        price = self.price_of(model_id)
+        if price is None or price.search_unit is None:
+            return None
+        return units * price.search_unit
+
 
 def _bare(model_id: str) -> str:
     """A model id without its ARN, geography and provider: 'claude-sonnet-4-6'."""
@@ -149,6 +165,7 @@ def load_prices(path: str, *, region: str = "") -> Prices:
         except (TypeError, ValueError) as exc:
             raise ConfigError(
                 f"DOCCHAT_PRICES_FILE {path!r}: the prices of {model!r} must be an object of "
-                f"input, output, cache_read and cache_write in USD per million tokens ({exc})"
+                f"input, output, cache_read and cache_write in USD per million tokens, or "
+                f"search_unit in USD per search unit ({exc})"
             ) from exc
     return Prices(overrides=overrides, region=region)

@@ -104,6 +104,8 @@ class Reading:
     sources: list[Chunk] = field(default_factory=list)
     calls: set[str] = field(default_factory=set)
     retrieval_s: float = 0.0
+    # What the searches' reranking was billed as (SearchResult.search_units).
+    search_units: int = 0
     # What the searches said of which documents they searched (`SearchResult.scope_note`).
     notes: list[str] = field(default_factory=list)
     _catalog: Catalog | None = field(default=None, init=False)
@@ -174,6 +176,7 @@ def search_documents(
         lambda: reading.library.search(query, top_k=reading.top_k, doc_ids=doc_ids, catalog=catalog)
     )
     reading.retrieval_s += time.monotonic() - started
+    reading.search_units += found.search_units
     numbered = [(reading.number(p.chunk), p) for p in found.passages]
     yield SourcesEvent(
         query=query,

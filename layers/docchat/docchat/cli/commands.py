@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from docchat import VERSION
-from docchat.cli import ask, collections, common, documents, evaluate, serve, usage
+from docchat.cli import ask, collections, common, documents, evaluate, feedback, serve, usage
 from docchat.cli.display import shown
 from docchat.config import Settings
 from docchat.errors import DocchatError
@@ -52,4 +52,5 @@ def parser() -> argparse.ArgumentParser:
     evaluate.add_commands(commands, common)
     collections.add_collection_commands(commands, common)
     usage.add_usage_command(commands, common)
+    feedback.add_commands(commands, common)
     return command

@@ -1,5 +1,6 @@
 """`docchat eval beir DIR`, `docchat eval qa FILE` and `docchat eval pages FILE`: retrieval and
-answer quality on public benchmarks (the measuring is docchat.evaluate's)."""
+answer quality on public benchmarks (the measuring is docchat.evaluate's); `docchat eval
+feedback` (cli/feedback.py) asks the team's own rated answers again."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from rich.progress import (
 from rich.table import Table
 
 from docchat.answer.extractive import QuoteWeights
-from docchat.cli import common
+from docchat.cli import common, feedback
 from docchat.cli.common import Commands, Opened, require_index, top_k
 from docchat.config import Settings
 from docchat.errors import DocchatError
@@ -105,6 +106,7 @@ def add_commands(subparsers: Commands, common_parser: argparse.ArgumentParser) -
         "--json", type=Path, metavar="PATH", help="also write the scores and each outcome"
     )
     pages.set_defaults(run=run_pages)
+    feedback.add_eval_command(kinds, common_parser)
 
 
 def _search_options() -> argparse.ArgumentParser:

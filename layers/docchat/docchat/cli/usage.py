@@ -65,7 +65,8 @@ def run_usage(args: argparse.Namespace, settings: Settings, opened: Opened) -> i
         common.out.print(f"no answers kept in {settings.usage_path} yet", markup=False)
         return 0
     table = Table(title=f"answers' usage in {settings.data_dir} (USD at list prices)")
-    for name in (args.by, "answers", "tokens in", "from cache", "tokens out", "cost"):
+    columns = ["answers", "tokens in", "from cache", "tokens out", "rerank units", "cost"]
+    for name in (args.by, *columns):
         table.add_column(name, justify="left" if name == args.by else "right")
     for t in [*totals, _sum(totals)]:
         cost = f"${t.cost_usd:.4f}" + (f" (+{t.unpriced} unpriced)" if t.unpriced else "")
@@ -75,6 +76,7 @@ def run_usage(args: argparse.Namespace, settings: Settings, opened: Opened) -> i
             f"{t.input_tokens:,}",
             f"{t.cache_read_tokens:,}",
             f"{t.output_tokens:,}",
+            f"{t.rerank_search_units:,}",
             cost,
         )
     common.out.print(table)
@@ -90,4 +92,5 @@ def _sum(totals: list[Total]) -> Total:
         cache_read_tokens=sum(t.cache_read_tokens for t in totals),
         cost_usd=round(sum(t.cost_usd for t in totals), 6),
         unpriced=sum(t.unpriced for t in totals),
+        rerank_search_units=sum(t.rerank_search_units for t in totals),
     )

@@ -86,6 +86,8 @@ class SearchResult:
     # What the person should know of which documents were searched: a name that several
     # companies share, each of whose documents were searched (`Catalog.ambiguity`).
     scope_note: str = ""
+    # What the reranking was billed as (Reranker.search_units; 0 when it was not reranked).
+    search_units: int = 0
 
 
 class Library:
@@ -202,7 +204,12 @@ class Library:
             )
         try:
             reranked = self.reranker.rerank(query, fused, top_n=top_k)
-            return SearchResult(first(query, reranked, catalog), reranked=True, scope_note=note)
+            return SearchResult(
+                first(query, reranked, catalog),
+                reranked=True,
+                scope_note=note,
+                search_units=self.reranker.search_units(len(fused)),
+            )
         except DocchatError as exc:
             return SearchResult(
                 first(query, fused[:top_k], catalog),

@@ -63,12 +63,16 @@ class SentenceReranker:
         store: ChunkStore | None = None,
     ) -> None:
         self.embedder = embedder
+        self.model_id = f"sentences:{embedder.model_id}"
         self.sentence_weight = sentence_weight
         self.sentence_words = sentence_words
         self.store = store
         self._cached = cached
         self._lock = threading.Lock()  # the cache is shared by concurrent searches
         self._sentences: OrderedDict[str, _Sentences] = OrderedDict()
+
+    def search_units(self, passages: int) -> int:
+        return 0  # the embedder's own model, here: nothing billed
 
     def rerank(self, query: str, passages: Sequence[Passage], *, top_n: int) -> list[Passage]:
         """The `top_n` best of `passages`, best first, each scored anew."""

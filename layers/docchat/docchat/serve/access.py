@@ -156,6 +156,11 @@ class FileUser(Rights):
     token_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     admin: bool = False
 
+    def access(self) -> Access:
+        return Access(
+            user=self.name, read=frozenset(self.read), write=frozenset(self.write), admin=self.admin
+        )
+
 
 class UsersFile(BaseModel):
     """`docchat serve --users FILE`: who may call this server with which token."""
@@ -184,14 +189,13 @@ class UsersFile(BaseModel):
         for user in self.users:
             if hmac.compare_digest(user.token_sha256, digest):
                 found = user
-        if found is None:
-            return None
-        return Access(
-            user=found.name,
-            read=frozenset(found.read),
-            write=frozenset(found.write),
-            admin=found.admin,
-        )
+        return None if found is None else found.access()
+
+    def by_name(self, name: str) -> Access | None:
+        """The access of the user called `name` (`docchat eval feedback --users`: a rated
+        question is asked again as its user)."""
+        found = next((u for u in self.users if u.name == name), None)
+        return None if found is None else found.access()
 
     def access_of(self, request: Request) -> Access:
         """The caller's access by their bearer token; CallerUnknownError (401) without one."""

@@ -165,6 +165,7 @@ def _note(line: dict[str, Any], event: ChatEvent) -> None:
                 output_tokens=usage.output_tokens,
                 cache_read_tokens=usage.cache_read_tokens,
                 cache_write_tokens=usage.cache_write_tokens,
+                rerank_search_units=usage.rerank_search_units,
                 cost_usd=usage.cost_usd,
                 total_ms=timings.total_ms,
                 retrieval_ms=timings.retrieval_ms,

@@ -33,7 +33,9 @@ const count = new Intl.NumberFormat("en");
 export function usageText(usage) {
   if (!usage || !(usage.input_tokens || usage.output_tokens)) return "";
   const cached = usage.cache_read_tokens ? ` (${count.format(usage.cache_read_tokens)} from cache)` : "";
-  const tokens = `${count.format(usage.input_tokens)} tokens in${cached}, ${count.format(usage.output_tokens)} out`;
+  const units = usage.rerank_search_units;
+  const reranked = units ? `, ${count.format(units)} rerank ${units === 1 ? "query" : "queries"}` : "";
+  const tokens = `${count.format(usage.input_tokens)} tokens in${cached}, ${count.format(usage.output_tokens)} out${reranked}`;
   if (usage.cost_usd === null || usage.cost_usd === undefined) return `${tokens} · cost unknown (no price for this model)`;
   const cost = usage.cost_usd < 0.01 ? usage.cost_usd.toFixed(4) : usage.cost_usd.toFixed(2);
   return `${tokens} · about $${cost}`;

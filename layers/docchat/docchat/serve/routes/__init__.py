@@ -10,6 +10,7 @@ ROUTERS = (
     documents.collections_router,
     conversations.router,
     feedback.router,
+    feedback.team_router,
     chat.router,
     openai.router,
 )

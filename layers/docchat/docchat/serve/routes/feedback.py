@@ -7,20 +7,27 @@ PUT|DELETE /conversations/{id}/answers/{n}/feedback   rate the answer at positio
                                                       GET /conversations/{id} lists them), or
                                                       clear its rating
 
+GET /feedback                                         (admins) every user's rated answers as the
+                                                      team's question set, JSON lines, as
+                                                      `docchat feedback export` writes them
+DELETE /feedback                                      (admins) clear every rating
+
 Another user's conversation is not found, exactly as on the conversation routes. A rating keeps
 the version of each cited document the caller may read when rating, and goes when its answer is
-asked again or the conversation is deleted.
+asked again or the conversation is deleted. Any other caller of /feedback is refused (403).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi import Path as PathParam
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from docchat.answer.conversations import now, ratings_of
+from docchat.answer.feedback import every_rated_question, forget_ratings
+from docchat.errors import AccessDeniedError
 from docchat.limits import MAX_FEEDBACK_CHARS
 from docchat.models import Citation, Feedback, RatedAnswer
 from docchat.serve.errors import documented
@@ -28,6 +35,11 @@ from docchat.serve.routes.conversations import ConversationId, not_found
 from docchat.serve.state import AppState, State
 
 router = APIRouter(prefix="/conversations", tags=["conversations"])
+team_router = APIRouter(prefix="/feedback", tags=["conversations"])
+ADMINS_ONLY = (
+    "only an admin may read or clear every user's feedback; your own is at "
+    "GET /conversations/{id}/feedback"
+)
 Position = PathParam(ge=0, description="the answer's position among the conversation's messages")
 
 
@@ -49,6 +61,10 @@ class FeedbackRequest(BaseModel):
 
 class Ratings(BaseModel):
     ratings: list[RatedAnswer]
+
+
+class RatingsCleared(BaseModel):
+    cleared: int = Field(description="how many answers' ratings were cleared")
 
 
 class FeedbackCleared(BaseModel):
@@ -118,3 +134,41 @@ def _versions(http: Request, state: AppState, cited: list[Citation]) -> dict[str
         if record is not None and record.version:
             versions[doc_id] = record.version
     return versions
+
+
+_JSON_LINES: dict[int | str, dict[str, object]] = {
+    200: {
+        "description": "one rated answer per line (docchat.models.RatedQuestion)",
+        "content": {"application/jsonl": {"schema": {"type": "string"}}},
+    }
+}
+
+
+@team_router.get(
+    "", response_class=Response, responses={**_JSON_LINES, **documented(501, 503, 507)}
+)
+def export(http: Request, state: State) -> Response:
+    """(Admins) Every user's rated answers: question, the turns before it, scope, citations and
+    rating, one JSON object per line."""
+    _admin_only(http, state)
+    lines = "".join(q.model_dump_json() + "\n" for q in every_rated_question(state.conversations))
+    return Response(
+        lines,
+        media_type="application/jsonl",
+        headers={
+            "Cache-Control": "no-store",
+            "Content-Disposition": 'attachment; filename="feedback.jsonl"',
+        },
+    )
+
+
+@team_router.delete("", responses=documented(501, 503, 507))
+def clear_all(http: Request, state: State) -> RatingsCleared:
+    """(Admins) Clear every user's ratings; the answers stay in their conversations."""
+    _admin_only(http, state)
+    return RatingsCleared(cleared=forget_ratings(state.conversations))
+
+
+def _admin_only(http: Request, state: AppState) -> None:
+    if not state.access(http).admin:
+        raise AccessDeniedError(ADMINS_ONLY)

@@ -365,3 +365,75 @@ def _best(chunk: Chunk, wanted: set[str]) -> tuple[int, str] | None:
     """The page and text of `best_quote`."""
     span = best_quote(chunk, wanted)
     return (span.page, span.text) if span else None
+
+
+# Three sentences of a 10-K's controls section, which overlapping chunks both hold.
+INITIATIVE = (
+    "The Company is implementing a multi-year, enterprise-wide initiative to integrate, "
+    "simplify and standardize processes and systems for the human resources, information "
+    "technology, procurement, supply chain and finance functions.",
+    "These are enhancements to support the growth of the Company's financial shared service "
+    "capabilities and standardize financial systems.",
+    "This initiative is not in response to any identified deficiency or weakness in the "
+    "Company's internal control over financial reporting.",
+)
+
+
+def test_no_sentence_is_quoted_twice_from_overlapping_chunks() -> None:
+    # Given two chunks that overlap by a sentence (as ingestion's chunk overlap makes them),
+    # and the passage that holds the figure
+    first, second, third = INITIATIVE
+    passages = [
+        _chunk(f"Changes in internal control. {first} {second}", 0),
+        _chunk(f"{second} {third} Other matters follow here.", 1),
+        _chunk(
+            "Worldwide sales were $94.9 billion for 2022, an increase of 1.3% as compared to "
+            "2021. Sales by U.S. companies were $48.6 billion in 2022.",
+            2,
+        ),
+    ]
+
+    # When a question's quotes are chosen (main quoted the second sentence twice, and the
+    # third twice, in four quotes: a JnJ 10-K question's answer did)
+    quotes = answer_quotes(
+        "Are JnJ's FY2022 financials that of a high growth company?",
+        passages,
+        threshold=0.0,
+        weights=WEIGHTS,
+    )
+
+    # Then each sentence is read once, and the figure is still among them
+    said = [s for q in quotes for s in INITIATIVE if s in q.text]
+    assert len(said) == len(set(said)), [q.text for q in quotes]
+    assert any("1.3%" in q.text for q in quotes)
+
+
+def test_a_quote_sharing_a_sentence_with_a_chosen_one_is_quoted_by_its_other_sentence() -> None:
+    # Given a 10-K's dividend sentences in two overlapping chunks: the second sentence is
+    # quoted (with the one after it) from the first chunk, and joined to the first sentence
+    # in the second
+    paid = "The quarterly cash dividend declared by the Board was $0.55 and $0.50 per share in "
+    paid += "2022 and 2021, respectively."
+    raised = (
+        "In December 2022, the Board authorized a 10% increase in the quarterly cash dividend "
+        "to $0.605 per share effective in 2023."
+    )
+    always = "CVS Health Corporation has paid cash dividends every quarter since becoming a public "
+    always += "company."
+    passages = [
+        _chunk(f"Dividends. {raised} {always}", 0),
+        _chunk(f"{paid} {raised}", 1),
+    ]
+
+    quotes = answer_quotes(
+        "Has CVS Health paid dividends to common shareholders in Q2 of FY2022?",
+        passages,
+        threshold=0.0,
+        weights=WEIGHTS,
+    )
+
+    # Then the dividend paid is quoted by itself, and no sentence twice (main quoted the
+    # raise twice; dropping the second quote whole lost the $0.55)
+    texts = [q.text for q in quotes]
+    assert paid in texts, texts
+    assert sum(raised in t for t in texts) == 1, texts

@@ -12,7 +12,7 @@ import pytest
 from docchat.ingest.filings import filing_title
 from docchat.search.concepts import as_asked, hinted
 from docchat.search.terms import asked
-from tests.unit.test_shelf import SHELF, _pages, _statement
+from tests.unit.test_shelf import SHELF, _cover, _pages, _statement
 from tests.unit.test_table_quotes import _ask, _library
 
 # How a filing explains its own measures (the wording of many 10-Ks' "Non-GAAP measures"): the
@@ -253,3 +253,72 @@ def test_an_income_statement_outranks_prose_on_revenue_for_a_margin_question(
 
     # Then the statement leads (before: "revenue" alone counted as the operating margin)
     assert "Operating income" in found.passages[0].chunk.text, found.passages[0].chunk.text
+
+
+# An AOCI reclassification table, which names "the Income Statement" in its own header
+RECLASSIFIED = _statement(
+    "Reclassifications from Accumulated Other Comprehensive Loss",
+    "|  | 2022 | 2021 | Affected Line Item in the Income Statement |",
+    [
+        "| Commodity contracts | (252) | (190) | Cost of sales |",
+        "| Divestitures | — | 18 | Selling, general and administrative expenses |",
+        "| Net losses after tax | 360 | 234 |  |",
+    ],
+)
+
+
+@pytest.mark.parametrize(
+    ("company", "caption", "figure"),
+    [
+        ("PEPSICO, INC.", "Restructuring and impairment charges", "411"),
+        ("GENERAL MILLS, INC.", "Restructuring, impairment, and other exit costs", "170"),
+        ("KELLOGG COMPANY", "Restructuring charges", "92"),
+    ],
+)
+def test_restructuring_costs_are_found_by_the_charges_a_statement_prints(
+    tmp_path: Path, company: str, caption: str, figure: str
+) -> None:
+    # Given a company's income statement, whose restructuring line has its own caption, and a
+    # reclassification table whose header names the income statement
+    statement = _statement(
+        "Consolidated Statement of Income",
+        "|  | 2022 | 2021 |",
+        [
+            "| Net revenue | 86,392 | 79,474 |",
+            "| Cost of sales | 40,576 | 37,075 |",
+            "| Selling, general and administrative expenses | 34,459 | 31,237 |",
+            f"| {caption} | {figure} | 247 |",
+            "| Operating profit | 11,512 | 11,162 |",
+        ],
+    )
+    cover = _cover("10-K", "fiscal year ended December 31, 2022", company, "XX", "NYSE")
+    pages = _pages([cover, RECLASSIFIED, statement])
+    library = _library(tmp_path, {"co": pages}, titles={"co": filing_title(pages)})
+
+    # When the question says "restructuring costs" (PepsiCo's FinanceBench question)
+    text, citations = _ask(
+        library,
+        "What is the quantity of restructuring costs directly outlined in the company's income "
+        "statements for FY2022? If restructuring costs are not explicitly outlined then state 0.",
+    )
+
+    # Then the statement's restructuring row is the first quote, not the reclassification
+    # table's rows for the "Income Statement" in their header
+    assert citations, text
+    assert caption in citations[0].quote and figure in citations[0].quote, text
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What were the company's restructuring costs in FY2022?",
+        "How much did restructuring cost Kellogg in 2022?",
+    ],
+)
+def test_restructuring_costs_are_searched_by_the_captions_statements_print(question: str) -> None:
+    # Statements print "Restructuring charges", "Restructuring and impairment charges": before,
+    # only the question's words were searched, and on PepsiCo's 10-K among 21 filings the row
+    # (411) was not among the passages quoted
+    searched = hinted(question).split("?", 1)[1]
+    assert "restructuring charges" in searched
+    assert "restructuring and impairment charges" in searched

@@ -7,7 +7,6 @@ settings (`QuoteWeights`, from `Settings.quote_*`), never defaults here.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -20,6 +19,7 @@ from docchat.answer.amounts import (
     named_as_asked,
     year_figures,
 )
+from docchat.answer.choosing import diverse, precedence
 from docchat.answer.lists import ANNOUNCES, list_after
 from docchat.config import Settings
 from docchat.models import Chunk
@@ -51,7 +51,6 @@ CUT_OFF_CHARS = 80
 # The best candidates checked for boilerplate (each is a search of the index).
 BOILERPLATE_CHECKED = 8
 # A sentence sharing this much of its words (Jaccard) with a chosen one is not quoted.
-NEAR_DUPLICATE = 0.8
 _FINISHED = re.compile(r"[.!?;:][\"'\u201d\u2019)\]]*$")
 
 
@@ -227,7 +226,7 @@ def answer_quotes(
     scored = _amounts_first(scored)
     if boilerplate is not None:
         scored = _boilerplate_last(scored, boilerplate)
-    chosen = _diverse(scored, limit=limit, diversity=weights.quote_diversity)
+    chosen = diverse(scored, limit=limit, diversity=weights.quote_diversity, alone=score.alone)
     return _with_lists(chosen, lists, limit=limit)
 
 
@@ -251,22 +250,22 @@ class _Scorer:
         self.openers = _section_openers(asked.wanted, asked.passages)
         self.years = years(asked.text)
 
-    def __call__(self, k: int) -> Quote | None:
-        """Candidate `k` as a quote (joined with the next sentence when both are short), or
-        None when neither it nor its headings hold a word of the question."""
+    def __call__(self, k: int, *, alone: bool = False) -> Quote | None:
+        """Candidate `k` as a quote (joined with the next sentence when both are short, unless
+        `alone`), or None when neither it nor its headings hold a word of the question."""
         asked, w = self.asked, self.weights
         number, span = asked.candidates[k]
         text, last, found = span.text, span, asked.seen[k]
         cosines = [self.similarity.get((span.chunk.chunk_id, span.start), 0.0)]
         after = asked.candidates[k + 1][1] if k + 1 < len(asked.candidates) else None
         j = k
-        if after is not None and _joins(span, after):
+        if after is not None and not alone and _joins(span, after):
             text = quote_text(span.chunk.text, span.start, after.end)
             last, j = after, k + 1
             found = found | asked.seen[j]
             cosines.append(self.similarity.get((after.chunk.chunk_id, after.start), 0.0))
         going_on = asked.candidates[j + 1][1] if j + 1 < len(asked.candidates) else None
-        if going_on is not None and _goes_on(last, going_on):
+        if going_on is not None and not alone and _goes_on(last, going_on):
             # A sentence a page break cuts goes on with the next page's first: quoted whole,
             # each page's part as that page has it.
             text = f"{text} {going_on.text}"
@@ -311,6 +310,13 @@ class _Scorer:
             if self.amounts
             else 0,
         )
+
+    def alone(self, span: Span) -> Quote | None:
+        """The sentence `span` quoted by itself, scored as such."""
+        for k, (_, candidate) in enumerate(self.asked.candidates):
+            if candidate is span:
+                return self(k, alone=True)
+        return None
 
 
 def _goes_on(span: Span, after: Span) -> bool:
@@ -424,49 +430,6 @@ def _boilerplate_last(
     scored: list[Quote], boilerplate: Callable[[Sequence[str]], set[str]]
 ) -> list[Quote]:
     """`scored`, those of the best BOILERPLATE_CHECKED that `boilerplate` names marked so."""
-    best = sorted(scored, key=lambda q: (*_precedence(q), q.score), reverse=True)
+    best = sorted(scored, key=lambda q: (*precedence(q), q.score), reverse=True)
     found = boilerplate([q.text for q in best[:BOILERPLATE_CHECKED]])
     return [replace(q, boilerplate=True) if q.text in found else q for q in scored]
-
-
-def _precedence(quote: Quote) -> tuple[bool, bool, int, bool, int]:
-    """What puts a quote before a better-scored one (`_diverse`), most telling first."""
-    return (quote.valued, quote.leads, quote.scoped, quote.dated, quote.named)
-
-
-def _diverse(scored: list[Quote], *, limit: int, diversity: float) -> list[Quote]:
-    """Up to `limit` quotes, greedily: boilerplate last; first rows holding a value the
-    question names in the column it names (`cell_match`), then those that lead, and of them the
-    asked segment's figures and those not of another segment first (`figure_scope`: a
-    segment's amount still comes before a sentence holding none), then those naming an asked
-    year, then rows named as asked (more of the question's words first), then
-    the best score less `diversity` times the overlap with those already chosen."""
-    chosen: list[Quote] = []
-    chosen_terms: list[set[str]] = []
-    pool = sorted(scored, key=lambda q: -q.score)
-    while pool and len(chosen) < limit:
-        best_i, best_value = -1, (False, False, False, -1, False, 0, -math.inf)
-        for i, quote in enumerate(pool):
-            found = terms(quote.text)
-            overlap = max((_jaccard(found, other) for other in chosen_terms), default=0.0)
-            if overlap >= NEAR_DUPLICATE or _repeats(quote, chosen):
-                continue
-            value = (not quote.boilerplate, *_precedence(quote), quote.score - diversity * overlap)
-            if value > best_value:
-                best_i, best_value = i, value
-        if best_i < 0:
-            break
-        quote = pool.pop(best_i)
-        chosen.append(quote)
-        chosen_terms.append(terms(quote.text))
-    return chosen
-
-
-def _jaccard(a: set[str], b: set[str]) -> float:
-    return len(a & b) / len(a | b) if a or b else 1.0
-
-
-def _repeats(quote: Quote, chosen: Sequence[Quote]) -> bool:
-    """Whether `quote` says what a chosen one says (the same text, or inside it)."""
-    mine = quote.text.casefold()
-    return any(mine in other.text.casefold() or other.text.casefold() in mine for other in chosen)

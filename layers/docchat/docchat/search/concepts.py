@@ -114,6 +114,13 @@ _NAMES: tuple[tuple[str, ...], ...] = (
     ("dividends paid", "cash dividends", "dividends to shareholders"),
     ("share repurchases", "purchases of treasury stock", "repurchases of common stock"),
     ("interest expense", "interest and debt expense"),
+    (
+        "restructuring costs",
+        "restructuring charges",
+        "restructuring expenses",
+        "restructuring and impairment charges",
+        "restructuring and related charges",
+    ),
     ("total assets", "assets"),
 )
 # What questions call a line item and no statement prints: asked by, never searched for (a

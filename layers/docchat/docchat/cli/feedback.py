@@ -85,7 +85,8 @@ def run_export(args: argparse.Namespace, settings: Settings, opened: Opened) -> 
         args.out.write_text(lines, encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot write {args.out}: {exc.strerror or exc}") from exc
-    common.err.print(f"{len(questions)} rated answers written to {args.out}", markup=False)
+    said = "1 rated answer" if len(questions) == 1 else f"{len(questions)} rated answers"
+    common.err.print(f"{said} written to {args.out}", markup=False)
     return 0
 
 
@@ -100,7 +101,8 @@ def run_delete(args: argparse.Namespace, settings: Settings, opened: Opened) -> 
         from docchat.wiring.local import local_conversations
 
         cleared = forget_ratings(opened.closed_later(local_conversations(settings)))
-    common.out.print(f"{cleared} ratings cleared in {settings.conversations_path}", markup=False)
+    said = "1 rating" if cleared == 1 else f"{cleared} ratings"
+    common.out.print(f"{said} cleared in {settings.conversations_path}", markup=False)
     return 0
 
 

@@ -15,7 +15,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from docchat.adapters.sqlite_errors import StorageKind, storage_error, write_transaction
+from docchat.adapters.sqlite_errors import (
+    StorageKind,
+    storage_error,
+    writable,
+    write_transaction,
+)
 from docchat.answer.conversations import decoded_messages, extended, now, rated, ratings_of
 from docchat.errors import (
     IndexSchemaError,
@@ -49,10 +54,7 @@ class SqliteConversations:
         self._lock = threading.RLock()
         with self._storage():
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self._db.row_factory = sqlite3.Row
-            self._db.execute("PRAGMA busy_timeout = 10000")
-            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db = writable(path)
             self._db.executescript(_SCHEMA)
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
             (schema,) = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()

@@ -1,6 +1,6 @@
 """What a failed SQLite call means for its file: one classification for the index and the
-saved conversations, each with its own words for what the user should do; and the write
-transaction both use, which a failure leaves ended."""
+saved conversations, each with its own words for what the user should do; how each of them
+opens its file, and the write transaction they use, which a failure leaves ended."""
 
 from __future__ import annotations
 
@@ -59,6 +59,17 @@ def _disk_full(path: Path, kind: str) -> bool:
         return shutil.disk_usage(path.parent).free < 256 * 1024
     except OSError:
         return False
+
+
+def writable(path: Path) -> sqlite3.Connection:
+    """A connection to the SQLite file at `path` as every writer here opens one: autocommit
+    (transactions are `write_transaction`'s), usable from the server's threads, rows by name,
+    waiting up to 10 s for another writer, in WAL mode (readers do not block the writer)."""
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    db.row_factory = sqlite3.Row
+    db.execute("PRAGMA busy_timeout = 10000")
+    db.execute("PRAGMA journal_mode = WAL")
+    return db
 
 
 @contextmanager

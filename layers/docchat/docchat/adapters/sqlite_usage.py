@@ -13,7 +13,12 @@ from datetime import date
 from pathlib import Path
 from typing import Literal
 
-from docchat.adapters.sqlite_errors import StorageKind, storage_error, write_transaction
+from docchat.adapters.sqlite_errors import (
+    StorageKind,
+    storage_error,
+    writable,
+    write_transaction,
+)
 from docchat.answer.usage import Spent
 
 _SCHEMA = """
@@ -64,9 +69,7 @@ class SqliteUsage:
         self._lock = threading.Lock()
         with self._storage():
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA busy_timeout = 10000")
-            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db = writable(path)
             self._db.executescript(_SCHEMA)
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
             if "rerank_search_units" not in columns:  # a file from before search units

@@ -12,7 +12,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from docchat.adapters.sqlite_errors import StorageKind, storage_error, write_transaction
+from docchat.adapters.sqlite_errors import (
+    StorageKind,
+    storage_error,
+    writable,
+    write_transaction,
+)
 from docchat.errors import IndexMissingError, ReadOnlyStorageError, StorageError
 
 # What each kind of failure means for a user of the index, and what to do.
@@ -59,11 +64,7 @@ class Database:
                 f"({exc.strerror or exc}): choose a writable --data-dir"
             ) from exc
         with self.storage():
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            db.row_factory = sqlite3.Row
-            db.execute("PRAGMA busy_timeout = 10000")
-            db.execute("PRAGMA journal_mode = WAL")
-        return db
+            return writable(self.path)
 
     def _open_read_only(self) -> sqlite3.Connection:
         """A read-only connection; `immutable` where SQLite cannot even make its WAL index

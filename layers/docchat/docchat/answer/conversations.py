@@ -68,24 +68,30 @@ def rated(saved: Sequence[StoredMessage], position: int, feedback: Feedback | No
     return encoded_messages([*saved[:position], changed, *saved[position + 1 :]])
 
 
-def ratings_of(conversation: Conversation) -> list[RatedAnswer]:
-    """The conversation's rated answers, in order, each with the question it answers."""
-    found: list[RatedAnswer] = []
-    question = ""
+def rated_positions(conversation: Conversation) -> Iterator[tuple[int, int | None, Feedback]]:
+    """Each rated answer's position and rating, with the position of the question before it
+    (None for an answer no question comes before)."""
+    asked: int | None = None
     for position, message in enumerate(conversation.messages):
         if message.role == "user":
-            question = message.content
+            asked = position
         elif message.feedback is not None:
-            found.append(
-                RatedAnswer(
-                    position=position,
-                    question=question,
-                    answer=message.content,
-                    citations=message.citations,
-                    feedback=message.feedback,
-                )
-            )
-    return found
+            yield position, asked, message.feedback
+
+
+def ratings_of(conversation: Conversation) -> list[RatedAnswer]:
+    """The conversation's rated answers, in order, each with the question it answers."""
+    messages = conversation.messages
+    return [
+        RatedAnswer(
+            position=position,
+            question="" if asked is None else messages[asked].content,
+            answer=messages[position].content,
+            citations=messages[position].citations,
+            feedback=feedback,
+        )
+        for position, asked, feedback in rated_positions(conversation)
+    ]
 
 
 def decoded_messages(text: str) -> list[StoredMessage]:

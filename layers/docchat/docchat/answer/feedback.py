@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from docchat.answer.conversations import rated_positions
 from docchat.errors import AnswerNotFoundError
 from docchat.models import Conversation, RatedQuestion, Turn
 from docchat.ports import ConversationStore
@@ -18,24 +19,21 @@ from docchat.ports import ConversationStore
 
 def rated_questions(user: str, conversation: Conversation) -> Iterator[RatedQuestion]:
     """The conversation's rated answers, in order, each as a question of the set."""
-    asked: int | None = None  # the position of the question the next answer answers
-    for position, message in enumerate(conversation.messages):
-        if message.role == "user":
-            asked = position
-            continue
-        if message.feedback is None or asked is None:
-            continue  # not rated, or an answer with no question before it
-        question = conversation.messages[asked]
+    messages = conversation.messages
+    for position, asked, feedback in rated_positions(conversation):
+        if asked is None:
+            continue  # an answer with no question before it: nothing to ask again
+        question, message = messages[asked], messages[position]
         yield RatedQuestion(
             user=user,
             conversation_id=conversation.id,
             position=position,
             question=question.content,
-            history=[Turn(role=m.role, content=m.content) for m in conversation.messages[:asked]],
+            history=[Turn(role=m.role, content=m.content) for m in messages[:asked]],
             scope=question.scope,
             answer=message.content,
             citations=message.citations,
-            feedback=message.feedback,
+            feedback=feedback,
         )
 
 

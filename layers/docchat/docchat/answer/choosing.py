@@ -39,18 +39,19 @@ def diverse(
     the best score less `diversity` times the overlap with those already chosen."""
     chosen: list[Quote] = []
     chosen_terms: list[set[str]] = []
+    said: set[str] = set()  # the sentences of the chosen quotes (`_sentences_of`)
     pool = sorted(scored, key=lambda q: -q.score)
     while pool and len(chosen) < limit:
         best_i, best_value = -1, (False, False, False, -1, False, 0, -math.inf)
         for i, quote in enumerate(pool):
-            if _repeats(quote, chosen):
-                unsaid = _unsaid(quote, chosen, alone)
+            if _repeats(quote, chosen, said):
+                unsaid = _unsaid(quote, chosen, said, alone)
                 if unsaid is None:
                     continue
                 pool[i] = quote = unsaid
             found = terms(quote.text)
             overlap = max((_jaccard(found, other) for other in chosen_terms), default=0.0)
-            if overlap >= NEAR_DUPLICATE or _repeats(quote, chosen):
+            if overlap >= NEAR_DUPLICATE:
                 continue
             value = (not quote.boilerplate, *precedence(quote), quote.score - diversity * overlap)
             if value > best_value:
@@ -60,6 +61,7 @@ def diverse(
         quote = pool.pop(best_i)
         chosen.append(quote)
         chosen_terms.append(terms(quote.text))
+        said |= _sentences_of(quote.text)
     return chosen
 
 
@@ -67,19 +69,21 @@ def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
-def _repeats(quote: Quote, chosen: Sequence[Quote]) -> bool:
+def _repeats(quote: Quote, chosen: Sequence[Quote], said: set[str]) -> bool:
     """Whether `quote` says what a chosen one says: the same text, inside it, or a sentence of
-    it (two quotes of two sentences each from overlapping chunks share one, and the reader
-    would read it twice)."""
+    it, one of those `said` (two quotes of two sentences each from overlapping chunks share
+    one, and the reader would read it twice)."""
     mine = quote.text.casefold()
     if any(mine in other.text.casefold() or other.text.casefold() in mine for other in chosen):
         return True
-    said = _sentences_of(quote.text)
-    return any(not said.isdisjoint(_sentences_of(other.text)) for other in chosen)
+    return not said.isdisjoint(_sentences_of(quote.text))
 
 
 def _unsaid(
-    quote: Quote, chosen: Sequence[Quote], alone: Callable[[Span], Quote | None]
+    quote: Quote,
+    chosen: Sequence[Quote],
+    said: set[str],
+    alone: Callable[[Span], Quote | None],
 ) -> Quote | None:
     """A quote of two sentences joined (`_joins`) of which a chosen quote holds one, as the
     other alone, scored anew (`alone`): "The dividend was $0.55 ... ." after a quote of the
@@ -89,12 +93,11 @@ def _unsaid(
         return None
     if quote.text != quote_text(first.chunk.text, first.start, last.end):
         return None  # clipped, or going on past a page break: not two sentences to part
-    said = set().union(*(_sentences_of(other.text) for other in chosen))
-    keep = [span for span in (first, last) if not _sentences_of(span.text) & said]
+    keep = [span for span in (first, last) if said.isdisjoint(_sentences_of(span.text))]
     if len(keep) != 1 or not _sentences_of(keep[0].text):
         return None
     found = alone(keep[0])
-    return None if found is None or _repeats(found, chosen) else found
+    return None if found is None or _repeats(found, chosen, said) else found
 
 
 def _sentences_of(text: str) -> set[str]:

@@ -149,6 +149,8 @@ def test_the_longest_matching_name_and_the_regions_override_win() -> None:
         ("[1, 2]", "must hold a JSON object"),
         ('{"qwen3": {"input": "cheap"}}', "USD per million tokens"),
         ('{"qwen3": {"inputs": 1}}', "USD per million tokens"),
+        # a token price needs both sides (a rerank model's entry is its search_unit alone)
+        ('{"qwen3": {"input": 1}}', "needs input and output"),
     ],
 )
 def test_a_bad_prices_file_is_a_clear_error(tmp_path: Path, content: str, said: str) -> None:

@@ -161,7 +161,10 @@ def load_prices(path: str, *, region: str = "") -> Prices:
     overrides: dict[str, Price] = {}
     for model, fields in raw.items():
         try:
-            overrides[str(model)] = Price(**{k: float(v) for k, v in dict(fields).items()})
+            given = {k: float(v) for k, v in dict(fields).items()}
+            if "search_unit" not in given and not {"input", "output"} <= given.keys():
+                raise ValueError("a model's entry needs input and output")
+            overrides[str(model)] = Price(**given)
         except (TypeError, ValueError) as exc:
             raise ConfigError(
                 f"DOCCHAT_PRICES_FILE {path!r}: the prices of {model!r} must be an object of "

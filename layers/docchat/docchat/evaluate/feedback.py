@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from docchat.errors import ConfigError
+from docchat.errors import EvaluationDataError
 from docchat.llm import Message
 from docchat.models import Citation, DocumentRecord, RatedQuestion
 from docchat.search.library import Visible
@@ -106,14 +106,14 @@ def scores(outcomes: Sequence[Outcome]) -> FeedbackScores:
 
 
 def load_rated(path: Path) -> list[RatedQuestion]:
-    """A question set exported by `docchat feedback export` (JSON lines), or ConfigError
-    naming the first line that is not one."""
+    """A question set exported by `docchat feedback export` (JSON lines), or
+    EvaluationDataError naming the first line that is not one (as `load_pages`)."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise EvaluationDataError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path} is not UTF-8 text: {exc.reason}") from exc
+        raise EvaluationDataError(f"{path} is not UTF-8 text: {exc.reason}") from exc
     found: list[RatedQuestion] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -121,7 +121,7 @@ def load_rated(path: Path) -> list[RatedQuestion]:
         try:
             found.append(RatedQuestion.model_validate(json.loads(line)))
         except (json.JSONDecodeError, ValidationError) as exc:
-            raise ConfigError(
+            raise EvaluationDataError(
                 f"{path}, line {number}, is not a rated answer as `docchat feedback export` "
                 f"writes them ({_first_problem(exc)})"
             ) from exc

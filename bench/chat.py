@@ -71,6 +71,7 @@ from docchat.search.library import Library
 from docchat.serve.app import create_app
 from docchat.wiring import agent_config
 from index_data import read_jsonl, sentence_parts
+from report import table
 
 # What the product does by default (docchat/config.py), so the table measures that.
 DEFAULTS = Settings.from_env({})
@@ -121,6 +122,9 @@ class Row:
     delta: str = "-"
     budget: str = "-"
     result: str = "info"
+
+
+HEADER = Row("measurement", "p50/value", "p95", "baseline", "ratio/delta", "budget", "result")
 
 
 # --- the corpus --------------------------------------------------------------------------------
@@ -571,15 +575,6 @@ def python_version(python: Path) -> str:
 # --- the table ---------------------------------------------------------------------------------
 
 
-def table(rows: Sequence[Row]) -> str:
-    header = Row("measurement", "p50/value", "p95", "baseline", "ratio/delta", "budget", "result")
-    cells = [list(vars(row).values()) for row in (header, *rows)]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(cells[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in cells]
-    rule = "-" * len(lines[0])
-    return "\n".join([lines[0], rule, *lines[1:], rule])
-
-
 def main() -> int:
     # The chat API logs each request as JSON on stdout; here stdout carries only the table.
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
@@ -630,7 +625,7 @@ def main() -> int:
         f"text; vectors: seeded random unit float32, dim {DIMENSION} (not embeddings); "
         f"{len(queries)} {kind} queries, query vectors precomputed (no embedding timed)"
     )
-    print(table(rows))
+    print(table(HEADER, rows))
     if profile:
         print("\nhybrid_search over budget; cProfile, top 15 by cumulative time:\n" + profile)
     if imports:

@@ -68,6 +68,7 @@ from index_data import (
     open_index,
     queries,
 )
+from report import table
 
 DEFAULTS = Settings.from_env({})
 SEARCH: dict[str, Any] = {
@@ -115,6 +116,9 @@ class Row:
     ratio: str = "-"
     budget: str = "-"
     result: str = "info"
+
+
+HEADER = Row("measurement", "value", "baseline", "ratio", "budget", "result")
 
 
 def p50(values: Sequence[float]) -> float:
@@ -756,17 +760,6 @@ def embedding_rows() -> list[Row]:
 # --- the run ---------------------------------------------------------------------------------
 
 
-def table(rows: Sequence[Row]) -> str:
-    header = Row("measurement", "value", "baseline", "ratio", "budget", "result")
-    widths = [max(len(getattr(r, f)) for r in (header, *rows)) for f in asdict(header)]
-    lines = [
-        "  ".join(str(v).ljust(w) for v, w in zip(asdict(r).values(), widths, strict=True))
-        for r in (header, *rows)
-    ]
-    rule = "-" * len(lines[0])
-    return "\n".join([lines[0], rule, *lines[1:], rule])
-
-
 def environment() -> str:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     return (
@@ -821,7 +814,7 @@ def main() -> int:
         f"embeddings), built through SqliteIndex.replace_document; {len(asked)} queries; "
         f"{time.monotonic() - started:.0f} s"
     )
-    print(table(rows))
+    print(table(HEADER, rows))
     report = {"environment": environment(), "rows": [asdict(r) for r in rows]}
     print(json.dumps(report))
     if args.json:

@@ -49,6 +49,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report import table
+
 # LanceDB warns on stderr at every query whose columns leave out _distance or _score.
 os.environ.setdefault("LANCEDB_LOG", "error")
 
@@ -71,6 +73,9 @@ class Row:
     ratio: str = "-"
     target: str = "-"
     result: str = "info"
+
+
+HEADER = Row("measurement", "docchat", "LanceDB", "ratio", "target", "result")
 
 
 def log(message: str) -> None:
@@ -434,17 +439,6 @@ def run(args: argparse.Namespace) -> tuple[list[Row], dict[str, Any]]:
     return rows, config
 
 
-def table_of(rows: Sequence[Row]) -> str:
-    header = Row("measurement", "docchat", "LanceDB", "ratio", "target", "result")
-    widths = [max(len(getattr(r, f)) for r in (header, *rows)) for f in asdict(header)]
-    lines = [
-        "  ".join(str(v).ljust(w) for v, w in zip(asdict(r).values(), widths, strict=True))
-        for r in (header, *rows)
-    ]
-    rule = "-" * len(lines[0])
-    return "\n".join([lines[0], rule, *lines[1:], rule])
-
-
 def environment() -> str:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     return (
@@ -485,7 +479,7 @@ def main() -> int:
         "hybrid_search with the product's defaults; LanceDB: native FTS on the chunk's "
         f"contextual text, RRF hybrid; {time.monotonic() - started:.0f} s"
     )
-    print(table_of(rows))
+    print(table(HEADER, rows))
     if args.json:
         report = {"environment": environment(), "config": config, "rows": [asdict(r) for r in rows]}
         args.json.write_text(json.dumps(report, indent=2))

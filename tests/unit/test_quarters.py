@@ -124,6 +124,6 @@ def test_a_year_alone_names_no_quarter() -> None:
 def test_a_quarter_a_page_prints_with_a_hyphen_holds_the_questions_quarter(printed: str) -> None:
     # Releases print "Fourth-Quarter"; `words` joins hyphenated words ("1040-NR"), so before,
     # "Q4" was not held by it and the release's sentences lost the question's period.
-    from docchat.search.concepts import periods_held
+    from docchat.search.variants import periods_held
 
     assert periods_held("What was Boeing's Q4 revenue?", f"Boeing Reports {printed}") == {"q4"}

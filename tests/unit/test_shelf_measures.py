@@ -322,3 +322,64 @@ def test_restructuring_costs_are_searched_by_the_captions_statements_print(quest
     searched = hinted(question).split("?", 1)[1]
     assert "restructuring charges" in searched
     assert "restructuring and impairment charges" in searched
+
+
+# Prose a 10-K's accounting policies and audit report hold about margins and taxes: the
+# measure's words, and no figure of it.
+ESTIMATES = (
+    "# Critical Accounting Policies\nChanges in estimates of program gross profit margins are "
+    "recognized in the period in which they are determined; gross margin on contracts depends "
+    "on estimates of cost.\nOur effective tax rate is affected by tax credits, and we review our "
+    "estimated effective tax rate each quarter.\nMargins and effective rates are judgments."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "heading", "rows", "wanted"),
+    [
+        (
+            "Does Boeing have an improving gross margin profile as of FY2022?",
+            "Consolidated Statements of Operations",
+            [
+                "| Total revenues | 66,608 | 62,286 | 58,158 |",
+                "| Cost of products | (54,140) | (50,980) | (54,412) |",
+                "| Cost of services | (9,451) | (9,804) | (9,269) |",
+            ],
+            "Cost of products",
+        ),
+        (
+            "Are Best Buy's gross margins historically consistent?",
+            "Consolidated Statements of Earnings",
+            [
+                "| Revenue | 46,298 | 51,761 | 47,262 |",
+                "| Cost of sales | 36,386 | 40,121 | 36,689 |",
+                "| Restructuring charges | 34 | (34) | 254 |",
+            ],
+            "Cost of sales",
+        ),
+        (
+            "How does Boeing's effective tax rate in FY2022 compare to FY2021?",
+            "Consolidated Statements of Operations",
+            [
+                "| Loss before income taxes | (5,022) | (5,033) | (14,476) |",
+                "| Income tax (expense)/benefit | (31) | 743 | 2,535 |",
+                "| Net loss | (5,053) | (4,290) | (11,941) |",
+            ],
+            "Income tax",
+        ),
+    ],
+)
+def test_a_measure_asked_without_naming_a_statement_is_found_on_the_statement_printing_it(
+    tmp_path: Path, question: str, heading: str, rows: list[str], wanted: str
+) -> None:
+    # Given a filing whose policies speak of margins and tax rates, and its income statement,
+    # which prints no "gross profit" nor "effective tax rate"
+    statement = _statement(heading, "|  | 2022 | 2021 | 2020 |", rows)
+    pages = _pages([SHELF["mmm-2018"][0], ESTIMATES, statement])
+    library = _library(tmp_path, {"co": pages}, titles={"co": "Form 10-K fiscal 2022"})
+
+    # When the question asks for the measure and names no statement
+    found = library.search(question, top_k=3).passages
+
+    # Then the statement that prints what it is computed from leads (before: the policies did)
+    assert wanted in found[0].chunk.text, [p.chunk.text[:60] for p in found]

@@ -25,7 +25,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from docchat.search.terms import stem, terms, words
+from docchat.search.terms import terms, words
+from docchat.search.variants import initialisms_held, periods_held
 
 # Each row: names of one thing, the first its plainest. A name is matched on stemmed words in
 # order ("capital expenditures" is "capital expenditure"), "and" and "&" left out ("property,
@@ -49,6 +50,8 @@ _NAMES: tuple[tuple[str, ...], ...] = (
         "cost of revenue",
         "cost of products sold",
         "cost of goods and services sold",
+        "cost of products",
+        "cost of services",
     ),
     (
         "sg&a",
@@ -143,6 +146,51 @@ _STATEMENTS: tuple[tuple[str, ...], ...] = (
     ("balance sheet", "statement of financial position", "balance sheets"),
     ("cash flow statement", "statements of cash flows", "statement of cash flow"),
 )
+# The statement that prints each line item (by its plainest name, or a part's name that no
+# row lists): where a question about it, or about a measure computed from it, is answered when
+# it names no statement. Standard presentation (Regulation S-X 5-02, 5-03; IAS 1, IAS 7): each
+# item once, where its amount for the period is reported.
+_INCOME, _BALANCE, _CASH = range(3)
+_PRINTED_ON: dict[str, tuple[int, ...]] = {
+    **dict.fromkeys(
+        (
+            "revenue",
+            "cost of goods sold",
+            "sg&a",
+            "operating income",
+            "net income",
+            "non operating income",
+            "earnings per share",
+            "research and development",
+            "gross profit",
+            "income tax expense",
+            "interest expense",
+            "income before income taxes",
+        ),
+        (_INCOME,),
+    ),
+    **dict.fromkeys(
+        (
+            "property plant and equipment",
+            "property plant and equipment net",
+            "accounts receivable",
+            "accounts payable",
+            "inventory",
+            "shareholders equity",
+            "long term debt",
+            "total assets",
+            "total current assets",
+            "total current liabilities",
+        ),
+        (_BALANCE,),
+    ),
+    **dict.fromkeys(
+        ("capital expenditure", "operating cash flow", "dividends paid", "share repurchases"),
+        (_CASH,),
+    ),
+    # Cash flow statements print it as an adjustment; many income statements do not.
+    "depreciation and amortization": (_CASH, _INCOME),
+}
 # Measures computed from line items: what the pages print them from. A line item this many
 # of them are computed from (revenue, net income) does not alone hold any one of them.
 SHARED = 4
@@ -200,6 +248,8 @@ class Concept:
     parts: tuple[tuple[Name, ...], ...]
     # The parts that alone hold it (`Hint.held`): all but those many measures share.
     alone: frozenset[int]
+    # The statements (`_STATEMENTS` indices) that print it or its parts.
+    printed_on: frozenset[int] = frozenset()
 
     @property
     def printed_as(self) -> tuple[Name, ...]:
@@ -230,7 +280,12 @@ def _concepts() -> tuple[Concept, ...]:
     items = {names[0]: tuple(Name.of(n) for n in names) for names in _NAMES}
     one = frozenset({0})
     concepts = [
-        Concept((*names, *map(Name.of, _JARGON.get(first, ()))), (names,), one)
+        Concept(
+            (*names, *map(Name.of, _JARGON.get(first, ()))),
+            (names,),
+            one,
+            frozenset(_PRINTED_ON.get(first, ())),
+        )
         for first, names in items.items()
     ]
     concepts += [
@@ -240,7 +295,8 @@ def _concepts() -> tuple[Concept, ...]:
     for measure, parts in _PARTS:
         printed = tuple(items.get(part, (Name.of(part),)) for part in parts)
         alone = frozenset(k for k, part in enumerate(parts) if shared[part] < SHARED)
-        concepts.append(Concept((Name.of(measure),), printed, alone))
+        on = frozenset(s for part in parts for s in _PRINTED_ON.get(part, ()))
+        concepts.append(Concept((Name.of(measure),), printed, alone, on))
     return tuple(concepts)
 
 
@@ -299,6 +355,33 @@ def statement_asked(question: str) -> tuple[tuple[str, ...], ...]:
         if h.asked.key in _statement_keys()
         for key in (h.asked.key, *(n.key for n in h.others))
     )
+
+
+def statements_printing(question: str) -> tuple[tuple[str, ...], ...]:
+    """When `question` names no statement: the names (`Name.key`s) of the statements that print
+    the line items it asks about, or those a measure it asks about is computed from ("gross
+    margin": the income statement's)."""
+    if statement_asked(question):
+        return ()
+    on = {s for h in hints(question) for s in h.concept.printed_on}
+    return tuple(Name.of(n).key for s in sorted(on) for n in _STATEMENTS[s])
+
+
+def holds_asked(question: str, text: str) -> bool:
+    """Whether `text` holds a line item or measure `question` asks about, by any of its names
+    (a measure by the parts that hold it: `Hint.held`)."""
+    held = _key(text)
+    return any(
+        hint.concept.printed_on and hint.held(_named_parts(hint, held)) for hint in hints(question)
+    )
+
+
+def _named_parts(hint: Hint, held: tuple[str, ...]) -> set[int]:
+    """The parts of `hint`'s concept that `held` (stemmed words) names."""
+    parts = hint.concept.parts
+    own = {hint.asked.key, *(name.key for part in parts for name in part)}
+    printed = {key for key in own if _names(held, key, own)}
+    return {k for k, part in enumerate(parts) if any(n.key in printed for n in part)}
 
 
 def under_statement(headings: str, names: tuple[tuple[str, ...], ...]) -> bool:
@@ -363,84 +446,3 @@ def _covers(held: tuple[str, ...], key: tuple[str, ...], start: int, end: int) -
     """Whether `key` is held at a place spanning held[start:end]."""
     first = max(0, end - len(key))
     return any(held[i : i + len(key)] == key for i in range(first, min(start, len(held)) + 1))
-
-
-# A word written in capitals, two to five letters: an initialism ("PPNE", "SG&A", "R&D").
-_INITIALISM = re.compile(r"(?<![\w&])([A-Z](?:&?[A-Z]){1,4})(?![\w&])")
-# Words an initialism passes over or spells with one letter ("PP&E", "PPNE": property, plant
-# and equipment).
-_LINKS = {"and": ("", "n", "a"), "of": ("", "o"), "the": ("",), "for": ("", "f")}
-_WORDS = re.compile(r"[A-Za-z]+")
-
-
-def initialisms_held(question: str, text: str) -> set[str]:
-    """The question's initialisms ("PPNE") that `text` spells out in full instead ("Property,
-    plant and equipment"), each as the question's term (folded, as `terms` has it): the
-    initials of consecutive words, "and" spelt "n" or "a" or left out, "of" and "the" too."""
-    asked = _INITIALISM.findall(question)
-    if not asked:
-        return set()
-    found: set[str] = set()
-    held = [w.casefold() for w in _WORDS.findall(text)]
-    for written in asked:
-        wanted = written.replace("&", "").casefold()
-        if wanted in held or all(t in held for t in terms(written)):
-            continue
-        if any(
-            held[start] not in _LINKS and _spells(held, start, wanted) for start in range(len(held))
-        ):
-            found.update(terms(written))
-    return found
-
-
-def _spells(held: list[str], start: int, wanted: str) -> bool:
-    """Whether the words from `start` on spell `wanted` by their initials."""
-    if not wanted:
-        return True
-    if start >= len(held):
-        return False
-    word = held[start]
-    if word in _LINKS:
-        return any(
-            wanted.startswith(letter) and _spells(held, start + 1, wanted[len(letter) :])
-            for letter in _LINKS[word]
-        )
-    return word[0] == wanted[0] and _spells(held, start + 1, wanted[1:])
-
-
-# Periods as questions write them and as pages print them: "Q2" / "second quarter", "FY2024" /
-# "fiscal 2024", "H1" / "first half"; a question's word may hold two ("Q2FY24", "Q22023").
-_ORDINALS = ("first", "second", "third", "fourth")
-_PERIOD_WORD = re.compile(
-    r"(?:(?:q([1-4])|([1-4])q)|h([12]))?'?(?:fy)?'?((?:19|20)?\d\d)?(?:q([1-4]))?"
-)
-_TOKEN = re.compile(r"[a-z0-9']+")
-# A hyphen between words, which `words` joins ("1040-NR" is one word; "Fourth-Quarter" two).
-_HYPHEN = re.compile(r"(?<=[A-Za-z])[-\u2010\u2011](?=[A-Za-z])")
-
-
-def periods_held(question: str, text: str) -> set[str]:
-    """The question's period words (as `terms` has them) that `text` writes another way: "Q2"
-    held by "second quarter", "FY2024" by "fiscal 2024" (or "2024" in a table's header), "H1"
-    by "first half" or "six months"; "Fourth-Quarter", as releases print it, too."""
-    held = f" {' '.join(words(_HYPHEN.sub(' ', text)))} "
-    found: set[str] = set()
-    for token in _TOKEN.findall(question.casefold()):
-        match = _PERIOD_WORD.fullmatch(token)
-        if match is None or not any(match.groups()) or token.isdigit():
-            continue
-        quarter, quarter_before, half, year, quarter_after = match.groups()
-        number = quarter or quarter_before or quarter_after
-        if number:
-            held_here = f" {stem(_ORDINALS[int(number) - 1])} quarte" in held
-        elif half:
-            held_here = (" first half" if half == "1" else " second half") in held or (
-                half == "1" and " six month" in held
-            )
-        elif year and token.startswith("fy"):
-            held_here = f" {year if len(year) == 4 else '20' + year} " in held
-        else:
-            continue
-        if held_here:
-            found.update(terms(token))
-    return found

@@ -12,7 +12,13 @@ from docchat.models import Chunk, DocumentRecord, Page, Passage
 from docchat.ports import ChunkStore, DocumentCatalog, Embedder, PageStore, Reranker
 from docchat.search.boilerplate import Verdicts, boilerplate, evidence_first
 from docchat.search.catalog import Catalog
-from docchat.search.concepts import hinted, statement_asked, under_statement
+from docchat.search.concepts import (
+    hinted,
+    holds_asked,
+    statement_asked,
+    statements_printing,
+    under_statement,
+)
 from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.pages import extracted_pages
 from docchat.search.segments import whole_first
@@ -197,13 +203,14 @@ class Library:
         first = self._evidence_first
         if self.reranker is None or not fused:
             return SearchResult(
-                first(query, fused[:top_k], catalog),
+                first(query, _printed_first(query, fused)[:top_k], catalog),
                 reranked=False,
                 rerank_note=self.rerank_off,
                 scope_note=note,
             )
         try:
-            reranked = self.reranker.rerank(query, fused, top_n=top_k)
+            ranked = self.reranker.rerank(query, fused, top_n=len(fused))
+            reranked = _printed_first(query, ranked)[:top_k]
             return SearchResult(
                 first(query, reranked, catalog),
                 reranked=True,
@@ -302,16 +309,41 @@ class Library:
 def _statement_first(query: str, passages: list[Passage]) -> list[Passage]:
     """`passages`, those under the heading of the financial statement `query` says to read
     ("... shown in the cash flow statement": "Consolidated Statement of Cash Flows") first,
-    scored as the best; the rest as they were."""
-    names = statement_asked(query)
-    if not names or not passages:
+    scored as the best; when it names none, those under a statement that prints what it asks
+    about and holding it (`_printing`); the rest as they were."""
+    if not passages:
         return passages
-    under = [p for p in passages if under_statement(" ".join(p.chunk.headings), names)]
+    names = statement_asked(query)
+    if names:
+        under = [p for p in passages if under_statement(" ".join(p.chunk.headings), names)]
+    else:
+        under = [p for p in passages if _printing(query, statements_printing(query), p)]
     if not under:
         return passages
     best = passages[0].score
     first = [p.model_copy(update={"score": best}) for p in under]
     return first + [p for p in passages if all(p is not u for u in under)]
+
+
+def _printed_first(query: str, passages: list[Passage]) -> list[Passage]:
+    """`passages` with the best of those `_printing` what `query` asks about (a measure, no
+    statement named: "an improving gross margin profile") first, its score kept (as
+    `evidence_first` keeps those it moves): policies and audit matters speak of margins in the
+    measure's own words, the statement prints the rows it is computed from."""
+    names = statements_printing(query)
+    found = next((i for i, p in enumerate(passages) if _printing(query, names, p)), 0)
+    if not found:
+        return passages
+    return [passages[found], *passages[:found], *passages[found + 1 :]]
+
+
+def _printing(query: str, names: tuple[tuple[str, ...], ...], passage: Passage) -> bool:
+    """Whether `passage` is under one of the statements `names` and holds what `query` asks."""
+    return (
+        bool(names)
+        and under_statement(" ".join(passage.chunk.headings), names)
+        and holds_asked(query, passage.chunk.text)
+    )
 
 
 def distinct(passages: Sequence[Passage]) -> list[Passage]:

@@ -536,3 +536,40 @@ def test_a_column_over_a_span_of_years_names_the_figure_of_a_year_inside_it() ->
 
     assert quotes[0].text == "| Total revenues | 680,985 | 1,901,317 |"
     assert quotes[0].figures == ("2021-2023: 1,901,317",)
+
+
+# MGM Resorts' Q4 2022 earnings release, consolidated statements of operations: a caption row
+# over the rows it heads, no figure of its own.
+MGM_OPERATIONS = "\n".join(
+    [
+        "# Consolidated Statements of Operations",
+        "|  | Three Months Ended | Twelve Months Ended |",
+        "|  | December 31, 2022 | December 31, 2022 |",
+        "| --- | --- | --- |",
+        "| Revenues |  |  |",
+        "| Casino | $ 1,548,762 | $ 5,734,173 |",
+        "| Rooms | 755,655 | 2,792,322 |",
+        "| Net revenues | 3,592,334 | 13,127,485 |",
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which revenues did MGM have in the twelve months of 2022?",
+        "What were MGM's revenues in FY2022?",
+    ],
+)
+def test_a_caption_row_without_a_figure_is_never_quoted(question: str) -> None:
+    # Given a statement whose "Revenues" row only heads the rows under it
+    mgm = "MGM Resorts International earnings release Q4 2022"
+    passages = [_chunk(MGM_OPERATIONS, doc_id="mgm", title=mgm, page=9)]
+
+    quotes = answer_quotes(question, passages, threshold=0.25, weights=WEIGHTS)
+
+    # Then the rows holding figures are quoted, not the caption alone (it was, as
+    # "| Revenues |  |  |", holding the asked word and nothing else)
+    said = [q.text for q in quotes]
+    assert "| Casino | $ 1,548,762 | $ 5,734,173 |" in said, said
+    assert not any(q.span.table_row and not any(c.isdigit() for c in q.text) for q in quotes), said

@@ -29,6 +29,7 @@ from docchat.search.sentences import (
     Span,
     chunk_sentences,
     quote_text,
+    row_cells,
 )
 from docchat.search.terms import query_terms, term_weights, terms, word_pairs, words, years
 
@@ -255,6 +256,8 @@ class _Scorer:
         `alone`), or None when neither it nor its headings hold a word of the question."""
         asked, w = self.asked, self.weights
         number, span = asked.candidates[k]
+        if span.table_row and _caption_row(span.text):
+            return None
         text, last, found = span.text, span, asked.seen[k]
         cosines = [self.similarity.get((span.chunk.chunk_id, span.start), 0.0)]
         after = asked.candidates[k + 1][1] if k + 1 < len(asked.candidates) else None
@@ -317,6 +320,13 @@ class _Scorer:
             if candidate is span:
                 return self(k, alone=True)
         return None
+
+
+def _caption_row(line: str) -> bool:
+    """A row of a table of several columns with its label alone ("| Revenues |  |  |"): it
+    heads the rows under it and says nothing by itself."""
+    cells = row_cells(line)
+    return len(cells) >= 2 and bool(cells[0]) and not any(cells[1:])
 
 
 def _goes_on(span: Span, after: Span) -> bool:

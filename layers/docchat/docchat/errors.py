@@ -470,3 +470,17 @@ class CloudThrottledError(CloudServiceError):
     """An AWS service is throttling this account's calls."""
 
     code = "aws_throttled"
+
+
+@registered
+class SourceError(DocchatError):
+    """A source to sync (`docchat sources`) is misconfigured or unknown: the message says which."""
+
+    code = "source"
+
+
+@registered
+class FetchError(DocchatError):
+    """A page of a synced source could not be fetched (a status, a size, a refusal)."""
+
+    code = "fetch_failed"

@@ -82,10 +82,18 @@ class ConvertedDocument(BaseModel):
         return sum(page.ocr for page in self.pages)
 
 
+def is_url(source: str) -> bool:
+    """Whether a document's source is a web page's URL (synced by `docchat sync`)."""
+    return source.startswith(("http://", "https://"))
+
+
 def source_name(source: str) -> str:
     """What a user is shown of a document's source: a local file's name, never the server's
     path to it (local sources are absolute paths); in the cloud, the object's key in the bucket
-    (`bucket/key` minus the bucket), which is the name the uploader gave it."""
+    (`bucket/key` minus the bucket), which is the name the uploader gave it; a synced web
+    page's URL whole (docchat.sources)."""
+    if is_url(source):
+        return source
     for flavour in (PurePosixPath, PureWindowsPath):
         path = flavour(source)
         if path.is_absolute():

@@ -16,7 +16,7 @@ from docchat.cli.collections import add_collection_option, visible
 from docchat.cli.common import Commands, Opened, question, require_index, top_k
 from docchat.cli.display import shown
 from docchat.config import Settings
-from docchat.models import Answer, Citation, source_name
+from docchat.models import Answer, Citation, is_url, source_name
 from docchat.search.library import SearchResult
 
 
@@ -108,7 +108,7 @@ def print_sources(answer: Answer) -> None:
             where = f"page {found[0][0]}"
         else:
             where = f"pages {', '.join(str(page) for page, _ in found)}"
-        name = shown(Path(c.source).name)
+        name = shown(c.source if is_url(c.source) else Path(c.source).name)  # a page: its URL
         common.out.print(f"  [{number}] {shown(c.title)}, {where} ({name})", markup=False)
 
 

@@ -78,13 +78,15 @@ def ingest_bytes(
     command: str = "upload",
     notes: ChunkNotes | None = None,
     collections: Sequence[str] = (),
+    name: str = "",
 ) -> IngestResult:
     """Index one document version; a no-op when these bytes are already indexed, and a copy
     of the other document's chunks (nothing embedded) when another holds exactly these
-    bytes. A failure of this file, of whatever kind, ends it FAILED with a reason worded with
-    `command` (the word for adding the file again); the failures in NOT_THE_FILES propagate,
-    as does a model error of `notes` (docchat.ingest.notes), with the previous version still
-    indexed."""
+    bytes. `name` is the file name the bytes are read as (by its extension) when the source
+    does not end in one (a web page's URL); by default the source's. A failure of this file,
+    of whatever kind, ends it FAILED with a reason worded with `command` (the word for adding
+    the file again); the failures in NOT_THE_FILES propagate, as does a model error of `notes`
+    (docchat.ingest.notes), with the previous version still indexed."""
     started = time.monotonic()
     catalog = shelf.catalog
     doc_id, version = doc_id_for(source), version_of(data)
@@ -121,6 +123,7 @@ def ingest_bytes(
             settings=settings,
             on_progress=on_progress,
             notes=notes,
+            name=name or file_name(record.source),
         )
     except NOT_THE_FILES:
         raise
@@ -142,6 +145,7 @@ def _indexed(
     settings: Settings,
     on_progress: Progress | None,
     notes: ChunkNotes | None,
+    name: str,
 ) -> DocumentRecord:
     """Convert, chunk, embed and index `record`'s version; the record the index then holds."""
 
@@ -152,7 +156,7 @@ def _indexed(
 
     title = Path(record.source).stem
     converted = convert_document(
-        data, file_name(record.source), settings, fallback_title=title, on_page=reported("convert")
+        data, name, settings, fallback_title=title, on_page=reported("convert")
     )
     record = record.model_copy(
         update={

@@ -10,7 +10,17 @@ from pathlib import Path
 from rich.markup import escape
 
 from docchat import VERSION
-from docchat.cli import ask, collections, common, documents, evaluate, feedback, serve, usage
+from docchat.cli import (
+    ask,
+    collections,
+    common,
+    documents,
+    evaluate,
+    feedback,
+    serve,
+    sources,
+    usage,
+)
 from docchat.cli.display import shown
 from docchat.config import Settings
 from docchat.errors import DocchatError
@@ -53,4 +63,5 @@ def parser() -> argparse.ArgumentParser:
     collections.add_collection_commands(commands, common)
     usage.add_usage_command(commands, common)
     feedback.add_commands(commands, common)
+    sources.add_commands(commands, common)
     return command

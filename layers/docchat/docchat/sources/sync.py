@@ -1,0 +1,143 @@
+"""Syncing one source into the index: each page or file the crawl fetches goes through the
+local runner (`ingest_bytes`, the same as `docchat ingest`) into the source's collection, with
+its URL as the document's source; a page gone from the site is removed as `docchat rm` removes
+a document (`Shelf.remove`). Nothing already indexed is lost to a failing page or sync."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import requests
+
+from docchat.config import Settings
+from docchat.ingest.decision import doc_id_for
+from docchat.ingest.local import ingest_bytes
+from docchat.ingest.notes import ChunkNotes
+from docchat.ingest.shelf import Shelf
+from docchat.ports import Embedder
+from docchat.sources.crawl import (
+    Crawler,
+    Disallowed,
+    Failed,
+    Fetched,
+    Gone,
+    NotModified,
+    Outcome,
+)
+from docchat.sources.store import PageState, SourceEntry, SyncReport, now
+
+#: What a sync reports as it goes: (url, what became of it).
+Reported = Callable[[str, str], None]
+
+
+@dataclass
+class _Tally:
+    """A sync's counts as they grow, and the pages it reached (kept or not)."""
+
+    report: SyncReport
+    pages: dict[str, PageState]
+    reached: set[str] = field(default_factory=set)
+
+    def failed(self, reason: str) -> None:
+        self.report.failed += 1
+        self.report.last_failure = reason
+
+
+@dataclass(frozen=True)
+class Syncer:
+    """What a sync writes with: the index's shelf, the embedder and the settings."""
+
+    shelf: Shelf
+    embedder: Embedder
+    settings: Settings
+    notes: ChunkNotes | None = None
+    session: requests.Session | None = None
+    on_page: Reported | None = None
+
+    def sync(self, entry: SourceEntry) -> SourceEntry:
+        """`entry` synced: its pages as the site has them now, and the sync's report. A failure
+        that stops the sync (the disk, the embedder) propagates after what was done is kept in
+        `entry`, which the caller saves."""
+        tally = _Tally(SyncReport(at=now()), dict(entry.pages))
+        crawler = Crawler(entry.source, entry.pages, session=self.session or requests.Session())
+        try:
+            for outcome in crawler.outcomes():
+                self._settle(outcome, entry, tally)
+            if crawler.complete:
+                for url in [u for u in tally.pages if u not in tally.reached]:
+                    self._remove(url, tally, why="no longer linked")
+        finally:
+            entry.pages = tally.pages
+            entry.last_sync = tally.report
+        return entry
+
+    def _settle(self, outcome: Outcome, entry: SourceEntry, tally: _Tally) -> None:
+        url = outcome.url
+        match outcome:
+            case Fetched():
+                tally.reached.add(url)
+                self._ingest(outcome, entry, tally)
+            case NotModified():
+                tally.reached.add(url)
+                tally.report.unchanged += 1
+                self._said(url, "unchanged (304)")
+            case Gone() if url in tally.pages:
+                self._remove(url, tally, why=f"gone ({outcome.status})")
+            case Gone():
+                tally.failed(f"{url}: {outcome.status}, a broken link on the site")
+                self._said(url, f"failed: {outcome.status}")
+            case Failed():
+                tally.reached.add(url)  # what it was is kept until it answers again
+                tally.failed(outcome.reason)
+                self._said(url, f"failed: {outcome.reason}")
+            case Disallowed():
+                tally.report.skipped += 1
+                tally.report.skip_note = f"{url}: {outcome.reason}"
+                self._said(url, f"skipped: {outcome.reason}")
+
+    def _ingest(self, page: Fetched, entry: SourceEntry, tally: _Tally) -> None:
+        collection = entry.source.collection
+        result = ingest_bytes(
+            page.data,
+            source=page.url,
+            name=page.name,
+            shelf=self.shelf,
+            embedder=self.embedder,
+            settings=self.settings,
+            command="sync",
+            notes=self.notes,
+            collections=[collection] if collection else [],
+        )
+        if result.outcome == "failed":
+            tally.failed(f"{page.url}: {result.record.error}")
+            self._said(page.url, f"failed: {result.record.error}")
+            # A page that no longer reads is FAILED in the index; no validators are kept, so
+            # the next sync fetches it again.
+            tally.pages[page.url] = PageState(url=page.url, doc_id=result.record.doc_id)
+            return
+        if result.outcome == "unchanged":
+            tally.report.unchanged += 1
+        else:
+            tally.report.fetched += 1
+        self._said(page.url, result.outcome)
+        tally.pages[page.url] = PageState(
+            url=page.url,
+            doc_id=doc_id_for(page.url),
+            etag=page.etag,
+            last_modified=page.last_modified,
+            links=list(page.links),
+        )
+
+    def _remove(self, url: str, tally: _Tally, *, why: str) -> None:
+        known = tally.pages.pop(url, None)
+        doc_id = known.doc_id if known is not None else doc_id_for(url)
+        if self.shelf.catalog.document(doc_id) is None:
+            return
+        self.shelf.remove(doc_id)
+        tally.report.removed += 1
+        self._said(url, f"removed: {why}")
+
+    def _said(self, url: str, what: str) -> None:
+        if self.on_page is not None:
+            self.on_page(url, what)

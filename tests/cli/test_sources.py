@@ -1,0 +1,312 @@
+"""`docchat sources add web` / `docchat sync` against a real site on 127.0.0.1 (tests/cli/
+website.py) serving real PDF and Office files from ../shared/data: what is synced is searched
+and cited by its URL, through the CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from docchat.cli import main
+from tests.cli.website import DOCX, PDF, Page, Site, page, serving
+from tests.conftest import REPO
+
+SHARED = REPO.parent / "shared" / "data"
+REPORT_PDF = SHARED / "pdfs/py-pdf-sample-files/011-google-doc-document/google-doc-document.pdf"
+MEMO_DOCX = SHARED / "office/python-docx/test.docx"
+ROBOTS = b"User-agent: *\nDisallow: /private\n"
+
+
+@pytest.fixture
+def files() -> tuple[bytes, bytes]:
+    if not REPORT_PDF.is_file() or not MEMO_DOCX.is_file():
+        pytest.skip(f"real PDF and Office files not available: {SHARED} is absent")
+    return REPORT_PDF.read_bytes(), MEMO_DOCX.read_bytes()
+
+
+def _site(files: tuple[bytes, bytes]) -> Site:
+    """A home page linking to a guide, a PDF, a .docx, a disallowed page, a page without
+    validators, a page off the site and a chain of pages three links deep."""
+    pdf, docx = files
+    home = page(
+        "Harbour handbook",
+        "Welcome to the harbour handbook.",
+        "/guide.html",
+        "/docs/report.pdf",
+        "/docs/memo.docx",
+        "/private/secret.html",
+        "/notes",
+        "http://example.invalid/elsewhere.html",
+        "/deep/one.html#top",
+    )
+    return Site(
+        pages={
+            "/robots.txt": Page(ROBOTS, "text/plain"),
+            "/": Page(home),
+            "/guide.html": Page(page("Mooring guide", "Moor the dinghy at pontoon seven.")),
+            "/docs/report.pdf": Page(pdf, PDF, validator="last-modified"),
+            "/docs/memo.docx": Page(docx, DOCX),
+            "/private/secret.html": Page(page("Secret", "The vault code is 1234.")),
+            "/notes": Page(page("Tide notes", "Spring tides flood the slipway."), validator="none"),
+            "/deep/one.html": Page(page("One", "Lighthouse one.", "/deep/two.html")),
+            "/deep/two.html": Page(page("Two", "Lighthouse two.", "/deep/three.html")),
+            "/deep/three.html": Page(page("Three", "Lighthouse three.")),
+        }
+    )
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _search(capsys: pytest.CaptureFixture[str], data: str, query: str) -> list[str]:
+    code, out, err = _run(capsys, "search", query, "--json", "--top-k", "3", "--data-dir", data)
+    assert code == 0, err
+    return [row["source"] for row in json.loads(out)]
+
+
+def _last_sync(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, object]:
+    code, out, err = _run(capsys, "sources", "--json", "--data-dir", data)
+    assert code == 0, err
+    (source,) = json.loads(out)
+    last: dict[str, object] = source["last_sync"]
+    return last
+
+
+def _documents(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, dict[str, object]]:
+    """The index's documents by source: each one's record as `docchat status --json` has it."""
+    code, out, err = _run(capsys, "status", "--json", "--data-dir", data)
+    assert code == 0, err
+    return {d["source"]: d for d in json.loads(out)["documents"]}
+
+
+def _counts(last: dict[str, object]) -> dict[str, object]:
+    names = ("fetched", "unchanged", "removed", "failed", "skipped")
+    return {k: last[k] for k in names}
+
+
+def test_sync_indexes_pages_and_files_citing_their_urls_and_skips_unchanged(
+    files: tuple[bytes, bytes], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "data")
+    with serving(_site(files)) as site:
+        add = ["sources", "add", "web", site.url("/"), "--depth", "1", "--rate", "0"]
+        assert _run(capsys, *add, "--name", "harbour", "--data-dir", data)[0] == 0
+
+        code, out, err = _run(capsys, "sync", "--data-dir", data)
+
+        assert code == 0, out + err
+        last = _last_sync(capsys, data)
+        assert _counts(last) == {
+            "fetched": 6,  # home, guide, PDF, .docx, notes, deep/one (depth 1)
+            "unchanged": 0,
+            "removed": 0,
+            "failed": 0,
+            "skipped": 1,
+        }
+        secret = site.url("/private/secret.html")
+        assert last["skip_note"] == f"{secret}: robots.txt disallows /private/secret.html"
+        requested = site.paths()
+        assert not [p for p in requested if p.startswith("/private")]
+        assert "/deep/two.html" not in requested  # two links from the start: beyond depth 1
+        assert requested.count("/deep/one.html") == 1  # the #top fragment is the same page
+        assert all(r.headers.get("User-Agent") == "docchat" for r in site.requests)
+        assert _search(capsys, data, "Beautiful is better than ugly")[0] == site.url(
+            "/docs/report.pdf"
+        )
+        assert _search(capsys, data, "python-docx was here")[0] == site.url("/docs/memo.docx")
+        assert _search(capsys, data, "moor the dinghy at pontoon seven")[0] == site.url(
+            "/guide.html"
+        )
+        revisions = _documents(capsys, data)
+        assert all(d["status"] == "INDEXED" for d in revisions.values())
+
+        # When: the site has not changed since.
+        site.requests.clear()
+        code, out, err = _run(capsys, "sync", "harbour", "--data-dir", data)
+
+        # Then: every page is asked for conditionally, and nothing is ingested again.
+        assert code == 0, out + err
+        assert _counts(_last_sync(capsys, data)) == {
+            "fetched": 0,
+            "unchanged": 6,
+            "removed": 0,
+            "failed": 0,
+            "skipped": 1,
+        }
+        asked = {r.path: r.headers for r in site.requests}
+        assert asked["/guide.html"]["If-None-Match"].startswith('"')
+        assert "If-Modified-Since" in asked["/docs/report.pdf"]
+        assert "If-None-Match" not in asked["/notes"]  # no validators: its bytes are compared
+        assert _documents(capsys, data) == revisions
+
+
+def test_sync_reingests_a_changed_page_and_removes_pages_gone_from_the_site(
+    files: tuple[bytes, bytes], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "data")
+    with serving(_site(files)) as site:
+        add = ["sources", "add", "web", site.url("/"), "--depth", "0", "--rate", "0"]
+        assert _run(capsys, *add, "--data-dir", data)[0] == 0
+        # depth 0 is the start page only; the guide and notes come in through a page of links.
+        site.pages["/"] = Page(page("Home", "Harbour index.", "/links.html"))
+        site.pages["/links.html"] = Page(page("Links", "All pages.", "/guide.html", "/notes"))
+        assert (
+            _run(
+                capsys,
+                "sources",
+                "add",
+                "web",
+                site.url("/"),
+                "--depth",
+                "2",
+                "--rate",
+                "0",
+                "--name",
+                "deep",
+                "--data-dir",
+                data,
+            )[0]
+            == 0
+        )
+        assert _run(capsys, "sync", "deep", "--data-dir", data)[0] == 0
+        assert set(_documents(capsys, data)) == {
+            site.url(p) for p in ("/", "/links.html", "/guide.html", "/notes")
+        }
+        before = _documents(capsys, data)
+
+        # When: the guide changes, the notes page is no longer linked, and the links page is
+        # gone (404) while the home page now links the guide directly.
+        site.pages["/guide.html"] = Page(page("Mooring guide", "Moor the ketch at pontoon nine."))
+        site.pages["/"] = Page(page("Home", "Harbour index.", "/links.html", "/guide.html"))
+        del site.pages["/links.html"]
+        code, out, err = _run(capsys, "sync", "deep", "--data-dir", data)
+
+        # Then
+        assert code == 0, out + err
+        assert _counts(_last_sync_of(capsys, data, "deep")) == {
+            "fetched": 2,  # the home page and the guide changed
+            "unchanged": 0,
+            "removed": 2,  # the links page (404) and the notes (no longer linked)
+            "failed": 0,
+            "skipped": 0,
+        }
+        after = _documents(capsys, data)
+        assert set(after) == {site.url("/"), site.url("/guide.html")}
+        assert after[site.url("/guide.html")]["revision"] == 2
+        assert before[site.url("/guide.html")]["revision"] == 1
+        assert _search(capsys, data, "ketch at pontoon nine")[0] == site.url("/guide.html")
+        found = _search(capsys, data, "spring tides flood the slipway")
+        assert site.url("/notes") not in found
+
+
+def _last_sync_of(capsys: pytest.CaptureFixture[str], data: str, name: str) -> dict[str, object]:
+    code, out, err = _run(capsys, "sources", "--json", "--data-dir", data)
+    assert code == 0, err
+    (last,) = [s["last_sync"] for s in json.loads(out) if s["source"]["name"] == name]
+    found: dict[str, object] = last
+    return found
+
+
+def test_sync_reports_a_failing_page_and_keeps_what_is_indexed(
+    files: tuple[bytes, bytes], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "data")
+    with serving(_site(files)) as site:
+        site.pages["/"] = Page(page("Home", "Harbour index.", "/guide.html", "/broken.html"))
+        site.pages["/broken.html"] = Page(b"", status=500)
+        add = ["sources", "add", "web", site.url("/"), "--rate", "0", "--name", "h"]
+        assert _run(capsys, *add, "--data-dir", data)[0] == 0
+
+        code, out, err = _run(capsys, "sync", "--data-dir", data)
+
+        assert code == 1, out + err
+        assert set(_documents(capsys, data)) == {site.url("/"), site.url("/guide.html")}
+        code, out, err = _run(capsys, "sources", "--data-dir", data)
+        assert code == 0, err
+        broken = site.url("/broken.html")
+        assert (
+            f"last failure: {broken}: 500 Internal Server Error: the server failed; sync again "
+            "later" in out
+        )
+        assert "1 failed" in out
+
+        # When: the whole site fails (robots.txt too).
+        for served in site.pages.values():
+            served.status = 503
+        code, out, err = _run(capsys, "sync", "h", "--data-dir", data)
+
+        # Then: the sync fails, and what it had indexed stays.
+        assert code == 1, out + err
+        assert set(_documents(capsys, data)) == {site.url("/"), site.url("/guide.html")}
+        assert _last_sync(capsys, data)["last_failure"] == (
+            f"{site.url('/robots.txt')}: the server failed (503): sync again later"
+        )
+
+
+def test_sync_reads_a_sitemap_index_and_honours_max_pages_and_rate(
+    files: tuple[bytes, bytes], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "data")
+    with serving(_site(files)) as site:
+        ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+        site.pages["/sitemap.xml"] = Page(
+            f'<?xml version="1.0"?><sitemapindex {ns}><sitemap><loc>{site.url("/pages.xml")}'
+            "</loc></sitemap></sitemapindex>".encode(),
+            "application/xml",
+        )
+        locs = "".join(
+            f"<url><loc>{site.url(p)}</loc></url>"
+            for p in ("/guide.html", "/deep/one.html", "/deep/three.html", "/notes")
+        )
+        site.pages["/pages.xml"] = Page(f"<urlset {ns}>{locs}</urlset>".encode(), "text/xml")
+        add = ["sources", "add", "web", site.url("/sitemap.xml"), "--depth", "0"]
+        code, _, err = _run(capsys, *add, "--max-pages", "3", "--rate", "0.05", "--data-dir", data)
+        assert code == 0, err
+
+        code, out, err = _run(capsys, "sync", "--data-dir", data)
+
+        assert code == 0, out + err
+        assert set(_documents(capsys, data)) == {
+            site.url(p) for p in ("/guide.html", "/deep/one.html", "/deep/three.html")
+        }
+        assert site.paths() == [
+            "/robots.txt",
+            "/sitemap.xml",
+            "/pages.xml",
+            "/guide.html",
+            "/deep/one.html",
+            "/deep/three.html",
+        ]
+        times = [r.at for r in site.requests]
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        assert min(gaps) >= 0.045, gaps
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["sources", "add", "web", "ftp://example.org/"], "is not a web address docchat can sync"),
+        (["sources", "add", "web", "example.org"], "give an http:// or https:// URL"),
+        (["sync", "nowhere"], "there is no source called 'nowhere'"),
+        (["sources", "add", "web", "http://127.0.0.1:9/", "--name", "site"], "already a source"),
+        (["sources", "add", "web", "http://127.0.0.1:9/", "--name", "a b"], "a name is 1-64"),
+    ],
+)
+def test_sources_refuses_bad_input_with_exit_status_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    data = str(tmp_path / "data")
+    add = ["sources", "add", "web", "http://127.0.0.1:9/", "--name", "site", "--data-dir", data]
+    assert _run(capsys, *add)[0] == 0
+
+    code, out, err = _run(capsys, *argv, "--data-dir", data)
+
+    assert code == 2, out + err
+    assert says in " ".join(err.split())
+    assert "Traceback" not in err

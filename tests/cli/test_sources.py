@@ -204,6 +204,15 @@ def test_sync_reingests_a_changed_page_and_removes_pages_gone_from_the_site(
         found = _search(capsys, data, "spring tides flood the slipway")
         assert site.url("/notes") not in found
 
+        # When: the source is removed, its documents go with it; the other source stays.
+        code, out, err = _run(capsys, "sources", "rm", "deep", "--data-dir", data)
+
+        assert code == 0, err
+        assert "removed deep and 2 documents synced from it" in out
+        assert _documents(capsys, data) == {}
+        code, out, _ = _run(capsys, "sources", "--json", "--data-dir", data)
+        assert [s["source"]["name"] for s in json.loads(out)] == ["127.0.0.1-" + site.base[17:]]
+
 
 def _last_sync_of(capsys: pytest.CaptureFixture[str], data: str, name: str) -> dict[str, object]:
     code, out, err = _run(capsys, "sources", "--json", "--data-dir", data)

@@ -46,6 +46,10 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
     add.add_argument("--rate", type=_seconds, default=1.0, help="seconds between requests")
     add.add_argument("--name", default=None, help="the source's name (default: its host)")
     add_collection_option(add, "the collection its documents go to", many=False)
+    rm = actions.add_parser(
+        "rm", parents=[common_parser], help="forget a source and remove its documents"
+    )
+    rm.add_argument("name", help="the source's name, as `docchat sources` lists it")
     sources.set_defaults(run=run_sources)
     sync = commands.add_parser(
         "sync", parents=[common_parser], help="fetch the sources' pages into the index"
@@ -74,6 +78,8 @@ def run_sources(args: argparse.Namespace, settings: Settings, opened: Opened) ->
     """List the sources, or add one (`docchat sources add`)."""
     if args.action == "add":
         return _add(args, settings)
+    if args.action == "rm":
+        return _rm(args, settings, opened)
     sources = load_sources(settings.data_dir)
     if args.json:
         rows = [e.model_dump(mode="json", exclude={"pages"}) for e in sources.sources.values()]
@@ -132,6 +138,25 @@ def _add(args: argparse.Namespace, settings: Settings) -> int:
     sources.sources[name] = SourceEntry(source=source)
     save_sources(settings.data_dir, sources)
     common.out.print(f"added {name}: sync it with `docchat sync {name}`", markup=False)
+    return 0
+
+
+def _rm(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
+    """Remove the source's documents as `docchat rm` does, then forget the source."""
+    sources = load_sources(settings.data_dir)
+    entry = entry_named(sources, args.name)
+    removed = 0
+    if entry.pages and settings.index_path.exists():
+        local = open_local(settings)
+        opened.closed_later(local.file)
+        for page in entry.pages.values():
+            if local.catalog.document(page.doc_id) is not None:
+                local.shelf.remove(page.doc_id)
+                removed += 1
+    del sources.sources[args.name]
+    save_sources(settings.data_dir, sources)
+    said = f"removed {args.name} and {plural(removed, 'document')} synced from it"
+    common.out.print(shown(said), markup=False)
     return 0
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import requests
 
 from docchat.config import Settings
+from docchat.ingest import claims
 from docchat.ingest.decision import doc_id_for
 from docchat.ingest.local import ingest_bytes
 from docchat.ingest.notes import ChunkNotes
@@ -97,18 +98,29 @@ class Syncer:
                 self._said(url, f"skipped: {outcome.reason}")
 
     def _ingest(self, page: Fetched, entry: SourceEntry, tally: _Tally) -> None:
-        collection = entry.source.collection
-        result = ingest_bytes(
-            page.data,
-            source=page.url,
-            name=page.name,
-            shelf=self.shelf,
-            embedder=self.embedder,
-            settings=self.settings,
-            command="sync",
-            notes=self.notes,
-            collections=[collection] if collection else [],
+        going_to = [entry.source.collection] if entry.source.collection else []
+        # As `docchat ingest` does: one process at a time converts and embeds a document.
+        held = claims.claim(
+            self.settings.data_dir, doc_id_for(page.url), source=page.url, collections=going_to
         )
+        if held is None:
+            busy = "another docchat process is ingesting it: sync again when it is done"
+            tally.failed(f"{page.url}: {busy}")
+            self._said(page.url, f"failed: {busy}")
+            return
+        with held:
+            result = ingest_bytes(
+                page.data,
+                source=page.url,
+                name=page.name,
+                shelf=self.shelf,
+                embedder=self.embedder,
+                settings=self.settings,
+                on_progress=held.report,
+                command="sync",
+                notes=self.notes,
+                collections=going_to,
+            )
         if result.outcome == "failed":
             tally.failed(f"{page.url}: {result.record.error}")
             self._said(page.url, f"failed: {result.record.error}")

@@ -118,6 +118,10 @@ def _add(args: argparse.Namespace, settings: Settings) -> int:
     url = checked_url(args.url)
     name = args.name or re.sub(r"[^A-Za-z0-9._-]+", "-", urlsplit(url).netloc).strip("-.")
     sources = load_sources(settings.data_dir)
+    # Two sources of one site would each remove the pages the other synced.
+    twin = next((e.source.name for e in sources.sources.values() if e.source.url == url), None)
+    if twin is not None:
+        raise SourceError(f"{url} is already synced by source {twin!r}: sync that one")
     if name in sources.sources:
         raise SourceError(
             f"there is already a source called {name!r} ({sources.sources[name].source.url}): "

@@ -9,6 +9,7 @@ import time
 import urllib.robotparser
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from urllib.parse import urldefrag, urljoin, urlsplit
@@ -174,20 +175,27 @@ class Crawler:
             self.complete = False
         return ()
 
-    def _get(self, url: str, headers: Mapping[str, str] | None = None) -> requests.Response:
-        """One GET, after waiting out the source's rate since the previous request."""
+    @contextmanager
+    def _get(
+        self, url: str, headers: Mapping[str, str] | None = None
+    ) -> Iterator[requests.Response]:
+        """One GET, `rate` seconds after the previous one ended (its body read): the server
+        sees at least that long between any two requests, however long each takes."""
         if self._last_request is not None:
             wait = self.source.rate - (time.monotonic() - self._last_request)
             if wait > 0:
                 self.sleep(wait)
-        self._last_request = time.monotonic()
-        return self.session.get(
-            url,
-            headers={"User-Agent": AGENT, **(headers or {})},
-            timeout=TIMEOUT,
-            stream=True,
-            allow_redirects=True,
-        )
+        try:
+            with self.session.get(
+                url,
+                headers={"User-Agent": AGENT, **(headers or {})},
+                timeout=TIMEOUT,
+                stream=True,
+                allow_redirects=True,
+            ) as response:
+                yield response
+        finally:
+            self._last_request = time.monotonic()
 
     def _robots(self, start: str) -> urllib.robotparser.RobotFileParser | Failed:
         parts = urlsplit(start)

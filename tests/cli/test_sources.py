@@ -313,3 +313,33 @@ def test_sources_refuses_bad_input_with_exit_status_2(
     assert code == 2, out + err
     assert says in " ".join(err.split())
     assert "Traceback" not in err
+
+
+def test_sync_refuses_a_file_over_the_size_limit_and_a_start_robots_disallows(
+    files: tuple[bytes, bytes],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = str(tmp_path / "data")
+    pdf, _ = files
+    monkeypatch.setattr("docchat.sources.crawl.MAX_UPLOAD_BYTES", len(pdf) - 1)
+    with serving(_site(files)) as site:
+        site.pages["/"] = Page(page("Home", "Harbour index.", "/docs/report.pdf"))
+        add = ["sources", "add", "web", site.url("/"), "--rate", "0", "--name", "h"]
+        assert _run(capsys, *add, "--data-dir", data)[0] == 0
+        secret = ["sources", "add", "web", site.url("/private/"), "--rate", "0", "--name", "p"]
+        assert _run(capsys, *secret, "--data-dir", data)[0] == 0
+
+        code, out, err = _run(capsys, "sync", "--data-dir", data)
+
+        assert code == 1, out + err
+        assert set(_documents(capsys, data)) == {site.url("/")}
+        report = site.url("/docs/report.pdf")
+        assert _last_sync_of(capsys, data, "h")["last_failure"] == (
+            f"{report}: over the size limit of {len(pdf) - 1} bytes, not fetched"
+        )
+        assert _last_sync_of(capsys, data, "p")["last_failure"] == (
+            f"{site.url('/private/')}: robots.txt disallows /private/ to docchat: start elsewhere"
+        )
+        assert not [p for p in site.paths() if p.startswith("/private")]

@@ -143,6 +143,11 @@ class Crawler:
             self.complete = False
             yield robots
             return
+        if not robots.can_fetch(AGENT, start):  # nothing can be synced: not a site gone empty
+            self.complete = False
+            path = urlsplit(start).path or "/"
+            yield Failed(start, f"{start}: robots.txt disallows {path} to docchat: start elsewhere")
+            return
         queue: deque[tuple[str, int]] = deque()
         if urlsplit(start).path.endswith(".xml"):
             queue.extend((url, 0) for url in self._sitemap(start, robots, set()))
@@ -271,8 +276,8 @@ class Crawler:
             return Failed(url, f"{url}: served as {served}, which docchat does not read")
         data = _body(response)
         if data is None:
-            limit = MAX_UPLOAD_BYTES // (1024 * 1024)
-            return Failed(url, f"{url}: over the size limit of {limit} MB, not fetched")
+            limit = _size(MAX_UPLOAD_BYTES)
+            return Failed(url, f"{url}: over the size limit of {limit}, not fetched")
         html = media_type in _HTML_TYPES
         return Fetched(
             url,
@@ -304,6 +309,12 @@ def _body(response: requests.Response) -> bytes | None:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _size(limit: int) -> str:
+    """ "100 MB", or a number of bytes that is no whole number of MB."""
+    mb, rest = divmod(limit, 1024 * 1024)
+    return f"{mb} MB" if mb and not rest else f"{limit} bytes"
 
 
 def _advice(status: int) -> str:

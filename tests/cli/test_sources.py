@@ -7,10 +7,13 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from docchat.cli import main
+from docchat.errors import StorageFullError
+from docchat.sources import sync as sync_module
 from tests.cli.website import DOCX, PDF, Page, Site, page, serving
 from tests.conftest import REPO
 
@@ -343,3 +346,45 @@ def test_sync_refuses_a_file_over_the_size_limit_and_a_start_robots_disallows(
             f"{site.url('/private/')}: robots.txt disallows /private/ to docchat: start elsewhere"
         )
         assert not [p for p in site.paths() if p.startswith("/private")]
+
+
+def test_a_sync_stopped_by_a_full_disk_keeps_what_was_indexed_and_says_why(
+    files: tuple[bytes, bytes],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = str(tmp_path / "data")
+    with serving(_site(files)) as site:
+        site.pages["/"] = Page(page("Home", "Harbour index.", "/guide.html", "/notes"))
+        add = ["sources", "add", "web", site.url("/"), "--rate", "0", "--name", "h"]
+        assert _run(capsys, *add, "--data-dir", data)[0] == 0
+        assert _run(capsys, "sync", "--data-dir", data)[0] == 0
+        before = _documents(capsys, data)
+        # The disk fills while the second page is written (the first is ingested for real).
+        real = sync_module.ingest_bytes
+        calls: list[str] = []
+
+        def filling(data: bytes, **kwargs: Any) -> Any:
+            calls.append(kwargs["source"])
+            if len(calls) == 2:
+                raise StorageFullError("the disk holding the index is full: free some space")
+            return real(data, **kwargs)
+
+        monkeypatch.setattr(sync_module, "ingest_bytes", filling)
+        site.pages["/"] = Page(page("Home", "Harbour index, now longer.", "/guide.html"))
+        site.pages["/guide.html"] = Page(page("Mooring guide", "Moor the ketch at pontoon nine."))
+
+        code, out, err = _run(capsys, "sync", "--data-dir", data)
+
+        assert code == 2, out + err
+        assert "the disk holding the index is full" in err
+        after = _documents(capsys, data)
+        assert set(after) == set(before)  # the notes page, no longer linked, is not removed
+        assert after[site.url("/")]["revision"] == 2
+        assert after[site.url("/guide.html")] == before[site.url("/guide.html")]
+        last = _last_sync(capsys, data)
+        assert last["last_failure"] == (
+            "the sync stopped: the disk holding the index is full: free some space"
+        )
+        assert (last["fetched"], last["removed"]) == (1, 0)

@@ -68,6 +68,12 @@ class Syncer:
             if crawler.complete:
                 for url in [u for u in tally.pages if u not in tally.reached]:
                     self._remove(url, tally, why="no longer linked")
+        except KeyboardInterrupt:
+            tally.failed("the sync was interrupted: run it again")
+            raise
+        except Exception as exc:
+            tally.failed(f"the sync stopped: {exc}")
+            raise
         finally:
             entry.pages = tally.pages
             entry.last_sync = tally.report

@@ -477,10 +477,3 @@ class SourceError(DocchatError):
     """A source to sync (`docchat sources`) is misconfigured or unknown: the message says which."""
 
     code = "source"
-
-
-@registered
-class FetchError(DocchatError):
-    """A page of a synced source could not be fetched (a status, a size, a refusal)."""
-
-    code = "fetch_failed"

@@ -33,6 +33,7 @@ LOCAL_ONLY = (
     "adapters/sqlite_index",
     "adapters/sqlite_conversations.py",
     "adapters/sqlite_errors.py",
+    "sources",
 )
 # The Convert function ships the Office and HTML readers itself
 # (functions/convert/requirements.txt).

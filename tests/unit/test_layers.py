@@ -28,7 +28,7 @@ LIBRARY = REPO / "layers" / "docchat" / "docchat"
 PACKAGE = "docchat"
 TOP = ""  # the layer of the top-level modules
 LOWER = frozenset({"search", "ingest"})
-HIGHER = frozenset({"answer", "serve", "wiring", "adapters", "cli", "evaluate", "web"})
+HIGHER = frozenset({"answer", "serve", "wiring", "adapters", "cli", "evaluate", "web", "sources"})
 _ABOVE = 2
 _RANK = {TOP: 0, **dict.fromkeys(LOWER, 1), **dict.fromkeys(HIGHER, _ABOVE)}
 

@@ -60,6 +60,7 @@ from docchat.errors import (
     RerankError,
     SearchIndexError,
     SearchIndexUnavailableError,
+    SourceError,
     StaleWriteError,
     StorageError,
     StorageFullError,
@@ -112,6 +113,7 @@ STATUS: dict[type[DocchatError], int] = {
     NotOfferedError: 501,
     CallerUnknownError: 401,
     CollectionNameError: 400,
+    SourceError: 400,  # local mode's sources; no route raises it
     AccessDeniedError: 403,
     CloudServiceError: 502,
     CloudThrottledError: 503,

@@ -9,11 +9,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from docchat.cli import main
 from docchat.errors import StorageFullError
 from docchat.sources import sync as sync_module
+from docchat.wiring.local import local_app
+from tests.chatkit import ServedApp
 from tests.cli.website import DOCX, PDF, Page, Site, page, serving
 from tests.conftest import REPO
 
@@ -388,3 +391,46 @@ def test_a_sync_stopped_by_a_full_disk_keeps_what_was_indexed_and_says_why(
             "the sync stopped: the disk holding the index is full: free some space"
         )
         assert (last["fetched"], last["removed"]) == (1, 0)
+
+
+def test_the_viewer_shows_a_synced_pdf_until_the_site_drops_it(
+    files: tuple[bytes, bytes],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a site linking to a real PDF, synced into a data directory
+    pdf, _ = files
+    data = tmp_path / "data"
+    site = Site(
+        pages={
+            "/": Page(page("Harbour", "The harbour's reports.", "/docs/report.pdf")),
+            "/docs/report.pdf": Page(pdf, PDF),
+        }
+    )
+    with serving(site) as web:
+        add = ["sources", "add", "web", web.url("/"), "--rate", "0", "--data-dir", str(data)]
+        assert _run(capsys, *add)[0] == 0
+        assert _run(capsys, "sync", "--data-dir", str(data))[0] == 0
+        doc_id = _documents(capsys, str(data))[web.url("/docs/report.pdf")]["doc_id"]
+        monkeypatch.setenv("DOCCHAT_DATA_DIR", str(data))
+        served = ServedApp(local_app())  # the app `docchat serve` runs, on a real uvicorn
+        served.start()
+        try:
+            file = f"http://127.0.0.1:{served.port}/documents/{doc_id}/file"
+
+            # When the viewer opens the cited PDF, then it reads the bytes the site served
+            # (before: "no longer where it was indexed from", the source being a URL)
+            response = httpx.get(file, timeout=10)
+            assert response.status_code == 200, response.text
+            assert response.content == pdf
+
+            # When the site no longer links to it and the source is synced again
+            site.pages["/"] = Page(page("Harbour", "No reports this year."))
+            assert _run(capsys, "sync", "--data-dir", str(data))[0] == 0
+
+            # Then the document is gone, and so is its copy
+            assert httpx.get(file, timeout=10).status_code == 404
+            assert not list((data / "synced").glob("*.pdf"))
+        finally:
+            served.stop()

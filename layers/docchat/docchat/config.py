@@ -342,6 +342,11 @@ class Settings(BaseModel):
         return self.data_dir / "conversations.sqlite3"
 
     @property
+    def synced_files(self) -> Path:
+        """The PDFs `docchat sync` fetched, kept for the viewer (docchat.sources.sync)."""
+        return self.data_dir / "synced"
+
+    @property
     def usage_path(self) -> Path:
         """What each answer used (adapters/sqlite_usage.py; `docchat usage`)."""
         return self.data_dir / "usage.sqlite3"

@@ -7,7 +7,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable
 from enum import StrEnum
-from pathlib import PurePosixPath, PureWindowsPath
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -85,6 +85,12 @@ class ConvertedDocument(BaseModel):
 def is_url(source: str) -> bool:
     """Whether a document's source is a web page's URL (synced by `docchat sync`)."""
     return source.startswith(("http://", "https://"))
+
+
+def synced_copy(folder: Path, doc_id: str) -> Path:
+    """Where `docchat sync` keeps, in `folder` (`Settings.synced_files`), the PDF a synced web
+    document was read from: the viewer shows it (adapters/local_files.py)."""
+    return folder / f"{doc_id}.pdf"
 
 
 def source_name(source: str) -> str:

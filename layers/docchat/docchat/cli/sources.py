@@ -17,6 +17,7 @@ from docchat.cli.common import Commands, Opened, plural
 from docchat.cli.display import shown
 from docchat.config import Settings
 from docchat.errors import SourceError
+from docchat.models import synced_copy
 from docchat.sources.crawl import checked_url
 from docchat.sources.store import (
     SourceEntry,
@@ -157,6 +158,7 @@ def _rm(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
             if local.catalog.document(page.doc_id) is not None:
                 local.shelf.remove(page.doc_id)
                 removed += 1
+            synced_copy(settings.synced_files, page.doc_id).unlink(missing_ok=True)
     del sources.sources[args.name]
     save_sources(settings.data_dir, sources)
     said = f"removed {args.name} and {plural(removed, 'document')} synced from it"

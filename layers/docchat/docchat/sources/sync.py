@@ -5,8 +5,10 @@ a document (`Shelf.remove`). Nothing already indexed is lost to a failing page o
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import requests
 
@@ -16,6 +18,7 @@ from docchat.ingest.decision import doc_id_for
 from docchat.ingest.local import ingest_bytes
 from docchat.ingest.notes import ChunkNotes
 from docchat.ingest.shelf import Shelf
+from docchat.models import synced_copy
 from docchat.ports import Embedder
 from docchat.sources.crawl import (
     Crawler,
@@ -138,6 +141,8 @@ class Syncer:
             tally.report.unchanged += 1
         else:
             tally.report.fetched += 1
+        if page.name.casefold().endswith(".pdf"):
+            keep_copy(self.settings.synced_files, result.record.doc_id, page.data)
         self._said(page.url, result.outcome)
         tally.pages[page.url] = PageState(
             url=page.url,
@@ -153,9 +158,22 @@ class Syncer:
         if self.shelf.catalog.document(doc_id) is None:
             return
         self.shelf.remove(doc_id)
+        synced_copy(self.settings.synced_files, doc_id).unlink(missing_ok=True)
         tally.report.removed += 1
         self._said(url, f"removed: {why}")
 
     def _said(self, url: str, what: str) -> None:
         if self.on_page is not None:
             self.on_page(url, what)
+
+
+def keep_copy(folder: Path, doc_id: str, data: bytes) -> None:
+    """Keep the PDF a synced document was read from for the viewer (`synced_copy`), written
+    whole before it replaces an older copy."""
+    path = synced_copy(folder, doc_id)
+    if path.is_file() and path.read_bytes() == data:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".pdf.{os.getpid()}.tmp")
+    partial.write_bytes(data)
+    os.replace(partial, path)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docchat.adapters.local_embedder import LocalEmbedder
+from docchat.adapters.local_files import LocalFiles
 from docchat.adapters.sqlite_conversations import SqliteConversations
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.adapters.sqlite_usage import SqliteUsage
@@ -238,6 +239,7 @@ def guarded_local_app(
         uploads=uploads or (lambda _: local_uploads(settings, as_served(settings))),
         conversations=lambda: local_conversations(settings),
         usage=lambda: SqliteUsage(settings.usage_path),
+        files=lambda _: LocalFiles(settings.synced_files),
         middleware=[guard],
         access_of=local_admin if users is None else users.access_of,
     )

@@ -7,7 +7,7 @@ import { chosenCollection, mayWriteChosen } from "./collections.js";
 import { config } from "./config.js";
 import { $, announce, el, icon } from "./dom.js";
 import { SignInRequired, errorText } from "./errors.js";
-import { docTitle, fileName, shownName } from "./names.js";
+import { docFileName, docTitle, shownName } from "./names.js";
 
 const POLL_BUSY_MS = 1000;
 const POLL_IDLE_MS = 30000;
@@ -88,7 +88,7 @@ export function untrackUpload(key) {
   renderDocs();
 }
 
-const listedName = (doc) => shownName(doc.file_name || fileName(doc.source));
+const listedName = (doc) => shownName(docFileName(doc));
 const versionOf = (doc) => `${doc.doc_id} ${doc.version}`;
 
 /** Whether the list already shows the document an upload made: a version of its name that was
@@ -174,7 +174,7 @@ function rowsToShow() {
   const rows = panel.docs.map((d) => ({
     doc_id: d.doc_id,
     title: docTitle(d),
-    name: shownName(d.file_name || fileName(d.source)),
+    name: shownName(docFileName(d)),
     pages: d.pages,
     revision: d.revision,
     status: panel.deleting.has(d.doc_id) ? "DELETING" : d.status,

@@ -2,7 +2,7 @@
 // markers and source chips, the quoted passage, and Copy and Retry under it.
 
 import { $, announce, el } from "./dom.js";
-import { fileName, shownName, labelOf } from "./names.js";
+import { fileName, isUrl, shownName, labelOf } from "./names.js";
 import { headerOf, rowTable } from "./rows.js";
 import { openViewer } from "./viewer.js";
 
@@ -188,8 +188,7 @@ export class AnswerView {
         el("span", { class: "quote-number", text: `[${citation.number}] ` }),
         el("cite", {}, el("bdi", { text: shownName(citation.title) })),
         el("span", { class: "quote-page", text: ` · ${pagesOf(quotes)}` }),
-        citation.source ? el("span", { class: "quote-source" },
-          " · ", el("bdi", { text: shownName(fileName(citation.source)) })) : null));
+        citation.source ? el("span", { class: "quote-source" }, " · ", sourceOf(citation)) : null));
     this.quote.hidden = false;
     for (const b of this.root.querySelectorAll(`[data-number="${citation.number}"]`)) {
       b.setAttribute("aria-expanded", "true");
@@ -216,6 +215,14 @@ export class AnswerView {
     this.stepsBox.open = false;
     this.footer.replaceChildren(el("p", { class: "note", text: "Stopped." }), answerTools(this));
   }
+}
+
+function sourceOf(citation) {
+  // A synced web page links to where it lives, beside the viewer docchat opens it in.
+  const name = el("bdi", { text: shownName(fileName(citation.source)) });
+  if (!isUrl(citation.source)) return name;
+  return el("a", { class: "quote-origin", href: citation.source, target: "_blank", rel: "noopener noreferrer",
+    title: "Open where it lives" }, name);
 }
 
 function pagesOf(quotes, one = "page ", many = "pages ") {

@@ -21,9 +21,28 @@ export function shownName(text) {
     (c) => `<U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}>`);
 }
 
-/** The last part of a path or S3 key, as stored (not escaped). */
+/** Whether a document's source is a web page's URL (a synced site's, `docchat sync`). */
+export function isUrl(source) {
+  return /^https?:\/\//i.test(source || "");
+}
+
+/** The last part of a path or S3 key, as stored (not escaped); a web page's address without
+ * its scheme ("docs.example.org/guide.html"), its escapes read. */
 export function fileName(source) {
+  if (isUrl(source)) {
+    const bare = source.replace(/^https?:\/\//i, "");
+    try {
+      return decodeURI(bare);
+    } catch {
+      return bare;
+    }
+  }
   return source.split(/[\\/]/).pop();
+}
+
+/** The file name a document is listed by: the API's, or a synced page's address. */
+export function docFileName(doc) {
+  return isUrl(doc.source) ? fileName(doc.source) : doc.file_name || fileName(doc.source);
 }
 
 /** A document's title for display, or its file name when it has none. */

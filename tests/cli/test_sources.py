@@ -434,3 +434,45 @@ def test_the_viewer_shows_a_synced_pdf_until_the_site_drops_it(
             assert not list((data / "synced").glob("*.pdf"))
         finally:
             served.stop()
+
+
+def test_health_reports_each_sources_last_sync_and_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a source whose last sync met a failing page
+    data = tmp_path / "data"
+    site = Site(
+        pages={
+            "/": Page(page("Home", "Harbour index.", "/guide.html", "/broken.html")),
+            "/guide.html": Page(page("Mooring guide", "Moor the dinghy at pontoon seven.")),
+            "/broken.html": Page(b"", status=500),
+        }
+    )
+    with serving(site) as web:
+        add = ["sources", "add", "web", web.url("/"), "--rate", "0", "--name", "harbour"]
+        assert _run(capsys, *add, "--collection", "docks", "--data-dir", str(data))[0] == 0
+        assert _run(capsys, "sync", "--data-dir", str(data))[0] == 1
+        monkeypatch.setenv("DOCCHAT_DATA_DIR", str(data))
+        served = ServedApp(local_app())
+        served.start()
+        try:
+            # When /health is asked, as `docchat serve` answers it
+            health = httpx.get(f"http://127.0.0.1:{served.port}/health", timeout=10)
+        finally:
+            served.stop()
+
+    # Then it is healthy (a site's failure is not the server's) and says what the sync did
+    assert health.status_code == 200, health.text
+    checks = health.json()["checks"]
+    (source,) = checks["sources"]["sources"]
+    assert checks["sources"]["status"] == "ok"
+    assert {k: source[k] for k in ("name", "kind", "url", "collection", "documents")} == {
+        "name": "harbour",
+        "kind": "web",
+        "url": web.url("/"),
+        "collection": "docks",
+        "documents": 2,
+    }
+    last = source["last_sync"]
+    assert (last["fetched"], last["failed"]) == (2, 1)
+    assert last["last_failure"].startswith(f"{web.url('/broken.html')}: 500")

@@ -58,6 +58,7 @@ def create_app(
     page_origins: Callable[[], Sequence[str]] = no_origins,
     access_of: AccessOf = local_admin,
     model_lifecycle: Callable[[], dict[str, Any]] | None = None,
+    sources: Callable[[], dict[str, Any]] | None = None,
     middleware: Sequence[Middleware] = (),
 ) -> FastAPI:
     """The app over these parts (docchat.serve.state.Parts says what each is), each built on
@@ -73,6 +74,7 @@ def create_app(
         page_origins=page_origins,
         access_of=access_of,
         model_lifecycle=model_lifecycle,
+        sources=sources,
     )
     upload_limit = (
         MAX_UPLOAD_BYTES,

@@ -98,6 +98,8 @@ class Parts:
     access_of: AccessOf = local_admin
     # What Bedrock says of the chat model's lifecycle, for /health (None: not on Bedrock).
     model_lifecycle: Callable[[], dict[str, Any]] | None = None
+    # What the data directory's synced sources last did, for /health (None: no sources here).
+    sources: Callable[[], dict[str, Any]] | None = None
 
 
 @dataclass

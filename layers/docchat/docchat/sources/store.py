@@ -111,3 +111,24 @@ def entry_named(sources: SourcesFile, name: str) -> SourceEntry:
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+def sources_health(data_dir: Path) -> dict[str, object]:
+    """What /health says of the data directory's sources: each one's last sync, its counts and
+    its last failure (never a credential: a web source has none)."""
+    listed = []
+    for name, entry in load_sources(data_dir).sources.items():
+        done = entry.last_sync
+        listed.append(
+            {
+                "name": name,
+                "kind": entry.source.kind,
+                "url": entry.source.url,
+                "collection": entry.source.collection,
+                "documents": len(entry.pages),
+                "last_sync": None
+                if done is None
+                else done.model_dump(mode="json", exclude={"skip_note"}),
+            }
+        )
+    return {"sources": listed}

@@ -227,6 +227,7 @@ def guarded_local_app(
     from docchat.serve.access import local_admin
     from docchat.serve.app import create_app
     from docchat.serve.guards import LocalGuard
+    from docchat.sources.store import sources_health
 
     guard = Middleware(
         LocalGuard,
@@ -240,6 +241,7 @@ def guarded_local_app(
         conversations=lambda: local_conversations(settings),
         usage=lambda: SqliteUsage(settings.usage_path),
         files=lambda _: LocalFiles(settings.synced_files),
+        sources=lambda: sources_health(settings.data_dir),
         middleware=[guard],
         access_of=local_admin if users is None else users.access_of,
     )

@@ -5,7 +5,8 @@ GET /config       what the page needs to know: upload kind, size limits, answer 
 GET /auth-config  how the page signs in (open in the cloud stack, like / and /static/)
 GET /ready        the Web Adapter's readiness check (touches no backend)
 GET /health       each dependency's state (registry, index, model); 503 if one fails. Its
-                  counts are of the documents the caller may read (an admin's: the stack's)
+                  counts are of the documents the caller may read (an admin's: the stack's);
+                  locally, an admin's also what each synced source last did (never a 503)
 GET /.well-known/oauth-protected-resource
                   the MCP endpoint's protected-resource metadata (RFC 9728): where its tokens
                   come from (the stack's Cognito user pool), as MCP's authorization asks
@@ -166,6 +167,13 @@ def _dependency_checks(state: AppState, access: Access) -> tuple[dict[str, Any],
     lifecycle = state.parts.model_lifecycle
     if lifecycle is not None:
         checks["model"]["lifecycle"] = _model_lifecycle(lifecycle)
+    synced = state.parts.sources
+    if synced is not None and access.admin:
+        # A sync's failures are the site's, not the server's: reported, never a 503.
+        try:
+            checks["sources"] = {"status": "ok", **synced()}
+        except Exception as exc:
+            checks["sources"] = {"status": "unreadable", "problem": hide_paths(str(exc))}
     library = live.library
     checks["reranker"] = (
         {"status": "off", "note": library.rerank_off}

@@ -372,15 +372,21 @@ def holds_asked(question: str, text: str) -> bool:
     (a measure by the parts that hold it: `Hint.held`)."""
     held = _key(text)
     return any(
-        hint.concept.printed_on and hint.held(_named_parts(hint, held)) for hint in hints(question)
+        hint.concept.printed_on and hint.held(_named_parts(hint, _printed(hint, held)))
+        for hint in hints(question)
     )
 
 
-def _named_parts(hint: Hint, held: tuple[str, ...]) -> set[int]:
-    """The parts of `hint`'s concept that `held` (stemmed words) names."""
+def _printed(hint: Hint, held: tuple[str, ...]) -> set[tuple[str, ...]]:
+    """The names of `hint` (as asked, and its concept's) that `held` (stemmed words) holds as
+    that concept's, not inside another item's name (`_names`)."""
+    own = {hint.asked.key, *(name.key for part in hint.concept.parts for name in part)}
+    return {key for key in own if _names(held, key, own)}
+
+
+def _named_parts(hint: Hint, printed: set[tuple[str, ...]]) -> set[int]:
+    """The parts of `hint`'s concept that one of the `printed` names names."""
     parts = hint.concept.parts
-    own = {hint.asked.key, *(name.key for part in parts for name in part)}
-    printed = {key for key in own if _names(held, key, own)}
     return {k for k, part in enumerate(parts) if any(n.key in printed for n in part)}
 
 
@@ -419,11 +425,8 @@ def as_asked(question: str, text: str) -> set[str]:
     held = _key(text)
     found = initialisms_held(question, text) | periods_held(question, text)
     for hint in hints(question):
-        parts = hint.concept.parts
-        own = {hint.asked.key, *(name.key for part in parts for name in part)}
-        printed = {key for key in own if _names(held, key, own)}
-        named = {k for k, part in enumerate(parts) if any(n.key in printed for n in part)}
-        if hint.held(named) and any(n.key in printed for n in hint.others):
+        printed = _printed(hint, held)
+        if hint.held(_named_parts(hint, printed)) and any(n.key in printed for n in hint.others):
             # As the question's terms have it, a hyphen joining words or parting them.
             found.update(hint.asked.key, terms(hint.asked.text))
     return found

@@ -317,7 +317,8 @@ def _statement_first(query: str, passages: list[Passage]) -> list[Passage]:
     if names:
         under = [p for p in passages if under_statement(" ".join(p.chunk.headings), names)]
     else:
-        under = [p for p in passages if _printing(query, statements_printing(query), p)]
+        printing = statements_printing(query)
+        under = [p for p in passages if _printing(query, printing, p)]
     if not under:
         return passages
     best = passages[0].score

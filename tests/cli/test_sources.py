@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +91,18 @@ def _documents(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, dict[
     code, out, err = _run(capsys, "status", "--json", "--data-dir", data)
     assert code == 0, err
     return {d["source"]: d for d in json.loads(out)["documents"]}
+
+
+@contextmanager
+def _served(data: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The app `docchat serve` runs over `data`, on a real uvicorn: its base URL."""
+    monkeypatch.setenv("DOCCHAT_DATA_DIR", str(data))
+    served = ServedApp(local_app())
+    served.start()
+    try:
+        yield f"http://127.0.0.1:{served.port}"
+    finally:
+        served.stop()
 
 
 def _counts(last: dict[str, object]) -> dict[str, object]:
@@ -413,11 +427,8 @@ def test_the_viewer_shows_a_synced_pdf_until_the_site_drops_it(
         assert _run(capsys, *add)[0] == 0
         assert _run(capsys, "sync", "--data-dir", str(data))[0] == 0
         doc_id = _documents(capsys, str(data))[web.url("/docs/report.pdf")]["doc_id"]
-        monkeypatch.setenv("DOCCHAT_DATA_DIR", str(data))
-        served = ServedApp(local_app())  # the app `docchat serve` runs, on a real uvicorn
-        served.start()
-        try:
-            file = f"http://127.0.0.1:{served.port}/documents/{doc_id}/file"
+        with _served(data, monkeypatch) as app:
+            file = f"{app}/documents/{doc_id}/file"
 
             # When the viewer opens the cited PDF, then it reads the bytes the site served
             # (before: "no longer where it was indexed from", the source being a URL)
@@ -432,8 +443,6 @@ def test_the_viewer_shows_a_synced_pdf_until_the_site_drops_it(
             # Then the document is gone, and so is its copy
             assert httpx.get(file, timeout=10).status_code == 404
             assert not list((data / "synced").glob("*.pdf"))
-        finally:
-            served.stop()
 
 
 def test_health_reports_each_sources_last_sync_and_failure(
@@ -452,14 +461,9 @@ def test_health_reports_each_sources_last_sync_and_failure(
         add = ["sources", "add", "web", web.url("/"), "--rate", "0", "--name", "harbour"]
         assert _run(capsys, *add, "--collection", "docks", "--data-dir", str(data))[0] == 0
         assert _run(capsys, "sync", "--data-dir", str(data))[0] == 1
-        monkeypatch.setenv("DOCCHAT_DATA_DIR", str(data))
-        served = ServedApp(local_app())
-        served.start()
-        try:
+        with _served(data, monkeypatch) as app:
             # When /health is asked, as `docchat serve` answers it
-            health = httpx.get(f"http://127.0.0.1:{served.port}/health", timeout=10)
-        finally:
-            served.stop()
+            health = httpx.get(f"{app}/health", timeout=10)
 
     # Then it is healthy (a site's failure is not the server's) and says what the sync did
     assert health.status_code == 200, health.text

@@ -15,6 +15,7 @@ import requests
 from docchat.config import Settings
 from docchat.ingest import claims
 from docchat.ingest.decision import doc_id_for
+from docchat.ingest.formats import suffix_of
 from docchat.ingest.local import ingest_bytes
 from docchat.ingest.notes import ChunkNotes
 from docchat.ingest.shelf import Shelf
@@ -141,7 +142,7 @@ class Syncer:
             tally.report.unchanged += 1
         else:
             tally.report.fetched += 1
-        if page.name.casefold().endswith(".pdf"):
+        if suffix_of(page.name) == ".pdf":
             keep_copy(self.settings.synced_files, result.record.doc_id, page.data)
         self._said(page.url, result.outcome)
         tally.pages[page.url] = PageState(

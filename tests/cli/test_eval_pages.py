@@ -93,11 +93,13 @@ def test_eval_pages_counts_the_evidence_page_and_the_quoted_figure(
         "document@5": 1.0,
         "page-hit@5": 1.0,
         "figures on page": 1.0,
+        "figure@5": 1.0,
         "figure quoted": 1.0,
         "fidelity": 1.0,
     }
     [dmca, filing] = result["questions"]
-    assert dmca["page_hit"] and dmca["figure_quoted"] and dmca["pages"] == [3]
+    assert dmca["page_hit"] and dmca["figure_found"] and dmca["figure_quoted"]
+    assert dmca["pages"] == [3]
     assert filing["indexed"] is False
     assert "not indexed here" in err and "3M_2018_10K" in err
     assert "page-hit@5" in out

@@ -284,6 +284,7 @@ def _write_outcomes(path: Path, scores: dict[str, float], outcomes: list[PageOut
             "right_document": o.right_document,
             "page_hit": o.page_hit,
             "figures": sorted(o.question.figures),
+            "figure_found": o.figure_found,
             "figure_quoted": o.figure_quoted,
         }
         for o in outcomes

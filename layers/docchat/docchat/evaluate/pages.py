@@ -9,7 +9,8 @@ question about a document that is not indexed is counted apart, never as a miss.
 "Figures": the amounts of the expected answer ("$1577.00", "65.4%", "1,577") that the
 evidence text prints (digits compared without separators and trailing zero cents), so a ratio
 the question asks to compute is not held against the quote; a figure is quoted when a quote of
-the answer holds it as a number.
+the answer holds it as a number, and found when one of the first k passages of the document
+prints it (what a reader or a model answering from those passages could quote).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class PageOutcome:
     indexed: bool
     right_document: bool = False
     page_hit: bool = False
+    figure_found: bool = False
     figure_quoted: bool = False
     quotes: int = 0  # the answer's quotes
     faithful: int = 0  # of them, those verbatim on the pages they cite
@@ -147,6 +149,7 @@ def evaluate_pages(
                     page_hit=any(
                         c.page_start <= page <= c.page_end for c in found for page in q.pages
                     ),
+                    figure_found=bool(q.figures & set().union(*(numbers(c.text) for c in found))),
                     figure_quoted=bool(q.figures & quoted),
                     quotes=len(cited),
                     faithful=sum(
@@ -173,6 +176,7 @@ def page_scores(outcomes: Sequence[PageOutcome], *, k: int) -> dict[str, float]:
         f"document@{k}": _share(o.right_document for o in asked),
         f"page-hit@{k}": _share(o.page_hit for o in asked),
         "figures on page": float(len(with_figures)),
+        f"figure@{k}": _share(o.figure_found for o in with_figures),
         "figure quoted": _share(o.figure_quoted for o in with_figures),
         "fidelity": _fidelity(asked),
     }

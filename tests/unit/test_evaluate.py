@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -106,6 +107,34 @@ def test_load_beir_reads_judged_queries_with_graded_qrels() -> None:
 def test_load_beir_names_the_missing_file(tmp_path: Path) -> None:
     with pytest.raises(EvaluationDataError, match=r"corpus\.jsonl"):
         load_beir(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("corpus", "said"),
+    [
+        (b'{"_id": "d1", "text": "caf\xe9"}\n', r"corpus\.jsonl is not UTF-8 text"),
+        (b'{"_id": "d1", "text": "a"}\n\n{"text": "no id"}\n', r"corpus\.jsonl, line 3, .*_id"),
+        (b'{"_id": "d1"\n', r"corpus\.jsonl, line 1, .*not JSON"),
+    ],
+)
+def test_load_beir_says_which_line_of_the_corpus_it_cannot_read(
+    tmp_path: Path, corpus: bytes, said: str
+) -> None:
+    # A BEIR folder copied from the tiny one, its corpus replaced by one that is not BEIR's
+    folder = tmp_path / "beir"
+    shutil.copytree(TINY, folder)
+    (folder / "corpus.jsonl").write_bytes(corpus)
+
+    with pytest.raises(EvaluationDataError, match=said):
+        load_beir(folder)
+
+
+def test_load_beir_reads_numeric_ids_as_text(tmp_path: Path) -> None:
+    folder = tmp_path / "beir"
+    shutil.copytree(TINY, folder)
+    (folder / "corpus.jsonl").write_text('{"_id": 4983, "title": null, "text": "Roof."}\n')
+
+    assert load_beir(folder).corpus == {"4983": ("", "Roof.")}
 
 
 def test_evaluate_beir_on_the_tiny_fixture(tmp_path: Path) -> None:

@@ -4,14 +4,13 @@ documents ranked by their best chunk (MaxP) in a corpus indexed by corpus.py."""
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from docchat.adapters.sqlite_index import SqliteIndex
 from docchat.errors import EvaluationDataError
@@ -24,6 +23,7 @@ from docchat.evaluate.corpus import (
     filled_index,
     ranked_chunks,
 )
+from docchat.evaluate.lines import json_lines, read_text
 from docchat.ingest.stages import Progress
 from docchat.ports import Embedder, Reranker
 from docchat.search.library import RERANK_POOL
@@ -91,6 +91,19 @@ class BeirData:
     corpus_sha256: str
 
 
+class _Line(BaseModel):
+    """A line of corpus.jsonl or queries.jsonl: the fields read, the rest ignored."""
+
+    model_config = ConfigDict(extra="ignore", coerce_numbers_to_str=True)
+
+    id: str = Field(alias="_id")
+    title: str | None = ""
+    text: str | None = ""
+
+
+_WHAT = 'a BEIR line ({"_id": …, "text": …})'
+
+
 def load_beir(folder: Path, *, split: str = "test", limit: int | None = None) -> BeirData:
     """corpus.jsonl, queries.jsonl and qrels/<split>.tsv; `limit` keeps the first judged queries."""
     paths = [folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"]
@@ -100,22 +113,19 @@ def load_beir(folder: Path, *, split: str = "test", limit: int | None = None) ->
             f"not a BEIR folder: {', '.join(missing)} missing "
             "(expected corpus.jsonl, queries.jsonl and qrels/<split>.tsv)"
         )
-    raw = paths[0].read_bytes()
+    raw = read_text(paths[0])
     corpus = {
-        str(row["_id"]): (str(row.get("title") or ""), str(row.get("text") or ""))
-        for row in _jsonl(raw.decode("utf-8"), paths[0])
+        row.id: (row.title or "", row.text or "")
+        for row in json_lines(paths[0], _Line, what=_WHAT, text=raw)
     }
-    texts = {
-        str(row["_id"]): str(row.get("text") or "")
-        for row in _jsonl(paths[1].read_text(encoding="utf-8"), paths[1])
-    }
+    texts = {row.id: row.text or "" for row in json_lines(paths[1], _Line, what=_WHAT)}
     qrels = _qrels(paths[2])
     judged = [q for q in qrels if q in texts][:limit]
     return BeirData(
         corpus=corpus,
         queries={q: texts[q] for q in judged},
         qrels={q: qrels[q] for q in judged},
-        corpus_sha256=hashlib.sha256(raw).hexdigest(),
+        corpus_sha256=hashlib.sha256(raw.encode("utf-8")).hexdigest(),
     )
 
 
@@ -138,19 +148,6 @@ def beir_slice(data: BeirData, *, queries: int, distractors: int) -> BeirData:
         qrels={q: data.qrels[q] for q in kept},
         corpus_sha256=digest,
     )
-
-
-def _jsonl(text: str, path: Path) -> Iterator[dict[str, Any]]:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EvaluationDataError(f"{path}:{number} is not JSON ({exc.msg})") from exc
-        if not isinstance(row, dict) or "_id" not in row:
-            raise EvaluationDataError(f"{path}:{number} has no _id field")
-        yield row
 
 
 def _qrels(path: Path) -> dict[str, dict[str, int]]:

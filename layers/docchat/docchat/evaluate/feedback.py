@@ -11,15 +11,12 @@ directory's admin.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ValidationError
-
-from docchat.errors import EvaluationDataError
+from docchat.evaluate.lines import json_lines
 from docchat.llm import Message
 from docchat.models import Citation, DocumentRecord, RatedQuestion
 from docchat.search.library import Visible
@@ -108,35 +105,12 @@ def scores(outcomes: Sequence[Outcome]) -> FeedbackScores:
 def load_rated(path: Path) -> list[RatedQuestion]:
     """A question set exported by `docchat feedback export` (JSON lines), or
     EvaluationDataError naming the first line that is not one (as `load_pages`)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise EvaluationDataError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise EvaluationDataError(f"{path} is not UTF-8 text: {exc.reason}") from exc
-    found: list[RatedQuestion] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            found.append(RatedQuestion.model_validate(json.loads(line)))
-        except (json.JSONDecodeError, ValidationError) as exc:
-            raise EvaluationDataError(
-                f"{path}, line {number}, is not a rated answer as `docchat feedback export` "
-                f"writes them ({_first_problem(exc)})"
-            ) from exc
-    return found
+    return json_lines(
+        path, RatedQuestion, what="a rated answer as `docchat feedback export` writes them"
+    )
 
 
 def _changed(record: DocumentRecord | None, version: str | None) -> bool:
     if record is None:
         return True
     return version is not None and record.version != version
-
-
-def _first_problem(exc: json.JSONDecodeError | ValidationError) -> str:
-    if isinstance(exc, json.JSONDecodeError):
-        return f"not JSON: {exc.msg}"
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "the line"
-    return f"{where}: {first['msg']}"

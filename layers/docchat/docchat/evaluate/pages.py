@@ -15,15 +15,15 @@ prints it (what a reader or a model answering from those passages could quote).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from docchat.errors import EvaluationDataError
+from docchat.evaluate.lines import json_lines
 from docchat.evaluate.qa import verbatim
 from docchat.models import Citation, Passage
 
@@ -87,26 +87,18 @@ def numbers(text: str) -> set[str]:
 def load_pages(path: Path, *, limit: int | None = None) -> list[PageQuestion]:
     """The questions of a FinanceBench-style JSONL file (one object a line); `limit` keeps the
     first ones."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvaluationDataError(f"cannot read {path} ({exc}): check the path") from exc
+    rows = json_lines(
+        path,
+        _Row,
+        what='a question with its evidence as FinanceBench writes them: {"question": …, '
+        '"doc_name": …, "answer": …, "evidence": [{"evidence_page_num": …, "evidence_text": …}]}',
+    )
     questions = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = _Row.model_validate(json.loads(line))
-        except (ValueError, ValidationError) as exc:
-            raise EvaluationDataError(
-                f"{path}, line {number}: not a question with its evidence ({exc!r}); expected "
-                '{"question": …, "doc_name": …, "answer": …, "evidence": '
-                '[{"evidence_page_num": …, "evidence_text": …}]}'
-            ) from exc
+    for number, row in enumerate(rows, start=1):
         printed = set().union(*(numbers(e.evidence_text) for e in row.evidence))
         questions.append(
             PageQuestion(
-                qid=row.financebench_id or f"line {number}",
+                qid=row.financebench_id or f"question {number}",
                 question=row.question,
                 document=row.doc_name,
                 pages=frozenset(e.evidence_page_num + 1 for e in row.evidence),

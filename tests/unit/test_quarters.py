@@ -127,3 +127,38 @@ def test_a_quarter_a_page_prints_with_a_hyphen_holds_the_questions_quarter(print
     from docchat.search.variants import periods_held
 
     assert periods_held("What was Boeing's Q4 revenue?", f"Boeing Reports {printed}") == {"q4"}
+
+
+@pytest.mark.parametrize(
+    ("question", "searched_for"),
+    [
+        # the quarter's own reports are searched: their pages print it as dates, so its words
+        # are not searched for
+        ("What was Best Buy's revenue in the second quarter of fiscal 2024?", False),
+        ("What was Best Buy's revenue in Q2 of FY2024?", False),
+        ("What were Pfizer's total revenues in Q2 2023?", False),
+        # the annual report is searched too: the quarter's words tell its pages apart
+        ("What were Amcor's net sales in Q3 of fiscal 2023?", True),
+    ],
+)
+def test_the_quarters_words_are_not_searched_for_inside_its_own_reports(
+    shelf: Library, question: str, searched_for: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Best Buy's 10-Q discussion repeats "the second quarter of fiscal 2024" on every page; its
+    # statement prints "Three Months Ended July 29, 2023" and the revenue once. Searched for
+    # the quarter's words, the discussion filled the candidates and the statement was not
+    # among them (FinanceBench's Best Buy and Pfizer 10-Qs, stop 60).
+    asked: list[str] = []
+    search = shelf.index.keyword_search
+
+    def keyword_search(query: str, **kwargs: object) -> object:
+        asked.append(query)
+        return search(query, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(shelf.index, "keyword_search", keyword_search)
+
+    shelf.search(question, top_k=3)
+
+    [keywords] = asked
+    assert "revenue" in keywords or "net sales" in keywords
+    assert bool(quarters_asked(keywords)) is searched_for, keywords

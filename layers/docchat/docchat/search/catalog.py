@@ -173,6 +173,16 @@ class Catalog:
         }
         return self._chosen(pool, {d: q in asked if q else None for d, q in covered.items()})
 
+    def of_quarter(self, query: str, doc_ids: Sequence[str]) -> bool:
+        """Whether every one of `doc_ids` is a report of a quarter `query` names (as
+        `quartered` reads them)."""
+        asked = quarters_asked(query)
+        return bool(asked and doc_ids) and all(
+            quarter_of(self.records[d].title, self._year_ends.get(self._company[d])) in asked
+            for d in doc_ids
+            if d in self.records
+        )
+
     @cached_property
     def _year_ends(self) -> dict[str, int]:
         """Each company's fiscal year's last month, as its annual reports' titles give it."""

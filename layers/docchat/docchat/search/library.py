@@ -21,6 +21,7 @@ from docchat.search.concepts import (
 )
 from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.pages import extracted_pages
+from docchat.search.quarters import without_quarters
 from docchat.search.segments import whole_first
 from docchat.search.terms import asked, terms
 
@@ -167,10 +168,11 @@ class Library:
         a name several share has each one's documents searched, and `scope_note` says so. A
         query that names a form, a most recent report, a quarter or a year searches, of the
         company's documents, those whose titles name it (`Catalog.formed`, `latest`,
-        `quartered`, `dated`), when any does. Of the passages found, those headed by the segment
-        the query names come first and those headed by another segment after the rest
-        (`whole_first`); those mostly boilerplate (a certification, a cover's check boxes) come
-        after all (`evidence_first`)."""
+        `quartered`, `dated`), when any does; inside the reports of the quarter asked, its
+        words are not searched for by keyword (`without_quarters`). Of the passages found,
+        those headed by the segment the query names come first and those headed by another
+        segment after the rest (`whole_first`); those mostly boilerplate (a certification, a
+        cover's check boxes) come after all (`evidence_first`)."""
         catalog = self._catalog(catalog)
         query = asked(query)
         named, rest = catalog.named_in(query, doc_ids)
@@ -183,6 +185,9 @@ class Library:
             query, doc_ids = rest, named
         for narrowed in (catalog.formed, catalog.latest, catalog.quartered, catalog.dated):
             doc_ids = narrowed(query, doc_ids) or doc_ids
+        keywords = hinted(query)
+        if doc_ids is not None and catalog.of_quarter(query, doc_ids):
+            keywords = hinted(without_quarters(query))
         versions = catalog.versions(doc_ids)
         pool = top_k * RERANK_POOL if self.reranker else top_k
         # Twice as many, so that collapsing duplicates still leaves `pool` distinct passages.
@@ -195,7 +200,7 @@ class Library:
             versions=versions,
             fusion=self.fusion,
             vector_weight=self.vector_weight,
-            keywords=hinted(query),
+            keywords=keywords,
         )
         # The index filtered already; an index that let a stale chunk through still must not.
         fused = _statement_first(query, distinct([p for p in fused if _shown(p.chunk, versions)]))

@@ -62,6 +62,16 @@ def quarters_asked(text: str) -> set[Quarter]:
     return found
 
 
+def without_quarters(text: str) -> str:
+    """`text` without the quarters it names ("revenue in the second quarter of fiscal 2024":
+    "revenue in the"), for a search inside reports that cover the quarter asked: their tables
+    print it as dates ("Three Months Ended July 29, 2023"), and the quarter's words would rank
+    the prose repeating them over the statement printing the figure."""
+    for pattern in (_NUMBERED, _FISCAL_FIRST, _WORDS, _WORDS_AFTER):
+        text = pattern.sub(" ", text)
+    return " ".join(text.split())
+
+
 def year_end_month(title: str) -> int | None:
     """The month a company's fiscal year ends in, from its annual report's title ("fiscal
     year ended January 28, 2023": 1); None when the title gives no fiscal year's end."""

@@ -6,6 +6,8 @@ ingestion titles them (`docchat.ingest.filings.filing_title`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from docchat.search.library import Library
@@ -162,3 +164,52 @@ def test_the_quarters_words_are_not_searched_for_inside_its_own_reports(
     [keywords] = asked
     assert "revenue" in keywords or "net sales" in keywords
     assert bool(quarters_asked(keywords)) is searched_for, keywords
+
+
+# A page of EDGAR's printed 10-Q: a running "Table of Contents" link above the statement, the
+# page converted as one table from the link down, the statement's title a row of it.
+_BALANCE_SHEET = "\n".join(
+    [
+        "|  |  |  | Table of Contents |",
+        "| --- | --- | --- | --- |",
+        "| PART I — FINANCIAL INFORMATION |  |  |  |",
+        "| Condensed Consolidated Balance Sheets |  |  |  |",
+        "| $ in millions (unaudited) |  |  |  |",
+        "|  | July 29, 2023 | January 28, 2023 | July 30, 2022 |",
+        "| Merchandise inventories | 5,651 | 5,140 | 6,043 |",
+        "| Total current assets | 8,304 | 8,802 | 8,344 |",
+        "| Total assets | 15,318 | 15,803 | 15,419 |",
+    ]
+)
+_ASSETS_PROSE = (
+    "# Liquidity\nTotal assets of the Domestic segment and total assets of the International "
+    "segment at the end of the second quarter of fiscal 2024 reflected lower merchandise "
+    "inventories and total assets held for sale."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "row"),
+    [
+        ("What were Best Buy's total assets at the end of Q2 of fiscal 2024?", "15,318"),
+        (
+            "What were Best Buy's merchandise inventories in the second quarter of fiscal 2024?",
+            "5,651",
+        ),
+    ],
+)
+def test_a_statement_titled_inside_its_table_is_read_as_that_statement(
+    tmp_path: Path, question: str, row: str
+) -> None:
+    # Given Best Buy's 10-Q whose balance sheet's title is a row of its table, and prose on
+    # total assets and inventories
+    shelf = dict(SHELF)
+    shelf["bby-10q2"] = [*SHELF["bby-10q2"], _ASSETS_PROSE, _BALANCE_SHEET]
+    library = filed(tmp_path, shelf)
+
+    # When the question asks for a balance sheet's line item
+    found = library.search(question, top_k=3).passages
+
+    # Then the balance sheet comes first, read as the statement its title row names (before:
+    # under no heading but the form's, it was not known to print the item)
+    assert row in found[0].chunk.text, [p.chunk.text[:60] for p in found]

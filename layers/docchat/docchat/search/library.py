@@ -23,6 +23,7 @@ from docchat.search.hybrid import Fusion, hybrid_search
 from docchat.search.pages import extracted_pages
 from docchat.search.quarters import without_quarters
 from docchat.search.segments import whole_first
+from docchat.search.sentences import row_cells
 from docchat.search.terms import asked, terms
 
 # Passages the reranker sees per passage wanted (the evaluation reranks as many).
@@ -320,7 +321,7 @@ def _statement_first(query: str, passages: list[Passage]) -> list[Passage]:
         return passages
     names = statement_asked(query)
     if names:
-        under = [p for p in passages if under_statement(" ".join(p.chunk.headings), names)]
+        under = [p for p in passages if under_statement(headed(p.chunk), names)]
     else:
         printing = statements_printing(query)
         under = [p for p in passages if _printing(query, printing, p)]
@@ -347,9 +348,29 @@ def _printing(query: str, names: tuple[tuple[str, ...], ...], passage: Passage) 
     """Whether `passage` is under one of the statements `names` and holds what `query` asks."""
     return (
         bool(names)
-        and under_statement(" ".join(passage.chunk.headings), names)
+        and under_statement(headed(passage.chunk), names)
         and holds_asked(query, passage.chunk.text)
     )
+
+
+def headed(chunk: Chunk) -> str:
+    """What heads `chunk`: its heading path, and the rows its table opens with that hold a
+    label alone ("| Condensed Consolidated Balance Sheets |  |  |"). A page whose statement
+    sits under a running link ("Table of Contents", as EDGAR's printed filings carry one) is
+    converted as one table from the link down, the statement's title a row of it."""
+    captions = [*chunk.headings]
+    for line in chunk.text.lstrip().splitlines():
+        if not line.startswith("|"):
+            break
+        cells = row_cells(line)
+        if all(not c.strip("-: ") for c in cells):
+            continue  # the delimiter row
+        filled = [c for c in cells if c]
+        if len(filled) > 1:
+            break
+        if cells[0]:
+            captions.append(cells[0])
+    return " ".join(captions)
 
 
 def distinct(passages: Sequence[Passage]) -> list[Passage]:

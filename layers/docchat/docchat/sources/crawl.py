@@ -35,7 +35,8 @@ _BY_MEDIA_TYPE = {fmt.media_type: suffix for suffix, fmt in reversed(FORMATS.ite
 @dataclass(frozen=True)
 class Fetched:
     """A page or file answered 200: its bytes, the file name they are read as, its validators
-    and the same-site links it holds (an HTML page's; none for a file)."""
+    and the same-site links it holds (an HTML page's; none for a file); a drive's file also
+    its item id."""
 
     url: str
     data: bytes
@@ -43,6 +44,7 @@ class Fetched:
     etag: str = ""
     last_modified: str = ""
     links: tuple[str, ...] = ()
+    item_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,14 @@ class Gone:
 
 
 @dataclass(frozen=True)
+class Deleted:
+    """A document the source says it deleted (a drive's item with the `deleted` facet)."""
+
+    url: str
+    why: str
+
+
+@dataclass(frozen=True)
 class Failed:
     url: str
     reason: str
@@ -68,7 +78,7 @@ class Disallowed:
     reason: str
 
 
-Outcome = Fetched | NotModified | Gone | Failed | Disallowed
+Outcome = Fetched | NotModified | Gone | Deleted | Failed | Disallowed
 
 
 def checked_url(url: str) -> str:
@@ -133,6 +143,8 @@ class Crawler:
     #: False once something failed that may have linked to pages the crawl then missed: the
     #: pages not reached are then not taken as gone from the site.
     complete: bool = True
+    #: Where the next sync starts: nowhere, as a crawl starts over each time.
+    cursor: str = ""
     _last_request: float | None = None
 
     def outcomes(self) -> Iterator[Outcome]:
@@ -274,9 +286,9 @@ class Crawler:
         if name is None:
             served = media_type or "no type"
             return Failed(url, f"{url}: served as {served}, which docchat does not read")
-        data = _body(response)
+        data = capped_body(response, limit=MAX_UPLOAD_BYTES)
         if data is None:
-            limit = _size(MAX_UPLOAD_BYTES)
+            limit = size_said(MAX_UPLOAD_BYTES)
             return Failed(url, f"{url}: over the size limit of {limit}, not fetched")
         html = media_type in _HTML_TYPES
         return Fetched(
@@ -296,22 +308,22 @@ def _xml(data: bytes) -> ElementTree.Element:
     return ElementTree.fromstring(data)
 
 
-def _body(response: requests.Response) -> bytes | None:
-    """The response's bytes, or None when they are more than an upload may be."""
+def capped_body(response: requests.Response, *, limit: int) -> bytes | None:
+    """The response's bytes, or None when they are more than `limit` (what an upload may be)."""
     declared = response.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > MAX_UPLOAD_BYTES:
+    if declared.isdigit() and int(declared) > limit:
         return None
     chunks: list[bytes] = []
     size = 0
     for chunk in response.iter_content(chunk_size=64 * 1024):
         size += len(chunk)
-        if size > MAX_UPLOAD_BYTES:
+        if size > limit:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
 
 
-def _size(limit: int) -> str:
+def size_said(limit: int) -> str:
     """ "100 MB", or a number of bytes that is no whole number of MB."""
     mb, rest = divmod(limit, 1024 * 1024)
     return f"{mb} MB" if mb and not rest else f"{limit} bytes"

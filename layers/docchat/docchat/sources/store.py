@@ -1,6 +1,8 @@
 """The sources a data directory syncs (`docchat sources`), in its sources.json: each source's
-configuration, what its last sync found, and what each page was when it was last fetched (its
-validators, for a conditional GET, and its links, for a page that answers 304 Not Modified).
+configuration (a web site, or a Microsoft Graph drive: a SharePoint document library or a
+OneDrive), what its last sync found, and what each page or file was when it was last fetched
+(its validators, for a conditional GET or a drive's unchanged file, and its links, for a page
+that answers 304 Not Modified), and where a drive's next sync resumes (its delta link).
 A file of its own beside the index, replaced whole (write, then rename), so a sync killed
 half-way leaves the previous file."""
 
@@ -9,9 +11,9 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from docchat.errors import SourceError
 
@@ -30,15 +32,54 @@ class WebSource(BaseModel):
     rate: float = Field(1.0, ge=0, le=3600, description="seconds between requests")
     collection: str = ""
 
+    @property
+    def where(self) -> str:
+        """Where its documents come from, as `docchat sources` and /health show it."""
+        return self.url
+
+
+GRAPH_URL = "https://graph.microsoft.com/v1.0"
+
+
+class GraphSource(BaseModel):
+    """A Microsoft Graph drive to sync: a drive by its id, or a SharePoint site's default
+    document library, read as an app of the tenant (client credentials). The client secret is
+    read from the environment variable `secret_env` when a sync runs, never kept here."""
+
+    kind: Literal["sharepoint"] = "sharepoint"
+    name: str = Field(pattern=NAME_PATTERN)
+    tenant: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]{0,127}$")
+    client_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")
+    secret_env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+    drive: str = Field("", pattern=r"^[A-Za-z0-9!_.,-]{0,256}$")
+    site: str = ""
+    collection: str = ""
+
+    @model_validator(mode="after")
+    def _one_place(self) -> GraphSource:
+        if bool(self.drive) == bool(self.site):
+            raise ValueError("give either a drive id or a site, not both or neither")
+        return self
+
+    @property
+    def where(self) -> str:
+        """The site, or the drive's Graph URL."""
+        return self.site or f"{GRAPH_URL}/drives/{self.drive}"
+
+
+AnySource = Annotated[WebSource | GraphSource, Field(discriminator="kind")]
+
 
 class PageState(BaseModel):
-    """One fetched page or file as the last sync left it."""
+    """One fetched page or file as the last sync left it (a drive's file: its item id, and its
+    cTag, or its eTag where the delta feed gives no cTag, in `etag`)."""
 
     url: str
     doc_id: str
     etag: str = ""
     last_modified: str = ""
     links: list[str] = []
+    item_id: str = ""
 
 
 class SyncReport(BaseModel):
@@ -55,9 +96,19 @@ class SyncReport(BaseModel):
 
 
 class SourceEntry(BaseModel):
-    source: WebSource
+    source: AnySource
     pages: dict[str, PageState] = {}
     last_sync: SyncReport | None = None
+    #: Where the next sync starts: a drive's delta link ("" for a web site, crawled whole).
+    cursor: str = ""
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _web_unless_said(cls, value: Any) -> Any:
+        # A source written before sources had kinds is a web site.
+        if isinstance(value, dict) and "kind" not in value:
+            return {**value, "kind": "web"}
+        return value
 
 
 class SourcesFile(BaseModel):
@@ -115,7 +166,7 @@ def now() -> datetime:
 
 def sources_health(data_dir: Path) -> dict[str, object]:
     """What /health says of the data directory's sources: each one's last sync, its counts and
-    its last failure (never a credential: a web source has none)."""
+    its last failure (never a credential: a drive's secret is not in sources.json)."""
     listed = []
     for name, entry in load_sources(data_dir).sources.items():
         done = entry.last_sync
@@ -123,7 +174,7 @@ def sources_health(data_dir: Path) -> dict[str, object]:
             {
                 "name": name,
                 "kind": entry.source.kind,
-                "url": entry.source.url,
+                "url": entry.source.where,
                 "collection": entry.source.collection,
                 "documents": len(entry.pages),
                 "last_sync": None

@@ -1,14 +1,17 @@
-"""Syncing one source into the index: each page or file the crawl fetches goes through the
-local runner (`ingest_bytes`, the same as `docchat ingest`) into the source's collection, with
-its URL as the document's source; a page gone from the site is removed as `docchat rm` removes
-a document (`Shelf.remove`). Nothing already indexed is lost to a failing page or sync."""
+"""Syncing one source into the index: each page or file the crawl (a web site) or the delta feed
+(a Graph drive) fetches goes through the local runner (`ingest_bytes`, the same as `docchat
+ingest`) into the source's collection, with its URL (a drive file's webUrl) as the document's
+source; a page gone from the site or a file deleted from the drive is removed as `docchat rm`
+removes a document (`Shelf.remove`). Nothing already indexed is lost to a failing page or sync."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import requests
 
@@ -23,6 +26,7 @@ from docchat.models import synced_copy
 from docchat.ports import Embedder
 from docchat.sources.crawl import (
     Crawler,
+    Deleted,
     Disallowed,
     Failed,
     Fetched,
@@ -30,10 +34,21 @@ from docchat.sources.crawl import (
     NotModified,
     Outcome,
 )
-from docchat.sources.store import PageState, SourceEntry, SyncReport, now
+from docchat.sources.graph import DriveDelta
+from docchat.sources.store import GraphSource, PageState, SourceEntry, SyncReport, WebSource, now
 
 #: What a sync reports as it goes: (url, what became of it).
 Reported = Callable[[str, str], None]
+
+
+class Walk(Protocol):
+    """What a sync reads a source with (a web crawl, a drive's delta feed): its outcomes, whether
+    it reached everything the source holds, and where the next sync starts."""
+
+    complete: bool
+    cursor: str
+
+    def outcomes(self) -> Iterator[Outcome]: ...
 
 
 @dataclass
@@ -59,19 +74,25 @@ class Syncer:
     notes: ChunkNotes | None = None
     session: requests.Session | None = None
     on_page: Reported | None = None
+    #: How a sync waits (between a site's requests, for a throttled drive's Retry-After).
+    sleep: Callable[[float], None] = time.sleep
 
     def sync(self, entry: SourceEntry) -> SourceEntry:
-        """`entry` synced: its pages as the site has them now, and the sync's report. A failure
+        """`entry` synced: its pages as the source has them now, and the sync's report. A failure
         that stops the sync (the disk, the embedder) propagates after what was done is kept in
         `entry`, which the caller saves."""
         tally = _Tally(SyncReport(at=now()), dict(entry.pages))
-        crawler = Crawler(entry.source, entry.pages, session=self.session or requests.Session())
+        walk = self._walk(entry)
         try:
-            for outcome in crawler.outcomes():
+            for outcome in walk.outcomes():
                 self._settle(outcome, entry, tally)
-            if crawler.complete:
+            if walk.complete:
                 for url in [u for u in tally.pages if u not in tally.reached]:
                     self._remove(url, tally, why="no longer linked")
+            # A drive's changes are asked for once: with a failure among them, the next sync
+            # asks for them again (what did not change is not fetched again).
+            if not tally.report.failed:
+                entry.cursor = walk.cursor
         except KeyboardInterrupt:
             tally.failed("the sync was interrupted: run it again")
             raise
@@ -82,6 +103,16 @@ class Syncer:
             entry.pages = tally.pages
             entry.last_sync = tally.report
         return entry
+
+    def _walk(self, entry: SourceEntry) -> Walk:
+        session = self.session or requests.Session()
+        match entry.source:
+            case WebSource():
+                return Crawler(entry.source, entry.pages, session=session, sleep=self.sleep)
+            case GraphSource():
+                return DriveDelta(
+                    entry.source, entry.pages, entry.cursor, session=session, sleep=self.sleep
+                )
 
     def _settle(self, outcome: Outcome, entry: SourceEntry, tally: _Tally) -> None:
         url = outcome.url
@@ -98,6 +129,8 @@ class Syncer:
             case Gone():
                 tally.failed(f"{url}: {outcome.status}, a broken link on the site")
                 self._said(url, f"failed: {outcome.status}")
+            case Deleted():
+                self._remove(url, tally, why=outcome.why)
             case Failed():
                 tally.reached.add(url)  # what it was is kept until it answers again
                 tally.failed(outcome.reason)
@@ -136,7 +169,9 @@ class Syncer:
             self._said(page.url, f"failed: {result.record.error}")
             # A page that no longer reads is FAILED in the index; no validators are kept, so
             # the next sync fetches it again.
-            tally.pages[page.url] = PageState(url=page.url, doc_id=result.record.doc_id)
+            tally.pages[page.url] = PageState(
+                url=page.url, doc_id=result.record.doc_id, item_id=page.item_id
+            )
             return
         if result.outcome == "unchanged":
             tally.report.unchanged += 1
@@ -151,6 +186,7 @@ class Syncer:
             etag=page.etag,
             last_modified=page.last_modified,
             links=list(page.links),
+            item_id=page.item_id,
         )
 
     def _remove(self, url: str, tally: _Tally, *, why: str) -> None:

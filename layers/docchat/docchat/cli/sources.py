@@ -1,5 +1,6 @@
-"""`docchat sources` (list, add) and `docchat sync`: web sites synced into the data directory's
-documents (docchat.sources), through the same ingestion and removal as `docchat ingest` / `rm`."""
+"""`docchat sources` (list, add, rm) and `docchat sync`: web sites and Microsoft Graph drives
+(SharePoint document libraries, OneDrives) synced into the data directory's documents
+(docchat.sources), through the same ingestion and removal as `docchat ingest` / `rm`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import json
 import re
 import sys
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import ValidationError
@@ -20,6 +22,7 @@ from docchat.errors import SourceError
 from docchat.models import synced_copy
 from docchat.sources.crawl import checked_url
 from docchat.sources.store import (
+    GraphSource,
     SourceEntry,
     SourcesFile,
     WebSource,
@@ -40,20 +43,39 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
     sources.add_argument("--json", action="store_true", help="print the sources as JSON")
     actions = sources.add_subparsers(dest="action")
     add = actions.add_parser("add", parents=[common_parser], help="add a source to sync")
-    add.add_argument("kind", choices=["web"], help="what kind of source (web: a web site)")
-    add.add_argument("url", help="the start page, or the site's sitemap.xml")
-    add.add_argument("--depth", type=_count, default=2, help="links followed from the start")
-    add.add_argument("--max-pages", type=_count, default=100, help="pages fetched at most")
-    add.add_argument("--rate", type=_seconds, default=1.0, help="seconds between requests")
-    add.add_argument("--name", default=None, help="the source's name (default: its host)")
-    add_collection_option(add, "the collection its documents go to", many=False)
+    kinds = add.add_subparsers(dest="kind", required=True, metavar="KIND")
+    web = kinds.add_parser("web", parents=[common_parser], help="a web site")
+    web.add_argument("url", help="the start page, or the site's sitemap.xml")
+    web.add_argument("--depth", type=_count, default=2, help="links followed from the start")
+    web.add_argument("--max-pages", type=_count, default=100, help="pages fetched at most")
+    web.add_argument("--rate", type=_seconds, default=1.0, help="seconds between requests")
+    web.add_argument("--name", default=None, help="the source's name (default: its host)")
+    add_collection_option(web, "the collection its documents go to", many=False)
+    graph = kinds.add_parser(
+        "sharepoint",
+        parents=[common_parser],
+        help="a SharePoint document library or a OneDrive (Microsoft Graph)",
+    )
+    graph.add_argument("--tenant", required=True, help="the Entra tenant (id or domain)")
+    graph.add_argument("--client-id", required=True, help="the app registration's client id")
+    graph.add_argument(
+        "--secret-env",
+        required=True,
+        metavar="VAR",
+        help="the environment variable holding the app's client secret (never stored)",
+    )
+    where = graph.add_mutually_exclusive_group(required=True)
+    where.add_argument("--drive", help="the drive's id")
+    where.add_argument("--site", help="a SharePoint site's URL or id: its default document library")
+    graph.add_argument("--name", default=None, help="the source's name (default: from the site)")
+    add_collection_option(graph, "the collection its documents go to", many=False)
     rm = actions.add_parser(
         "rm", parents=[common_parser], help="forget a source and remove its documents"
     )
     rm.add_argument("name", help="the source's name, as `docchat sources` lists it")
     sources.set_defaults(run=run_sources)
     sync = commands.add_parser(
-        "sync", parents=[common_parser], help="fetch the sources' pages into the index"
+        "sync", parents=[common_parser], help="fetch the sources' pages and files into the index"
     )
     sync.add_argument("name", nargs="?", default=None, help="one source (default: all)")
     sync.set_defaults(run=run_sync)
@@ -83,7 +105,8 @@ def run_sources(args: argparse.Namespace, settings: Settings, opened: Opened) ->
         return _rm(args, settings, opened)
     sources = load_sources(settings.data_dir)
     if args.json:
-        rows = [e.model_dump(mode="json", exclude={"pages"}) for e in sources.sources.values()]
+        shown_rows = sources.sources.values()
+        rows = [e.model_dump(mode="json", exclude={"pages", "cursor"}) for e in shown_rows]
         sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
         return 0
     if not sources.sources:
@@ -96,10 +119,18 @@ def run_sources(args: argparse.Namespace, settings: Settings, opened: Opened) ->
 
 def _described(entry: SourceEntry) -> list[str]:
     s = entry.source
-    lines = [
-        f"{s.name}: {s.kind} {s.url} (collection {s.collection or 'default'}, depth {s.depth}, "
-        f"at most {plural(s.max_pages, 'page')}, {s.rate:g} s between requests)"
-    ]
+    match s:
+        case WebSource():
+            lines = [
+                f"{s.name}: {s.kind} {s.url} (collection {s.collection or 'default'}, depth "
+                f"{s.depth}, at most {plural(s.max_pages, 'page')}, {s.rate:g} s between "
+                "requests)"
+            ]
+        case GraphSource():
+            lines = [
+                f"{s.name}: {s.kind} {s.where} (collection {s.collection or 'default'}, tenant "
+                f"{s.tenant}, app {s.client_id}, its secret in ${s.secret_env})"
+            ]
     done = entry.last_sync
     if done is None:
         return [*lines, "  never synced: run `docchat sync`"]
@@ -116,34 +147,92 @@ def _described(entry: SourceEntry) -> list[str]:
 
 
 def _add(args: argparse.Namespace, settings: Settings) -> int:
-    url = checked_url(args.url)
-    name = args.name or re.sub(r"[^A-Za-z0-9._-]+", "-", urlsplit(url).netloc).strip("-.")
+    source = _web(args) if args.kind == "web" else _graph(args)
     sources = load_sources(settings.data_dir)
-    # Two sources of one site would each remove the pages the other synced.
-    twin = next((e.source.name for e in sources.sources.values() if e.source.url == url), None)
+    # Two sources of one site or drive would each remove the documents the other synced.
+    twin = next(
+        (e.source.name for e in sources.sources.values() if _same_place(e.source, source)), None
+    )
     if twin is not None:
-        raise SourceError(f"{url} is already synced by source {twin!r}: sync that one")
-    if name in sources.sources:
+        raise SourceError(f"{source.where} is already synced by source {twin!r}: sync that one")
+    if source.name in sources.sources:
         raise SourceError(
-            f"there is already a source called {name!r} ({sources.sources[name].source.url}): "
-            "give this one another --name"
+            f"there is already a source called {source.name!r} "
+            f"({sources.sources[source.name].source.where}): give this one another --name"
         )
-    try:
-        source = WebSource(
-            name=name,
-            url=url,
-            depth=args.depth,
-            max_pages=args.max_pages,
-            rate=args.rate,
-            collection=args.collection or "",
-        )
-    except ValidationError as exc:
-        wrong = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise SourceError(f"the source cannot be added ({wrong}): {_NAMES}") from exc
-    sources.sources[name] = SourceEntry(source=source)
+    sources.sources[source.name] = SourceEntry(source=source)
     save_sources(settings.data_dir, sources)
-    common.out.print(f"added {name}: sync it with `docchat sync {name}`", markup=False)
+    said = f"added {source.name}: sync it with `docchat sync {source.name}`"
+    common.out.print(said, markup=False)
     return 0
+
+
+def _same_place(a: WebSource | GraphSource, b: WebSource | GraphSource) -> bool:
+    if isinstance(a, GraphSource) and isinstance(b, GraphSource):
+        return a.tenant.lower() == b.tenant.lower() and a.where.lower() == b.where.lower()
+    return a.kind == b.kind and a.where == b.where
+
+
+def _web(args: argparse.Namespace) -> WebSource:
+    url = checked_url(args.url)
+    name = args.name or _slug(urlsplit(url).netloc)
+    return _built(
+        WebSource,
+        name=name,
+        url=url,
+        depth=args.depth,
+        max_pages=args.max_pages,
+        rate=args.rate,
+        collection=args.collection or "",
+    )
+
+
+def _graph(args: argparse.Namespace) -> GraphSource:
+    site = (args.site or "").strip()
+    if site.startswith("http"):
+        parts = urlsplit(site)
+        if parts.scheme != "https" or not parts.hostname:
+            raise SourceError(
+                f"{site!r} is not a SharePoint site docchat can sync: give its https:// URL "
+                "(https://contoso.sharepoint.com/sites/team) or its site id"
+            )
+        site = f"https://{parts.hostname}{parts.path.rstrip('/')}"
+    elif site and not re.fullmatch(r"[A-Za-z0-9.-]+(,[0-9A-Fa-f-]{36}){2}", site):
+        raise SourceError(
+            f"{site!r} is neither a site URL nor a site id: give the site's https:// URL, or "
+            "its id (hostname,site-collection-id,web-id)"
+        )
+    drive = _slug(args.drive or "")
+    default = _slug(site.removeprefix("https://")) if site else f"drive-{drive}"
+    return _built(
+        GraphSource,
+        name=args.name or default[:64].strip("-."),
+        tenant=args.tenant,
+        client_id=args.client_id,
+        secret_env=args.secret_env,
+        drive=args.drive or "",
+        site=site,
+        collection=args.collection or "",
+    )
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
+
+
+_S = TypeVar("_S", WebSource, GraphSource)
+
+
+def _built(model: type[_S], **fields: object) -> _S:
+    try:
+        return model.model_validate(fields)
+    except ValidationError as exc:
+        wrong = [(str(e["loc"][0]) if e["loc"] else "", e["msg"]) for e in exc.errors()]
+        said = "; ".join(f"{field}: {msg}" if field else msg for field, msg in wrong)
+        hints = [_HINTS[field] for field in dict.fromkeys(f for f, _ in wrong) if field in _HINTS]
+        raise SourceError(
+            f"the source cannot be added ({said}): {'; '.join(hints) or _NAMES}"
+        ) from exc
 
 
 def _rm(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
@@ -167,6 +256,13 @@ def _rm(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
 
 
 _NAMES = "a name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+_HINTS = {
+    "name": _NAMES,
+    "tenant": "give the tenant's id or its domain (contoso.onmicrosoft.com)",
+    "client_id": "give the app registration's application (client) id",
+    "secret_env": "give the NAME of an environment variable (letters, digits, '_'), not the secret",
+    "drive": "give the drive's id as Graph lists it (b!…)",
+}
 
 
 def run_sync(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:

@@ -304,6 +304,26 @@ def test_a_stale_delta_link_starts_a_full_listing_again(
     assert _cursor(data) == drive.base + AFTER_FIRST.removeprefix("GET ")
 
 
+def test_a_full_listing_after_a_resync_removes_what_the_drive_no_longer_holds(
+    drive: Graph, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "data")
+    _added(capsys, data, "--drive", DRIVE)
+    assert _run(capsys, "sync", "--data-dir", data)[0] == 0
+
+    # When: after a 410 the fresh listing holds nothing (its file was deleted meanwhile)
+    drive.route(AFTER_FIRST, recorded("resync"))
+    drive.route(FRESH, recorded("delta-latest"))
+    code, out, err = _run(capsys, "sync", "--data-dir", data)
+
+    # Then
+    assert code == 0, out + err
+    assert f"{WEB_URL}: removed: not in the drive" in out
+    assert _counts(_last(capsys, data)) == (0, 0, 1, 0)
+    assert _documents(capsys, data) == {}
+    assert _cursor(data) == drive.base + AFTER_DELETE.removeprefix("GET ")
+
+
 def test_a_file_over_the_size_limit_is_reported_and_not_downloaded(
     drive: Graph,
     tmp_path: Path,

@@ -132,21 +132,22 @@ class DriveDelta:
             limit = size_said(MAX_UPLOAD_BYTES)
             yield Failed(url, f"{url}: {size} bytes, over the size limit of {limit}, not fetched")
             return
-        yield self._download(item, url=url, name=name, tag=tag)
-        by_item[item_id] = PageState(url=url, doc_id="", etag=tag, item_id=item_id)
+        fetched = self._download(item, url=url, name=name, tag=tag)
+        if isinstance(fetched, Fetched):  # the feed may list it again: it is not fetched twice
+            by_item[item_id] = PageState(url=url, doc_id="", etag=tag, item_id=item_id)
+        yield fetched
 
     def _download(self, item: dict[str, Any], *, url: str, name: str, tag: str) -> Outcome:
         """The file's bytes, from its pre-authenticated download URL when the feed gives one,
         else from its content, which redirects there (without the token: another host)."""
         given = item.get("@microsoft.graph.downloadUrl")
-        if isinstance(given, str) and given.startswith("https://"):
-            response = self._request("GET", given, signed=False, stream=True)
-        else:
+        signed = not (isinstance(given, str) and given.startswith("https://"))
+        if signed:
             drive = quote(self._drive_id(), safe="!")
-            content = f"{_graph()}/drives/{drive}/items/{quote(str(item['id']))}/content"
-            response = self._request("GET", content, stream=True)
+            given = f"{_graph()}/drives/{drive}/items/{quote(str(item['id']))}/content"
+        response = self._request("GET", str(given), signed=signed, stream=True)
         with response:
-            if response.status_code == 401:
+            if response.status_code == 401 and signed:
                 raise _Stopped(Failed(url, self._refused(response)))
             if response.status_code != 200:
                 said = _error_code(response) or response.reason or "no reason given"

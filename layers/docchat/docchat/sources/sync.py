@@ -87,8 +87,10 @@ class Syncer:
             for outcome in walk.outcomes():
                 self._settle(outcome, entry, tally)
             if walk.complete:
+                web = isinstance(entry.source, WebSource)
+                why = "no longer linked" if web else "not in the drive"
                 for url in [u for u in tally.pages if u not in tally.reached]:
-                    self._remove(url, tally, why="no longer linked")
+                    self._remove(url, tally, why=why)
             # A drive's changes are asked for once: with a failure among them, the next sync
             # asks for them again (what did not change is not fetched again).
             if not tally.report.failed:

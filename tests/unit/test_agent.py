@@ -173,7 +173,10 @@ def test_agent_reads_pages_and_lists_documents(library: Library) -> None:
     )
 
     results = model.calls[1]["messages"][-1]["content"]
-    assert "- bridges: Bridges (file bridges.pdf, 2 pages)" in results[0]["content"]
+    assert (
+        "- bridges: Bridges (file bridges.pdf, 2 pages, collections default)"
+        in results[0]["content"]
+    )
     assert "[1] Bridges, pp. 1-2" in results[1]["content"]
     assert event_data(next(e for e in events if e.type == "citations"))["citations"][0]["page"] == 2
 

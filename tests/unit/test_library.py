@@ -198,7 +198,7 @@ def test_chat_shows_and_cites_only_the_indexed_version(index: SqliteIndex) -> No
     }
     assert shown == NEW_IDS
     results = [r["content"] for r in model.calls[1]["messages"][-1]["content"]]
-    assert results[0] == "- report: Report (file report.pdf, 2 pages)"
+    assert results[0] == "- report: Report (file report.pdf, 2 pages, collections default)"
     assert all("seven" in text or "New page" in text for text in results[1:3])
     assert not any(word in "".join(results) for word in ("five", "nine", "two dollars"))
     assert results[3:] == [

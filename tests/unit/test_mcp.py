@@ -220,6 +220,8 @@ def test_list_documents(backend: ChatBackend, ids: dict[str, str]) -> None:
             "years": [],
             "form": "",
             "date": "",
+            "quarter": "",
+            "collections": ["bridges"],
         },
         {
             "doc_id": ids["ferries"],
@@ -231,6 +233,8 @@ def test_list_documents(backend: ChatBackend, ids: dict[str, str]) -> None:
             "years": [],
             "form": "",
             "date": "",
+            "quarter": "",
+            "collections": ["ferries"],
         },
     ]
 

@@ -348,7 +348,9 @@ def test_a_model_narrows_its_search_by_company_year_and_form(shelf: Library) -> 
 
     catalog = shelf.catalog()
     # The search tool offers the filters to the model (the agent's and MCP's `search`)
-    assert {"company", "year", "form"} <= set(input_schema(SearchDocumentsInput)["properties"])
+    assert {"company", "year", "form", "quarter", "collection"} <= set(
+        input_schema(SearchDocumentsInput)["properties"]
+    )
     assert SEARCH_DOCUMENTS.input is SearchDocumentsInput
 
     def documents(**filters: str) -> list[str] | None:
@@ -359,11 +361,32 @@ def test_a_model_narrows_its_search_by_company_year_and_form(shelf: Library) -> 
     assert documents(company="J&J", year="FY2022") == ["jnj-2022"]
     assert documents(year="2018") == ["mmm-2018"]
     assert documents(company="Pfizer") == []
+    # a quarter in the company's own fiscal calendar: Best Buy's year ends in January, so the
+    # quarter ended July 29, 2023 is the second of fiscal 2024
+    assert documents(quarter="Q2 FY2024") == ["bby-2024q2"]
+    assert documents(company="Best Buy", quarter="the second quarter of fiscal 2024") == [
+        "bby-2024q2"
+    ]
+    assert documents(quarter="Q2 2023") == []
+    # and the listing says which quarter a quarterly report covers, as the filter reads it
+    assert catalog.quarter_named("bby-2024q2") == "Q2 FY2024"
+    assert catalog.quarter_named("bby-2023") == ""
+    assert documents(collection="default") == [r.doc_id for r in shelf.documents()]
+    assert documents(collection="finance") == []
     assert documents() is None
     # and never widens what the chat may use
     assert SearchDocumentsInput(query="x", company="BBY").documents(catalog, ["bby-2023"]) == [
         "bby-2023"
     ]
+
+
+def test_a_model_is_told_when_its_quarter_names_none(shelf: Library) -> None:
+    from pydantic import ValidationError
+
+    from docchat.answer.tools import SearchDocumentsInput
+
+    with pytest.raises(ValidationError, match="names no fiscal quarter"):
+        SearchDocumentsInput(query="stores", quarter="summer")
 
 
 def test_the_document_listing_says_each_documents_company_and_years(shelf: Library) -> None:

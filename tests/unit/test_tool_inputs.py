@@ -122,6 +122,20 @@ def test_tool_schemas_are_generated_as_the_messages_api_takes_them() -> None:
                         'only filings of this form: "10-K", "10-Q", "8-K", or "earnings release"'
                     ),
                 },
+                "quarter": {
+                    "type": "string",
+                    "maxLength": 60,
+                    "description": (
+                        'only quarterly reports and releases of this fiscal quarter: "Q2 '
+                        'FY2024", "the second quarter of fiscal 2024" (in the company\'s own '
+                        "fiscal calendar)"
+                    ),
+                },
+                "collection": {
+                    "type": "string",
+                    "maxLength": 200,
+                    "description": "only documents in this collection",
+                },
             },
             "required": ["query"],
         },

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
@@ -37,6 +37,7 @@ from docchat.llm import ToolResultBlock, ToolSpec, ToolUse
 from docchat.models import Chunk, file_name, source_name
 from docchat.search.catalog import Catalog
 from docchat.search.library import Library
+from docchat.search.quarters import quarters_asked
 from docchat.search.titles import about
 
 MAX_READ_PAGES = 5
@@ -67,12 +68,36 @@ class SearchDocumentsInput(ToolInput):
         max_length=20,
         description='only filings of this form: "10-K", "10-Q", "8-K", or "earnings release"',
     )
+    quarter: str | None = Field(
+        None,
+        max_length=60,
+        description='only quarterly reports and releases of this fiscal quarter: "Q2 FY2024", '
+        '"the second quarter of fiscal 2024" (in the company\'s own fiscal calendar)',
+    )
+    collection: str | None = Field(
+        None, max_length=200, description="only documents in this collection"
+    )
+
+    @field_validator("quarter")
+    @classmethod
+    def _a_quarter(cls, quarter: str | None) -> str | None:
+        if quarter is not None and not quarters_asked(quarter):
+            raise ValueError(
+                f'{quarter!r} names no fiscal quarter: write it as "Q2 FY2024" or "the '
+                'second quarter of 2023", or filter by year'
+            )
+        return quarter
 
     def documents(self, catalog: Catalog, allowed: list[str] | None) -> list[str] | None:
         """The documents to search: `allowed` (those the chat may use, the model's choice of
-        them) narrowed by the company, year and form filters."""
+        them) narrowed by the company, year, form, quarter and collection filters."""
         return catalog.matching(
-            company=self.company, year=self.year, form=self.form, doc_ids=allowed
+            company=self.company,
+            year=self.year,
+            form=self.form,
+            quarter=self.quarter,
+            collection=self.collection,
+            doc_ids=allowed,
         )
 
 
@@ -226,12 +251,20 @@ def read_pages(reading: Reading, args: ReadPagesInput) -> Generator[ChatEvent, N
 def list_documents(reading: Reading, args: ListDocumentsInput) -> Generator[ChatEvent, None, str]:
     """The chat's indexed documents, one line each."""
     yield from ()  # a generator, as every tool is: listing causes no event
+    catalog = reading.catalog()
     rows = [
-        f"- {d.doc_id}: {d.title} (file {file_name(d.source)}, {d.pages} pages{about(d.title)})"
-        for d in reading.catalog().records.values()
+        f"- {d.doc_id}: {d.title} (file {file_name(d.source)}, {d.pages} pages"
+        f"{about(d.title)}{_quarter_said(catalog, d.doc_id)}, "
+        f"collections {', '.join(d.collections)})"
+        for d in catalog.records.values()
         if reading.doc_ids is None or d.doc_id in reading.doc_ids
     ]
     return "\n".join(rows) or "No documents are indexed."
+
+
+def _quarter_said(catalog: Catalog, doc_id: str) -> str:
+    quarter = catalog.quarter_named(doc_id)
+    return f", quarter {quarter}" if quarter else ""
 
 
 SEARCH_DOCUMENTS = Tool(
@@ -239,7 +272,8 @@ SEARCH_DOCUMENTS = Tool(
     description=(
         "Hybrid keyword and semantic search over the indexed documents. Returns numbered "
         "passages with document title and pages; cite them by number. Narrow it to a "
-        "company, a fiscal year or a filing form when the question names them."
+        "company, a fiscal year or quarter, a filing form or a collection when the question "
+        "names them."
     ),
     input=SearchDocumentsInput,
     run=search_documents,
@@ -252,7 +286,10 @@ READ_PAGES = Tool(
 )
 LIST_DOCUMENTS = Tool(
     name="list_documents",
-    description="List the indexed documents: id, title, pages, company and years covered.",
+    description=(
+        "List the indexed documents: id, title, pages, company, form, years and quarter "
+        "covered, and collections."
+    ),
     input=ListDocumentsInput,
     run=list_documents,
 )

@@ -167,10 +167,7 @@ class Catalog:
         if not asked:
             return []
         pool = self._pool(doc_ids)
-        covered = {
-            d: quarter_of(self.records[d].title, self._year_ends.get(self._company[d]))
-            for d in pool
-        }
+        covered = {d: self._quarter(d) for d in pool}
         return self._chosen(pool, {d: q in asked if q else None for d, q in covered.items()})
 
     def of_quarter(self, query: str, doc_ids: Sequence[str]) -> bool:
@@ -178,9 +175,7 @@ class Catalog:
         `quartered` reads them)."""
         asked = quarters_asked(query)
         return bool(asked and doc_ids) and all(
-            quarter_of(self.records[d].title, self._year_ends.get(self._company[d])) in asked
-            for d in doc_ids
-            if d in self.records
+            self._quarter(d) in asked for d in doc_ids if d in self.records
         )
 
     @cached_property
@@ -319,13 +314,16 @@ class Catalog:
         company: str | None = None,
         year: str | None = None,
         form: str | None = None,
+        quarter: str | None = None,
+        collection: str | None = None,
         doc_ids: Sequence[str] | None = None,
     ) -> list[str] | None:
         """The documents (of `doc_ids`, when given) of `company` (its name, a word of it, its
         trading symbol or initials: "Johnson & Johnson", "JNJ", "J&J"), about `year` ("2022",
-        "FY2022": `title_years`) and of `form` ("10-K"), as their titles say; `doc_ids` as
-        given when no filter is set."""
-        if not (company or year or form):
+        "FY2022": `title_years`), of `form` ("10-K") and reporting on `quarter` ("Q2 FY2024",
+        in the company's fiscal calendar: `quarter_named`), as their titles say, and in
+        `collection`; `doc_ids` as given when no filter is set."""
+        if not (company or year or form or quarter or collection):
             return None if doc_ids is None else list(doc_ids)
         pool = self._pool(doc_ids)
         if company:
@@ -346,7 +344,24 @@ class Catalog:
                 RELEASE if folded(form) in (RELEASE, "earnings") else form.strip().upper()
             }
             pool = [d for d in pool if form_of(self.records[d].title) in forms]
+        if quarter:
+            quarters = quarters_asked(quarter)
+            pool = [d for d in pool if self._quarter(d) in quarters]
+        if collection:
+            pool = [d for d in pool if collection in self.records[d].collections]
         return pool
+
+    def quarter_named(self, doc_id: str) -> str:
+        """The fiscal quarter a quarterly report or release reports on, as "Q2 FY2024" (in its
+        company's fiscal calendar, as its annual report's title gives it); "" for any other."""
+        found = self._quarter(doc_id)
+        return "" if found is None else f"Q{found[0]} FY{found[1]}"
+
+    def _quarter(self, doc_id: str) -> tuple[int, int] | None:
+        record = self.records.get(doc_id)
+        if record is None:
+            return None
+        return quarter_of(record.title, self._year_ends.get(self._company[doc_id]))
 
     def versions(self, doc_ids: Sequence[str] | None = None) -> Mapping[str, str]:
         """doc_id -> the indexed version, of every document or only of `doc_ids`. Every

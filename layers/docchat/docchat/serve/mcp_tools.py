@@ -121,6 +121,14 @@ class DocumentEntry(_Output):
         "",
         description="the last date its title names (a period's end, a report's date), YYYY-MM-DD",
     )
+    quarter: str = Field(
+        "",
+        description='the fiscal quarter a quarterly report or release covers ("Q2 FY2024", in '
+        "the company's fiscal calendar); search by it",
+    )
+    collections: list[str] = Field(
+        default_factory=list, description="the collections it is in; search by one"
+    )
 
 
 class DocumentsOutput(_Output):
@@ -168,8 +176,9 @@ TOOLS = (
     ),
     Tool(
         "list_documents",
-        "List the indexed documents: id, title, file name, pages, and the company, form, years "
-        "and date their titles say (search filters by company, year and form).",
+        "List the indexed documents: id, title, file name, pages, and the company, form, years, "
+        "date and quarter their titles say, and their collections (search filters by company, "
+        "year, quarter, form and collection).",
         ListDocumentsInput,
         DocumentsOutput,
     ),
@@ -296,6 +305,7 @@ class LibraryView:
         )
 
     def list_documents(self, _: ListDocumentsInput) -> DocumentsOutput:
+        catalog = self.catalog()
         return DocumentsOutput(
             documents=[
                 DocumentEntry(
@@ -308,8 +318,10 @@ class LibraryView:
                     years=sorted(title_years(r.title)),
                     form=form_of(r.title),
                     date=date_of(r.title),
+                    quarter=catalog.quarter_named(r.doc_id),
+                    collections=r.collections,
                 )
-                for r in self.catalog().records.values()
+                for r in catalog.records.values()
             ]
         )
 

@@ -8,7 +8,7 @@ import ctypes
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -28,8 +28,24 @@ _FORM = pdfium_c.FPDF_PAGEOBJ_FORM
 _T = TypeVar("_T")
 
 
-_GET_OBJECT = plain_function("FPDFPage_GetObject", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
-_OBJECT_TYPE = plain_function("FPDFPageObj_GetType", ctypes.c_int, ctypes.c_void_p)
+_P = ctypes.c_void_p
+_INT = ctypes.c_int
+_GET_OBJECT = plain_function("FPDFPage_GetObject", _P, _P, _INT)
+_OBJECT_TYPE = plain_function("FPDFPageObj_GetType", _INT, _P)
+# A page of a filing draws thousands of paths (cell rules, shaded rows): each is asked for its
+# box, draw mode and segments through these, with addresses as plain integers.
+_BOUNDS = plain_function("FPDFPageObj_GetBounds", _INT, _P, _P, _P, _P, _P)
+_DRAW_MODE = plain_function("FPDFPath_GetDrawMode", _INT, _P, _P, _P)
+_COUNT_SEGMENTS = plain_function("FPDFPath_CountSegments", _INT, _P)
+_SEGMENT = plain_function("FPDFPath_GetPathSegment", _P, _P, _INT)
+_SEGMENT_TYPE = plain_function("FPDFPathSegment_GetType", _INT, _P)
+_SEGMENT_POINT = plain_function("FPDFPathSegment_GetPoint", _INT, _P, _P, _P)
+_SEGMENT_CLOSE = plain_function("FPDFPathSegment_GetClose", _INT, _P)
+_FORM_COUNT = plain_function("FPDFFormObj_CountObjects", _INT, _P)
+_FORM_OBJECT = plain_function("FPDFFormObj_GetObject", _P, _P, ctypes.c_ulong)
+_GET_MATRIX = plain_function("FPDFPageObj_GetMatrix", _INT, _P, _P)
+_MOVETO = pdfium_c.FPDF_SEGMENT_MOVETO
+_LINETO = pdfium_c.FPDF_SEGMENT_LINETO
 
 
 @dataclass
@@ -97,7 +113,7 @@ def page_rules(page: pdfium.PdfPage) -> Rules:
         return Rules()
     width, height = page.get_size()
     collector = _Collector(width * height)
-    collector.objects([ctypes.cast(o, pdfium_c.FPDF_PAGEOBJECT) for o in found], _IDENTITY, 0)
+    collector.objects(found, _IDENTITY, 0)
     if collector.budget <= 0:
         return Rules()
     return Rules(merge(collector.rules.across), merge(collector.rules.down))
@@ -110,23 +126,24 @@ class _Collector:
         self.rules = Rules()
         self.budget = MAX_SEGMENTS
         self.page_area = page_area
-        self._bounds = [ctypes.c_float() for _ in range(4)]
-        self._refs = [ctypes.byref(f) for f in self._bounds]
+        self._floats = (ctypes.c_float * 4)()
+        self._bounds = [ctypes.addressof(self._floats) + 4 * i for i in range(4)]
+        self._modes = (ctypes.c_int * 2)()
+        self._fill, self._stroke = (ctypes.addressof(self._modes) + 4 * i for i in range(2))
 
-    def objects(self, objects: list[Any], ctm: Matrix, depth: int) -> None:
+    def objects(self, objects: list[int], ctm: Matrix, depth: int) -> None:
         for obj in objects:
-            kind = pdfium_c.FPDFPageObj_GetType(obj)
+            kind = _OBJECT_TYPE(obj)
             if kind == _PATH:
                 self.path(obj, ctm)
             elif kind == _FORM and depth < MAX_DEPTH:
                 inner = _compose(_matrix(obj), ctm)
-                count = min(pdfium_c.FPDFFormObj_CountObjects(obj), MAX_OBJECTS)
-                children = [pdfium_c.FPDFFormObj_GetObject(obj, i) for i in range(count)]
-                self.objects(children, inner, depth + 1)
+                count = min(_FORM_COUNT(obj), MAX_OBJECTS)
+                self.objects([_FORM_OBJECT(obj, i) for i in range(count)], inner, depth + 1)
             if self.budget <= 0:
                 return
 
-    def path(self, obj: Any, ctm: Matrix) -> None:
+    def path(self, obj: int, ctm: Matrix) -> None:
         """One path's rules: a thin bar or line is one; a rectangle gives its four edges;
         anything else its axis-aligned straight segments."""
         box = self._box(obj, ctm)
@@ -134,9 +151,9 @@ class _Collector:
         width, height = right - left, top - bottom
         if width < MIN_RULE and height < MIN_RULE:
             return  # a dot, a bullet, a glyph drawn as a path
-        if width * height > 0.6 * self.page_area or not _visible(obj):
+        if width * height > 0.6 * self.page_area or not self._visible(obj):
             return  # a page background or a frame round everything; an invisible path
-        count = pdfium_c.FPDFPath_CountSegments(obj)
+        count = _COUNT_SEGMENTS(obj)
         if count <= 1:
             return
         self.budget -= count
@@ -153,14 +170,20 @@ class _Collector:
             for start, end in _segments(obj, count, _compose(_matrix(obj), ctm)):
                 self._edge(start, end)
 
-    def _box(self, obj: Any, ctm: Matrix) -> BBox:
-        pdfium_c.FPDFPageObj_GetBounds(obj, *self._refs)
-        left, bottom, right, top = (f.value for f in self._bounds)
+    def _box(self, obj: int, ctm: Matrix) -> BBox:
+        _BOUNDS(obj, *self._bounds)
+        left, bottom, right, top = self._floats
         if ctm == _IDENTITY:
             return left, bottom, right, top
         x0, y0 = _apply(ctm, left, bottom)
         x1, y1 = _apply(ctm, right, top)
         return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
+
+    def _visible(self, obj: int) -> bool:
+        if not _DRAW_MODE(obj, self._fill, self._stroke):
+            return False
+        fill, stroke = self._modes
+        return bool(fill or stroke)
 
     def _edge(self, start: tuple[float, float], end: tuple[float, float]) -> None:
         (x0, y0), (x1, y1) = start, end
@@ -170,16 +193,9 @@ class _Collector:
             self.rules.down.append(Rule((x0 + x1) / 2, min(y0, y1), max(y0, y1)))
 
 
-def _visible(obj: Any) -> bool:
-    fill, stroke = ctypes.c_int(), ctypes.c_int()
-    if not pdfium_c.FPDFPath_GetDrawMode(obj, ctypes.byref(fill), ctypes.byref(stroke)):
-        return False
-    return bool(fill.value or stroke.value)
-
-
-def _matrix(obj: Any) -> Matrix:
+def _matrix(obj: int) -> Matrix:
     m = pdfium_c.FS_MATRIX()
-    pdfium_c.FPDFPageObj_GetMatrix(obj, m)
+    _GET_MATRIX(obj, ctypes.addressof(m))
     return m.a, m.b, m.c, m.d, m.e, m.f
 
 
@@ -202,34 +218,31 @@ def _apply(m: Matrix, x: float, y: float) -> tuple[float, float]:
     return a * x + c * y + e, b * x + d * y + f
 
 
-def _is_rectangle(obj: Any, count: int) -> bool:
+def _is_rectangle(obj: int, count: int) -> bool:
     """A move and three or four straight lines."""
-    kinds = [
-        pdfium_c.FPDFPathSegment_GetType(pdfium_c.FPDFPath_GetPathSegment(obj, i))
-        for i in range(count)
-    ]
-    return kinds[0] == pdfium_c.FPDF_SEGMENT_MOVETO and all(
-        k == pdfium_c.FPDF_SEGMENT_LINETO for k in kinds[1:]
-    )
+    if _SEGMENT_TYPE(_SEGMENT(obj, 0)) != _MOVETO:
+        return False
+    return all(_SEGMENT_TYPE(_SEGMENT(obj, i)) == _LINETO for i in range(1, count))
 
 
 def _segments(
-    obj: Any, count: int, m: Matrix
+    obj: int, count: int, m: Matrix
 ) -> Iterator[tuple[tuple[float, float], tuple[float, float]]]:
     """The path's straight segments (closing ones too) in page space."""
-    x, y = ctypes.c_float(), ctypes.c_float()
+    xy = (ctypes.c_float * 2)()
+    x_at, y_at = ctypes.addressof(xy), ctypes.addressof(xy) + 4
     start: tuple[float, float] | None = None
     prev: tuple[float, float] | None = None
     for i in range(count):
-        segment = pdfium_c.FPDFPath_GetPathSegment(obj, i)
-        pdfium_c.FPDFPathSegment_GetPoint(segment, ctypes.byref(x), ctypes.byref(y))
-        point = _apply(m, x.value, y.value)
-        kind = pdfium_c.FPDFPathSegment_GetType(segment)
-        if kind == pdfium_c.FPDF_SEGMENT_MOVETO:
+        segment = _SEGMENT(obj, i)
+        _SEGMENT_POINT(segment, x_at, y_at)
+        point = _apply(m, xy[0], xy[1])
+        kind = _SEGMENT_TYPE(segment)
+        if kind == _MOVETO:
             start = point
-        elif kind == pdfium_c.FPDF_SEGMENT_LINETO and prev is not None:
+        elif kind == _LINETO and prev is not None:
             yield prev, point
-        if pdfium_c.FPDFPathSegment_GetClose(segment) and start is not None:
+        if _SEGMENT_CLOSE(segment) and start is not None:
             yield point, start
         prev = point
 

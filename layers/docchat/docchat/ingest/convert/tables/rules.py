@@ -7,9 +7,10 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import compress, repeat
 from typing import TypeVar
 
+import numpy as np
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
@@ -25,6 +26,7 @@ Matrix = tuple[float, float, float, float, float, float]
 _IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
 _PATH = pdfium_c.FPDF_PAGEOBJ_PATH
 _FORM = pdfium_c.FPDF_PAGEOBJ_FORM
+_DRAWN = frozenset((_PATH, _FORM))
 _T = TypeVar("_T")
 
 
@@ -105,18 +107,23 @@ def page_rules(page: pdfium.PdfPage) -> Rules:
     raw = page.raw
     count = min(pdfium_c.FPDFPage_CountObjects(raw), MAX_OBJECTS)
     handle = ctypes.cast(raw, ctypes.c_void_p).value
-    kinds = (_PATH, _FORM)
-    found = [
-        o for o in map(_GET_OBJECT, repeat(handle, count), range(count)) if _OBJECT_TYPE(o) in kinds
-    ]
-    if not found:
+    objects, kinds = _drawn(list(map(_GET_OBJECT, repeat(handle, count), range(count))))
+    if not objects:
         return Rules()
     width, height = page.get_size()
     collector = _Collector(width * height)
-    collector.objects(found, _IDENTITY, 0)
+    collector.objects(objects, kinds, _IDENTITY, 0)
     if collector.budget <= 0:
         return Rules()
     return Rules(merge(collector.rules.across), merge(collector.rules.down))
+
+
+def _drawn(objects: list[int]) -> tuple[list[int], list[int]]:
+    """The paths and form objects among `objects`, and their types: picked without a Python
+    loop, as a filing's page holds thousands of text objects."""
+    kinds = list(map(_OBJECT_TYPE, objects))
+    wanted = list(map(_DRAWN.__contains__, kinds))
+    return list(compress(objects, wanted)), list(compress(kinds, wanted))
 
 
 class _Collector:
@@ -131,15 +138,17 @@ class _Collector:
         self._modes = (ctypes.c_int * 2)()
         self._fill, self._stroke = (ctypes.addressof(self._modes) + 4 * i for i in range(2))
 
-    def objects(self, objects: list[int], ctm: Matrix, depth: int) -> None:
-        for obj in objects:
-            kind = _OBJECT_TYPE(obj)
+    def objects(self, objects: list[int], kinds: list[int], ctm: Matrix, depth: int) -> None:
+        """Walk `objects`, of PDFium object types `kinds`."""
+        for obj, kind in zip(objects, kinds, strict=True):
             if kind == _PATH:
                 self.path(obj, ctm)
             elif kind == _FORM and depth < MAX_DEPTH:
                 inner = _compose(_matrix(obj), ctm)
                 count = min(_FORM_COUNT(obj), MAX_OBJECTS)
-                self.objects([_FORM_OBJECT(obj, i) for i in range(count)], inner, depth + 1)
+                self.objects(
+                    *_drawn([_FORM_OBJECT(obj, i) for i in range(count)]), inner, depth + 1
+                )
             if self.budget <= 0:
                 return
 
@@ -291,10 +300,18 @@ def grids(rules: Rules) -> list[Grid]:
         return i
 
     tol = RULE_TOL + 1
-    for i, h in enumerate(across):
-        for j, v in enumerate(down):
-            if h.a - tol <= v.pos <= h.b + tol and v.a - tol <= h.pos <= v.b + tol:
-                parent[root(i)] = root(len(across) + j)
+    # Every pair is tested at once (a filing's page has dozens of rules each way); the pairs
+    # come in the order of a loop over `across`, then `down`.
+    h_pos, h_a, h_b = np.array([(h.pos, h.a, h.b) for h in across], dtype=np.float64).T
+    v_pos, v_a, v_b = np.array([(v.pos, v.a, v.b) for v in down], dtype=np.float64).T
+    touch = (
+        (h_a[:, None] - tol <= v_pos)
+        & (v_pos <= h_b[:, None] + tol)
+        & (v_a - tol <= h_pos[:, None])
+        & (h_pos[:, None] <= v_b + tol)
+    )
+    for i, j in zip(*(found.tolist() for found in np.nonzero(touch)), strict=True):
+        parent[root(i)] = root(len(across) + j)
     groups: dict[int, Grid] = {}
     for i, h in enumerate(across):
         groups.setdefault(root(i), Grid([], [])).across.append(h)

@@ -6,6 +6,8 @@ candidates that read as prose in columns, a list or a table of contents are refu
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -48,6 +50,10 @@ class _Placed:
 def whitespace_tables(words: list[Word], across: list[Rule], width: float) -> list[Table]:
     """The whitespace-aligned tables among `words` (those not in a ruled table); a page of
     two prose columns is split at its gutter first."""
+    return _whitespace_tables(words, _Across(across), width)
+
+
+def _whitespace_tables(words: list[Word], across: _Across, width: float) -> list[Table]:
     if len(words) < 6:
         return []
     lines = visual_lines(words)
@@ -56,12 +62,29 @@ def whitespace_tables(words: list[Word], across: list[Rule], width: float) -> li
         return [t for block in _blocks(lines) for t in _tables_in_block(block, across)]
     left = [w for w in words if w.xc < gutter]
     right = [w for w in words if w.xc >= gutter]
-    found = whitespace_tables(left, across, gutter)
+    found = _whitespace_tables(left, across, gutter)
     if len(right) >= 6:  # the right-hand column is not split again
         found += [
             t for block in _blocks(visual_lines(right)) for t in _tables_in_block(block, across)
         ]
     return found
+
+
+class _Across:
+    """The page's rules across; where they are in order of position (as `merge` leaves
+    them), the rule under a segment is looked for among those near it only."""
+
+    def __init__(self, rules: list[Rule]) -> None:
+        self.rules = rules
+        self.positions = [r.pos for r in rules]
+        self.ordered = all(a <= b for a, b in itertools.pairwise(self.positions))
+
+    def near(self, low: float, high: float) -> list[Rule]:
+        """The rules at `low` to `high`, in their order (all of them where not ordered)."""
+        if not self.ordered:
+            return self.rules
+        start = bisect.bisect_left(self.positions, low)
+        return self.rules[start : bisect.bisect_right(self.positions, high, lo=start)]
 
 
 def _page_gutter(lines: list[WordLine], width: float) -> float | None:
@@ -114,7 +137,7 @@ def _blocks(lines: list[WordLine]) -> list[list[WordLine]]:
     return [b for b in blocks if sum(len(line.segments) >= 2 for line in b) >= 2]
 
 
-def _tables_in_block(block: list[WordLine], across: list[Rule]) -> list[Table]:
+def _tables_in_block(block: list[WordLine], across: _Across) -> list[Table]:
     multi = [line for line in block if len(line.segments) >= 2]
     if len(multi) < 2:
         return []
@@ -164,7 +187,7 @@ def _column_span(seg: list[Word], bounds: list[float]) -> tuple[int, int]:
     return columns[0], columns[-1]
 
 
-def _place(line: WordLine, bounds: list[float], across: list[Rule]) -> _Placed:
+def _place(line: WordLine, bounds: list[float], across: _Across) -> _Placed:
     """A line's words per column, and its segments that span columns (a rule drawn just
     under a segment, as under "Year Ended December 31,", gives the span)."""
     placed = _Placed(line, [[] for _ in range(len(bounds) - 1)], [])
@@ -192,13 +215,14 @@ def _place(line: WordLine, bounds: list[float], across: list[Rule]) -> _Placed:
     return placed
 
 
-def _rule_under(seg: list[Word], across: list[Rule]) -> Rule | None:
+def _rule_under(seg: list[Word], across: _Across) -> Rule | None:
     """A rule just under the segment, as wide as it or a little wider."""
     x0, x1 = seg[0].x0, seg[-1].x1
     bottom = min(w.bottom for w in seg)
     size = max(w.size for w in seg)
-    for rule in across:
-        under = bottom - 0.9 * size <= rule.pos <= bottom + 0.4 * size
+    low, high = bottom - 0.9 * size, bottom + 0.4 * size
+    for rule in across.near(low, high):
+        under = low <= rule.pos <= high
         if (
             under
             and rule.a <= x0 + 2
@@ -219,7 +243,7 @@ def _numbers_split(seg: list[Word], columns: list[int]) -> bool:
     )
 
 
-def _assemble(block: list[WordLine], bounds: list[float], across: list[Rule]) -> Table | None:
+def _assemble(block: list[WordLine], bounds: list[float], across: _Across) -> Table | None:
     """The block's lines as a table, once the lines round it are cut off, if it reads as one."""
     columns = len(bounds) - 1
     placed = _trimmed([_place(line, bounds, across) for line in block])

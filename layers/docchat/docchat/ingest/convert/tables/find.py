@@ -15,7 +15,13 @@ from docchat.ingest.convert.tables.aligned import whitespace_tables
 from docchat.ingest.convert.tables.cells import Table, has_numeric_column
 from docchat.ingest.convert.tables.ruled import header_above, ruled_table
 from docchat.ingest.convert.tables.rules import grids, page_rules
-from docchat.ingest.convert.tables.words import Word, is_number, page_words, text_frame
+from docchat.ingest.convert.tables.words import (
+    PlacedWords,
+    Word,
+    is_number,
+    page_words,
+    text_frame,
+)
 
 _RULE_PROBE_PAGES = 10  # pages whose rules are scanned before a document without tables is not
 _TABULAR_ROWS = 3
@@ -113,7 +119,8 @@ def find_tables(
         rules = rules.turned(frame)
         found = grids(rules)
     words = page_words(glyphs, text, frame)
-    ruled = [header_above(t, words) for grid in found if (t := ruled_table(grid, words))]
+    placed = PlacedWords(words)
+    ruled = [header_above(t, words) for grid in found if (t := ruled_table(grid, placed))]
     probe.record(found=bool(ruled))
     width = frame.height if frame.turns % 2 else frame.width
     aligned = whitespace_tables(_outside(words, ruled), rules.across, width)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from dataclasses import dataclass
+import operator
+from dataclasses import dataclass, field
 
 from docchat.ingest.convert.tables.cells import (
     Table,
@@ -21,6 +22,7 @@ from docchat.ingest.convert.tables.words import (
     ENUMERATOR,
     YEAR,
     BBox,
+    PlacedWords,
     Word,
     WordLine,
     box_of,
@@ -39,10 +41,10 @@ _MAX_HEADS = 5
 _HEAD_WORDS = 6  # a header cell over numbers: a year, "% of total", "Six Months Ended June 30,"
 
 
-def ruled_table(grid: Grid, words: list[Word]) -> Table | None:
-    """The table the grid draws round the words inside it, if it looks like one."""
+def ruled_table(grid: Grid, words: PlacedWords) -> Table | None:
+    """The table the grid draws round the page's words inside it, if it looks like one."""
     left, bottom, right, top = grid.bbox
-    inside = [w for w in words if left - 1 <= w.xc <= right + 1 and bottom - 1 <= w.yc <= top + 1]
+    inside = words.within(left - 1, bottom - 1, right + 1, top + 1)
     if len(inside) < 2:
         return None
     layout = _layout(grid, inside)
@@ -163,6 +165,10 @@ class _Layout:
     down: list[list[Rule]]
     column_rules: bool
     merged: dict[Cell, Cell]
+    # What `ruled_down` and `ruled_across` found: merging cells and telling a drawing ask
+    # of the same edges.
+    _down: dict[Cell, bool] = field(default_factory=dict, init=False, repr=False)
+    _across: dict[Cell, bool] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def columns(self) -> int:
@@ -174,13 +180,19 @@ class _Layout:
 
     def ruled_down(self, r: int, c: int) -> bool:
         """A rule between columns c and c + 1 along row r."""
-        middle, half = (self.ys[r] + self.ys[r + 1]) / 2, (self.ys[r] - self.ys[r + 1]) / 2
-        return _has_rule(self.down[c + 1], middle, half)
+        found = self._down.get((r, c))
+        if found is None:
+            middle, half = (self.ys[r] + self.ys[r + 1]) / 2, (self.ys[r] - self.ys[r + 1]) / 2
+            found = self._down[(r, c)] = _has_rule(self.down[c + 1], middle, half)
+        return found
 
     def ruled_across(self, r: int, c: int) -> bool:
         """A rule between rows r and r + 1 along column c."""
-        middle, half = (self.xs[c] + self.xs[c + 1]) / 2, (self.xs[c + 1] - self.xs[c]) / 2
-        return _has_rule(self.across[r + 1], middle, half)
+        found = self._across.get((r, c))
+        if found is None:
+            middle, half = (self.xs[c] + self.xs[c + 1]) / 2, (self.xs[c + 1] - self.xs[c]) / 2
+            found = self._across[(r, c)] = _has_rule(self.across[r + 1], middle, half)
+        return found
 
     def drawing(self) -> bool:
         """A drawing (boxes joined by arrows), not a table: most cell edges inside a table's
@@ -386,7 +398,7 @@ def _has_rule(rules: list[Rule], at: float, slack: float) -> bool:
 def slot(bounds: list[float], value: float, *, descending: bool = False) -> int:
     """The interval of `bounds` (ascending, or descending) that holds `value`, clamped."""
     if descending:
-        i = bisect.bisect_right([-b for b in bounds], -value) - 1
+        i = bisect.bisect_right(bounds, -value, key=operator.neg) - 1
     else:
         i = bisect.bisect_right(bounds, value) - 1
     return min(max(i, 0), len(bounds) - 2)

@@ -4,6 +4,7 @@ bottom-left, in an upright frame (`Frame`) where the page's text runs left to ri
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -107,8 +108,26 @@ class WordLine:
         return self.words[-1].x1
 
 
+class PlacedWords:
+    """A page's words with their centres in arrays: the words inside a box are picked without
+    a Python loop over the page (a filing's page can hold dozens of grids of rules)."""
+
+    def __init__(self, words: list[Word]) -> None:
+        self.words = words
+        self._xc = np.array([w.xc for w in words], dtype=np.float64)
+        self._yc = np.array([w.yc for w in words], dtype=np.float64)
+
+    def within(self, left: float, bottom: float, right: float, top: float) -> list[Word]:
+        """The words whose centre lies in the box (edges included), in page order."""
+        xc, yc = self._xc, self._yc
+        inside = (left <= xc) & (xc <= right) & (bottom <= yc) & (yc <= top)
+        return [self.words[i] for i in np.flatnonzero(inside).tolist()]
+
+
+@functools.lru_cache(maxsize=8192)
 def is_number(text: str) -> bool:
     """A number as tables print it ("1,234", "(12.5)", "$5", "7%") or a dash standing for one."""
+    # Cached: both detectors ask of the same words again and again (segments, cells, rows).
     return text in DASHES or bool(NUMBER.fullmatch(text))
 
 
@@ -181,8 +200,9 @@ def segments(words: list[Word]) -> list[list[Word]]:
             prev = found[-1][-1]
             size = max(min(prev.size, w.size), 1.0)
             gap = w.x0 - prev.x1
-            apart = gap > 0.45 * max(prev.size, 1.0) and is_number(prev.text) and is_number(w.text)
-            if gap <= SEGMENT_GAP * size and not apart:
+            if gap <= SEGMENT_GAP * size and not (
+                gap > 0.45 * max(prev.size, 1.0) and is_number(prev.text) and is_number(w.text)
+            ):
                 found[-1].append(w)
                 continue
         found.append([w])

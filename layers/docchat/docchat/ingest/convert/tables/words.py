@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ ENUMERATOR = re.compile(
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff\u00ad]")
 _WORD = re.compile(r"\S+")
 _ANGLE_SAMPLES = 40
+_X0 = operator.attrgetter("x0")
 
 
 @dataclass(slots=True)
@@ -92,9 +94,9 @@ class WordLine:
         """The baseline (bottom of the first word's box)."""
         return self.words[0].bottom
 
-    @property
+    @functools.cached_property
     def size(self) -> float:
-        """The largest type size on the line."""
+        """The largest type size on the line (its words do not change once it is built)."""
         return max(w.size for w in self.words)
 
     @property
@@ -181,13 +183,17 @@ def _baselines(words: Iterable[Word]) -> list[list[Word]]:
     """Words grouped by baseline, top of the page first, each group left to right."""
     lines: list[list[Word]] = []
     current: list[Word] = []
+    first_bottom = first_size = 0.0  # current[0]'s, read once per line: this runs per cell
     for w in sorted(words, key=lambda w: -w.bottom):
-        if current and current[0].bottom - w.bottom > 0.3 * max(current[0].size, w.size, 1.0):
-            lines.append(sorted(current, key=lambda w: w.x0))
+        size = w.top - w.bottom
+        if current and first_bottom - w.bottom > 0.3 * max(first_size, size, 1.0):
+            lines.append(sorted(current, key=_X0))
             current = []
+        if not current:
+            first_bottom, first_size = w.bottom, size
         current.append(w)
     if current:
-        lines.append(sorted(current, key=lambda w: w.x0))
+        lines.append(sorted(current, key=_X0))
     return lines
 
 
@@ -198,10 +204,11 @@ def segments(words: list[Word]) -> list[list[Word]]:
     for w in words:
         if found:
             prev = found[-1][-1]
-            size = max(min(prev.size, w.size), 1.0)
+            prev_size = prev.top - prev.bottom
+            size = max(min(prev_size, w.top - w.bottom), 1.0)
             gap = w.x0 - prev.x1
             if gap <= SEGMENT_GAP * size and not (
-                gap > 0.45 * max(prev.size, 1.0) and is_number(prev.text) and is_number(w.text)
+                gap > 0.45 * max(prev_size, 1.0) and is_number(prev.text) and is_number(w.text)
             ):
                 found[-1].append(w)
                 continue
@@ -213,12 +220,20 @@ def separators(lines: Sequence[WordLine], left: float, right: float) -> list[tup
     """x ranges that no segment of the lines covers (one line in ten may cross), with text on
     both sides and at least a quarter of the type size wide: the gaps between columns."""
     lo = math.floor(left) - 1
-    cover = np.zeros(math.ceil(right) + 2 - lo + 1, dtype=np.int32)
+    length = math.ceil(right) + 2 - lo + 1
+    # How many segments cover each point: +1 where one starts, -1 past its end, summed up.
+    firsts: list[int] = []
+    pasts: list[int] = []
     for line in lines:
         for seg in line.segments:
-            a = max(math.floor(seg[0].x0) - lo, 0)
-            b = max(math.ceil(seg[-1].x1) - lo, 0)
-            cover[a : b + 1] += 1
+            firsts.append(min(max(math.floor(seg[0].x0) - lo, 0), length))
+            pasts.append(min(max(math.ceil(seg[-1].x1) - lo, 0) + 1, length))
+    delta = np.zeros(length + 1, dtype=np.int32)
+    begin, end = np.array(firsts, dtype=np.intp), np.array(pasts, dtype=np.intp)
+    kept = begin < end
+    np.add.at(delta, begin[kept], 1)
+    np.add.at(delta, end[kept], -1)
+    cover = np.cumsum(delta[:-1], dtype=np.int32)
     texted = np.flatnonzero(cover > len(lines) // 10)
     if not texted.size:
         return []
@@ -285,15 +300,18 @@ def page_words(glyphs: Glyphs, text: str, frame: Frame) -> list[Word]:
     last glyph (asked of `glyphs`, which keeps them for the converter's lines), in `frame`.
     On a turned page, words set at another angle are left to the text."""
     words = []
+    # Most pages hold no control character: their words are not searched one by one.
+    control = bool(_CONTROL.search(text)) or "\ufffe" in text or "\x02" in text
+    kept_box = glyphs.kept_box
     for match in _WORD.finditer(text):
         start, end = match.span()
         token = match.group()
-        if _CONTROL.search(token) or "\ufffe" in token or "\x02" in token:
+        if control and (_CONTROL.search(token) or "\ufffe" in token or "\x02" in token):
             token = _CONTROL.sub("", token).replace("\ufffe", "-").replace("\x02", "-")
             if not token:
                 continue
-        first = glyphs.kept_box(start)
-        last = glyphs.kept_box(end - 1) if end - 1 != start else first
+        first = kept_box(start)
+        last = kept_box(end - 1) if end - 1 != start else first
         left, bottom, right, height = first
         if height <= 0.1:
             continue

@@ -165,6 +165,7 @@ class _Layout:
     down: list[list[Rule]]
     column_rules: bool
     merged: dict[Cell, Cell]
+    word_rows: list[int]  # the grid row of each word the layout was made for
     # What `ruled_down` and `ruled_across` found: merging cells and telling a drawing ask
     # of the same edges.
     _down: dict[Cell, bool] = field(default_factory=dict, init=False, repr=False)
@@ -219,9 +220,8 @@ class _Layout:
         together is one row per grid row, or one row per text line where the band's lines
         open in the first column and fill another (no rules between rows)."""
         by_root: dict[Cell, list[Word]] = {}
-        for w in words:
-            cell = (slot(self.ys, w.yc, descending=True), slot(self.xs, w.xc))
-            by_root.setdefault(self.merged[cell], []).append(w)
+        for w, r in zip(words, self.word_rows, strict=True):
+            by_root.setdefault(self.merged[(r, slot(self.xs, w.xc))], []).append(w)
         last_row: dict[Cell, int] = {}
         for (r, _), root in self.merged.items():
             last_row[root] = max(last_row.get(root, 0), r)
@@ -292,6 +292,7 @@ def _layout(grid: Grid, words: list[Word]) -> _Layout | None:
         [[r for r in grid.down if abs(r.pos - x) <= RULE_TOL] for x in xs],
         column_rules,
         {},
+        [slot(ys, w.yc, descending=True) for w in words],
     )
     layout.merged = _merged_cells(layout, words)
     return layout
@@ -313,8 +314,8 @@ def _merged_cells(layout: _Layout, words: list[Word]) -> dict[Cell, Cell]:
             parent[max(ra, rb)] = min(ra, rb)  # the top-left cell stays the root
 
     by_row: dict[int, list[Word]] = {}
-    for w in words:
-        by_row.setdefault(slot(layout.ys, w.yc, descending=True), []).append(w)
+    for w, r in zip(words, layout.word_rows, strict=True):
+        by_row.setdefault(r, []).append(w)
     if layout.column_rules:
         for r in range(layout.nrows):
             for c in range(layout.columns - 1):
@@ -333,8 +334,9 @@ def _refine_columns(xs: list[float], words: list[Word]) -> list[float]:
     """Column bounds from rules, with whitespace columns found inside any of them (a rule
     after the row labels only, the numbers set apart by space)."""
     bounds = [xs[0]]
+    centres = [w.xc for w in words]
     for a, b in itertools.pairwise(xs):
-        inside = [w for w in words if a <= w.xc < b]
+        inside = [w for w, x in zip(words, centres, strict=True) if a <= x < b]
         if len(inside) >= 6:
             lines = visual_lines(inside)
             multi = sum(len(line.segments) >= 2 for line in lines)

@@ -117,10 +117,51 @@ The Nasdaq Stock Market LLC The Nasdaq Stock Market LLC The Nasdaq Stock Market 
 Table of Contents
 TABLE OF CONTENTS"""
 
+# JPMorgan Chase's 10-Q: the common stock's symbol on a line alone, then each preferred
+# series' ("JPM PR G") before its exchange. MGM Resorts' 10-K for 2022: the symbol ends the
+# line of the column labels and the class, its exchange on the next line.
+COVER_JPM = """UNITED STATES SECURITIES AND EXCHANGE COMMISSION Washington, D.C. 20549
+FORM 10-Q
+Quarterly report pursuant to Section 13 or 15(d) of the Securities Exchange Act of 1934
+For the quarterly period ended March 31, 2021
+Commission file number 1-5805
+JPMorgan Chase & Co.
+(Exact name of registrant as specified in its charter)
+Registrant's telephone number, including area code: (212) 270-6000 Securities registered \
+pursuant to Section 12(b) of the Act:
+Title of each class
+Common stock
+Trading Symbol(s)
+JPM
+Name of each exchange on which registered The New York Stock Exchange Depositary Shares, each \
+representing a one-four hundredth interest in a share of 6.10% \
+JPM PR G The New York Stock Exchange"""
+
+COVER_MGM = """UNITED STATES SECURITIES AND EXCHANGE COMMISSION Washington, D.C. 20549
+FORM 10-K
+For the fiscal year ended December 31, 2022 OR TRANSITION REPORT PURSUANT TO SECTION 13 OR \
+15(d) OF THE SECURITIES EXCHANGE ACT OF 1934
+For the transition period from to Commission File No. 001-10362
+MGM Resorts International
+(Exact name of Registrant as specified in its charter)
+Securities registered pursuant to Section 12(b) of the Act: Title of each class Trading \
+Symbol(s) Common Stock, $0.01 Par Value MGM
+Name of each exchange on which registered New York Stock Exchange (NYSE) Securities registered \
+pursuant to Section 12(g) of the Act:
+None"""
+
 
 @pytest.mark.parametrize(
     ("cover", "title"),
     [
+        (
+            COVER_JPM,
+            "JPMorgan Chase & Co. (JPM) Form 10-Q, quarterly period ended March 31, 2021",
+        ),
+        (
+            COVER_MGM,
+            "MGM Resorts International (MGM) Form 10-K, fiscal year ended December 31, 2022",
+        ),
         (
             COVER_CORNING,
             "CORNING INCORPORATED (GLW) Form 10-K, fiscal year ended December 31, 2022",
@@ -137,3 +178,20 @@ def test_filings_a_cover_in_another_layout_names_its_form_symbol_and_period(
     # (no form, no year: "FY2022" could not find them); J&J's had no symbol and PepsiCo's three
     # were "(LLC)".
     assert filing_title(_pages(cover, "TABLE OF CONTENTS")) == title
+
+
+def test_filings_symbols_printed_after_their_label_give_the_common_stocks() -> None:
+    # General Mills' 10-K for 2019 prints its common stock's and its notes' symbols on the
+    # label's line: it was titled without a symbol.
+    cover = """FORM 10-K
+Commission file number: 001-01185
+GENERAL MILLS, INC. (Exact name of registrant as specified in its charter)
+Securities registered pursuant to Section 12(b) of the Act:
+Title of each class
+Common Stock, $.10 par value 1.000% Notes due 2023 2.100% Notes due 2020 1.500% Notes due 2027
+Trading Symbol(s) GIS GIS20A GIS20 GIS23A GIS27
+Name of each exchange on which registered New York Stock Exchange New York Stock Exchange"""
+
+    title = filing_title(_pages(cover))
+
+    assert title is not None and title.startswith("GENERAL MILLS, INC. (GIS) Form 10-K")

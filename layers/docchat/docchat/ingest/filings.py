@@ -45,14 +45,17 @@ _SYMBOL = re.compile(
     r"(?:^|[\s|])([A-Z][A-Z0-9]{0,4}(?:\.[A-Z])?)[\s|]+(?:The\s+)?(?:New York Stock Exchange|"
     r"NYSE|Nasdaq|NASDAQ|Chicago Stock Exchange|Toronto Stock Exchange)"
 )
-# A symbol printed after its column's label, ending the line: "Trading Symbol(s) GLW"
-# (Corning's cover).
-_AFTER_LABEL = re.compile(
-    r"(?i:trading symbols?(?:\(s\))?)\s*:?\s+([A-Z][A-Z0-9]{0,4}(?:\.[A-Z])?)$"
-)
+# The securities table's column label, after which a cover may print the symbols on its line:
+# "Trading Symbol(s) GLW" (Corning's), "Trading Symbol(s) GIS GIS20A GIS27" (General Mills').
+_LABEL = re.compile(r"trading symbols?(?:\(s\))?\s*:?", re.I)
+# A symbol ending the label's line after its class's title: "Trading Symbol(s) Common Stock,
+# $0.01 Par Value MGM" (MGM Resorts'), two letters at least ("Class A" is not a symbol).
+_TITLED = re.compile(r"\s([A-Z][A-Z0-9]{1,4}(?:\.[A-Z])?)$")
+# What ends such a line without being a symbol: an exchange, or no securities at all.
+_NOT_SYMBOLS = frozenset(("NYSE", "NASDAQ", "NONE", "TSX", "ASX", "LSE"))
 # A line of the symbols column alone, common stock's first: "JNJ JNJ24C JNJ24BP JNJ28",
 # "PEP PEP24 PEP26 PEP28a" (the notes' symbols after it).
-_SYMBOLS_LINE = re.compile(r"[A-Z][A-Z0-9]{0,4}(?:\.[A-Z])?(?:\s+[A-Z][A-Z0-9.]{1,8}[a-z]?)+")
+_SYMBOLS_LINE = re.compile(r"[A-Z][A-Z0-9]{0,4}(?:\.[A-Z])?(?:\s+[A-Z][A-Z0-9.]{1,8}[a-z]?)*")
 # "Ulta Beauty, Inc. (NASDAQ: ULTA)": a company named with its listing.
 _LISTED = re.compile(
     r"\(\s*(?:NYSE|NASDAQ|Nasdaq|NYSE American|NYSE MKT|TSX|ASX|LSE|OTC\w*)\s*:\s*"
@@ -142,25 +145,30 @@ def _symbol(lines: list[str]) -> str | None:
     its column, or after the label on its line)."""
     for n, line in enumerate(lines):
         if "trading symbol" in line.casefold():
-            labelled = _AFTER_LABEL.search(line)
-            if labelled:
-                return labelled.group(1)
+            after = _LABEL.split(line, maxsplit=1)[-1].strip()
+            if after and _symbols_line(after):
+                return after.split()[0]
             for row in lines[n : n + 8]:
                 found = _SYMBOL.search(row)
                 if found:
                     return found.group(1)
                 if _symbols_line(row):
                     return row.split()[0]
-            return None
+            titled = _TITLED.search(after)
+            return titled.group(1) if titled and titled.group(1) not in _NOT_SYMBOLS else None
     return None
 
 
 def _symbols_line(row: str) -> bool:
-    """Whether `row` is the symbols column alone: the common stock's, then its notes' made
-    from it ("PEP PEP24 PEP26"; "BRK.A BRK.B"), not a heading in capitals ("TABLE OF
+    """Whether `row` is the symbols column alone: the common stock's ("JPM"), then its notes'
+    made from it ("PEP PEP24 PEP26"; "BRK.A BRK.B"), not a heading in capitals ("TABLE OF
     CONTENTS")."""
-    first, *rest = row.split()
-    return _SYMBOLS_LINE.fullmatch(row) is not None and all(s[:2] == first[:2] for s in rest)
+    first, *rest = row.split() or [""]
+    return (
+        _SYMBOLS_LINE.fullmatch(row) is not None
+        and first not in _NOT_SYMBOLS
+        and all(s[:2] == first[:2] for s in rest)
+    )
 
 
 def _release(lines: list[str]) -> str | None:

@@ -150,10 +150,26 @@ Name of each exchange on which registered New York Stock Exchange (NYSE) Securit
 pursuant to Section 12(g) of the Act:
 None"""
 
+# Microsoft's 10-K for 2023: no "(Exact name of registrant ...)" line; the name follows the
+# commission file number, which ends the transition period's line.
+COVER_MSFT = """UNITED STATES SECURITIES AND EXCHANGE COMMISSION
+FORM 10-K
+ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934
+For the Fiscal Year Ended June 30, 2023
+OR TRANSITION REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934
+For the Transition Period From to Commission File Number 001-37845
+MICROSOFT CORPORATION
+WASHINGTON (STATE OF INCORPORATION)
+Securities registered pursuant to Section 12(b) of the Act:
+Title of each class Common stock, $0.00000625 par value per share 3.125% Notes due 2028
+None
+Trading Symbol Name of exchange on which registered MSFT NASDAQ MSFT NASDAQ"""
+
 
 @pytest.mark.parametrize(
     ("cover", "title"),
     [
+        (COVER_MSFT, "MICROSOFT CORPORATION (MSFT) Form 10-K, fiscal year ended June 30, 2023"),
         (
             COVER_JPM,
             "JPMorgan Chase & Co. (JPM) Form 10-Q, quarterly period ended March 31, 2021",

@@ -64,7 +64,9 @@ _LISTED = re.compile(
 # What ends a company's name read backwards from its listing: a dash or a bracket.
 _STOP_NAME = re.compile(r"[()\u2013\u2014]|--")
 _RESULTS_FOR = re.compile(r"\bresults for (?:the )?([\w\s,\ufffe-]{3,60}?)(?:[.;\u201c\"]|$)")
-_FILE_NUMBER = re.compile(r"^commission file (?:no\.?|number)\s*:?\s*[\d-]+$", re.I)
+# The commission file number ending its line, as it does above the registrant's name (it may
+# follow the transition-period line's words: Microsoft's 10-K for 2023).
+_FILE_NUMBER = re.compile(r"(?:^|\s)commission file (?:no\.?|number)\s*:?\s*[\d-]+$", re.I)
 _RELEASE = re.compile(r"\b(for immediate release|press release|news release)\b", re.I)
 _HEADLINE = re.compile(
     r"\b(reports?|announces?|posts?|delivers?)\b.{0,80}\b(results|earnings|revenue|sales)\b", re.I
@@ -129,7 +131,7 @@ def _registrant(lines: list[str]) -> str | None:
             return name
     for line, after in pairwise(lines):
         name = _cells(after)
-        if _FILE_NUMBER.match(line) and name.isupper() and len(name) <= _MAX_NAME:
+        if _FILE_NUMBER.search(line) and name.isupper() and len(name) <= _MAX_NAME:
             return name
     return None
 

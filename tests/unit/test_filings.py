@@ -198,8 +198,13 @@ def test_filings_a_cover_in_another_layout_names_its_form_symbol_and_period(
 
 def test_filings_symbols_printed_after_their_label_give_the_common_stocks() -> None:
     # General Mills' 10-K for 2019 prints its common stock's and its notes' symbols on the
-    # label's line: it was titled without a symbol.
+    # label's line, and the form's check box between its period's words and day: it was titled
+    # without a symbol or a period.
     cover = """FORM 10-K
+ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934 FOR THE \
+FISCAL YEAR ENDED
+\u2610
+May 26, 2019
 Commission file number: 001-01185
 GENERAL MILLS, INC. (Exact name of registrant as specified in its charter)
 Securities registered pursuant to Section 12(b) of the Act:
@@ -210,4 +215,17 @@ Name of each exchange on which registered New York Stock Exchange New York Stock
 
     title = filing_title(_pages(cover))
 
-    assert title is not None and title.startswith("GENERAL MILLS, INC. (GIS) Form 10-K")
+    assert title == "GENERAL MILLS, INC. (GIS) Form 10-K, fiscal year ended May 26, 2019"
+
+
+def test_filings_a_period_whose_words_break_across_lines_is_read() -> None:
+    # General Mills' 10-K for 2022: "FOR" ends one line, "THE FISCAL YEAR ENDED" starts the next.
+    cover = """FORM 10-K
+ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934 FOR
+THE FISCAL YEAR ENDED MAY 29, 2022
+Commission file number: 001-01185 ________________
+GENERAL MILLS, INC. (Exact name of registrant as specified in its charter)"""
+
+    title = filing_title(_pages(cover))
+
+    assert title == "GENERAL MILLS, INC. Form 10-K, fiscal year ended MAY 29, 2022"

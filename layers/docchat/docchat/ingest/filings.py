@@ -32,8 +32,12 @@ _FORM = re.compile(
 _REGISTRANT = re.compile(
     r"\(\s*exact name of (?:the )?registrant as specified in (?:its )?charter", re.I
 )
+# The period a filing covers; its words may break across lines (General Mills' "FOR\nTHE FISCAL
+# YEAR ENDED MAY 29, 2022") and the form's check box come between them and the day ("ENDED\n☐\n
+# May 26, 2019").
 _PERIOD = re.compile(
-    r"\bfor the (fiscal year|quarterly period|year|quarter|transition period) ended\s*:?\s*"
+    r"\bfor\s+the\s+(fiscal\s+year|quarterly\s+period|year|quarter|transition\s+period)\s+"
+    r"ended[\s:\u2610\u2611\u2612]*"
     r"([A-Z][a-z]+\.?\s+\d{1,2}\s*,?\s+\d{4})",
     re.I,
 )
@@ -112,7 +116,7 @@ def _filing(lines: list[str]) -> str | None:
     reported = _REPORTED.search(text)
     if period:
         ended = " ".join(period.group(2).split()).replace(" ,", ",")
-        title += f", {period.group(1).lower()} ended {ended}"
+        title += f", {' '.join(period.group(1).lower().split())} ended {ended}"
     elif reported:
         title += f", dated {' '.join(reported.group(1).split())}"
     return title

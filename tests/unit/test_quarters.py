@@ -95,6 +95,9 @@ def test_the_quarter_a_report_covers_is_in_its_companys_fiscal_calendar() -> Non
     assert quarter_of("IBM (IBM) Form 10-Q, quarter ended JUNE 30, 2025") == (2, 2025)
     assert year_end_month("IBM (IBM) Form 10-K, year ended DECEMBER 31, 2024") == 12
     assert quarter_of("Pfizer Reports Second-Quarter 2023 Results") == (2, 2023)
+    # Johnson & Johnson's releases, their hyphens dropped where a line broke them
+    assert quarter_of("Johnson & Johnson (JNJ): results for secondquarter 2023") == (2, 2023)
+    assert quarter_of("J&J: results for fourthquarter and full year 2022") == (4, 2022)
     assert quarter_of("PFIZER INC. (PFE) Form 10-K, fiscal year ended December 31, 2022") is None
 
 
@@ -109,6 +112,7 @@ def test_the_quarter_a_report_covers_is_in_its_companys_fiscal_calendar() -> Non
         "the second quarter of fiscal 2024",
         "second-quarter fiscal 2024",
         "fiscal 2024 second quarter",
+        "the second quarter and full year of fiscal 2024",
     ],
 )
 def test_a_quarter_is_read_however_it_is_written(question: str) -> None:

@@ -21,7 +21,9 @@ from __future__ import annotations
 import re
 
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
-_ORDINAL = r"(first|second|third|fourth)[ -]quarter"
+# "second quarter", "second-quarter", and "secondquarter": a release's hyphen at a line's end is
+# dropped when the converter joins the word it broke (Johnson & Johnson's headlines).
+_ORDINAL = r"(first|second|third|fourth)[ -]?quarter"
 _FISCAL = r"(?:fiscal(?:\s+year)?|FY)"
 # "Q2 of FY2024", "Q2 FY2024", "Q2 2023", "Q2'23", "2Q24", "Q2 fiscal 2024"
 _NUMBERED = re.compile(
@@ -32,9 +34,12 @@ _NUMBERED = re.compile(
 _FISCAL_FIRST = re.compile(
     rf"(?<![A-Za-z0-9]){_FISCAL}\s*'?((?:19|20)?\d\d)\s*Q([1-4])(?![A-Za-z0-9])", re.IGNORECASE
 )
-# "the second quarter of fiscal 2024", "first-quarter 2023", "Second Quarter Fiscal 2024"
+# "the second quarter of fiscal 2024", "first-quarter 2023", "Second Quarter Fiscal 2024",
+# "fourth quarter and full year 2022"
 _WORDS = re.compile(
-    rf"\b{_ORDINAL}\s+(?:of\s+)?(?:the\s+)?(?:{_FISCAL}\s*)?((?:19|20)\d\d)\b", re.IGNORECASE
+    rf"\b{_ORDINAL}\s+(?:and\s+(?:the\s+)?full[ -]year\s+)?(?:of\s+)?(?:the\s+)?"
+    rf"(?:{_FISCAL}\s*)?((?:19|20)\d\d)\b",
+    re.IGNORECASE,
 )
 # "fiscal 2024 second quarter"
 _WORDS_AFTER = re.compile(rf"\b{_FISCAL}\s*((?:19|20)\d\d)\s+{_ORDINAL}\b", re.IGNORECASE)

@@ -165,10 +165,23 @@ Title of each class Common stock, $0.00000625 par value per share 3.125% Notes d
 None
 Trading Symbol Name of exchange on which registered MSFT NASDAQ MSFT NASDAQ"""
 
+# Nike's 10-K for 2023: the securities' row first, their column labels under it.
+COVER_NKE = """FORM 10-K
+FOR THE FISCAL YEAR ENDED MAY 31, 2023
+Commission File No. 1-10635
+NIKE, Inc.
+(Exact name of Registrant as specified in its charter)
+SECURITIES REGISTERED PURSUANT TO SECTION 12(B) OF THE ACT:
+Class B Common Stock NKE New York Stock Exchange
+(Title of each class) (Trading symbol) (Name of each exchange on which registered) SECURITIES \
+REGISTERED PURSUANT TO SECTION 12(G) OF THE ACT:
+NONE"""
+
 
 @pytest.mark.parametrize(
     ("cover", "title"),
     [
+        (COVER_NKE, "NIKE, Inc. (NKE) Form 10-K, fiscal year ended MAY 31, 2023"),
         (COVER_MSFT, "MICROSOFT CORPORATION (MSFT) Form 10-K, fiscal year ended June 30, 2023"),
         (
             COVER_JPM,

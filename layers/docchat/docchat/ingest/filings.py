@@ -148,12 +148,19 @@ def _cells(line: str) -> str:
 
 def _symbol(lines: list[str]) -> str | None:
     """The first trading symbol of the cover's securities, listed after "Trading Symbol" (in
-    its column, or after the label on its line)."""
+    its column, or after the label on its line), or in the row above labels printed under
+    their columns (Nike's "Class B Common Stock NKE New York Stock Exchange", then "(Title of
+    each class) (Trading symbol) ...")."""
     for n, line in enumerate(lines):
         if "trading symbol" in line.casefold():
             after = _LABEL.split(line, maxsplit=1)[-1].strip()
             if after and _symbols_line(after):
                 return after.split()[0]
+            above = (
+                _SYMBOL.search(lines[n - 1]) if n and "(trading symbol" in line.casefold() else None
+            )
+            if above:
+                return above.group(1)
             for row in lines[n : n + 8]:
                 found = _SYMBOL.search(row)
                 if found:

@@ -402,3 +402,34 @@ def test_ingest_of_a_pdf_with_a_deep_outline_prints_no_library_warning(tmp_path:
     # Then it is indexed, and pypdfium2's "Maximum recursion depth 3 reached" is not printed
     assert result.returncode == 0, result.stderr
     assert "Maximum recursion" not in result.stdout + result.stderr, result.stderr
+
+
+def test_cli_ingest_again_reads_an_indexed_document_anew_and_keeps_its_collection(
+    library: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given: notes.pdf indexed in a collection by a docchat that titled it otherwise (as one
+    # before a reading fix did: JPMorgan's 10-Qs were "(G)" until the symbol fix)
+    data, notes = str(tmp_path / "data"), str(library / "notes.pdf")
+    monkeypatch.setattr("docchat.ingest.stages.filing_title", lambda pages: "An older title")
+    assert _run(capsys, "ingest", notes, "--collection", "team", "--data-dir", data)[0] == 0
+    monkeypatch.undo()
+
+    # When: ingested again as it is, then with --again
+    code, out, _ = _run(capsys, "ingest", notes, "--data-dir", data)
+    assert code == 0 and "unchanged" in out
+    stale = json.loads(_run(capsys, "status", "--json", "--data-dir", data)[1])["documents"]
+    code, out, _ = _run(capsys, "ingest", notes, "--again", "--data-dir", data)
+
+    # Then: the same bytes are read anew; one document, its collection and chunk count kept
+    assert code == 0 and "indexed" in out, out
+    [before], [after] = (
+        stale,
+        json.loads(_run(capsys, "status", "--json", "--data-dir", data)[1])["documents"],
+    )
+    assert before["title"] == "An older title" != after["title"]
+    assert after["collections"] == ["team"] and after["chunks"] == before["chunks"]
+    code, out, _ = _run(capsys, "search", "repairs cost", "--data-dir", data)
+    assert code == 0 and out.count("four million euros") >= 1

@@ -57,6 +57,12 @@ def add_ingest(commands: Commands, common_parser: argparse.ArgumentParser) -> No
     )
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     add_collection_option(ingest, "put the documents in this collection", many=False)
+    ingest.add_argument(
+        "--again",
+        action="store_true",
+        help="read and embed again the documents whose bytes are indexed already (after "
+        "upgrading docchat, to get what it now reads better); their collections are kept",
+    )
     ingest.set_defaults(run=run_ingest)
 
 
@@ -112,7 +118,7 @@ def run_ingest(args: argparse.Namespace, settings: Settings, opened: Opened) -> 
     files = list(document_paths(args.paths))
     if not files:
         raise DocchatError(f"no documents ({READABLE}) found in " + ", ".join(map(str, args.paths)))
-    results, stopped = _ingest_files(files, settings, opened, args.collection)
+    results, stopped = _ingest_files(files, settings, opened, args.collection, again=args.again)
     out = common.out
     out.print(_summary(results))
     for r in results:
@@ -153,7 +159,12 @@ def run_ingest(args: argparse.Namespace, settings: Settings, opened: Opened) -> 
 
 
 def _ingest_files(
-    files: list[Path], settings: Settings, opened: Opened, collection: str | None = None
+    files: list[Path],
+    settings: Settings,
+    opened: Opened,
+    collection: str | None = None,
+    *,
+    again: bool = False,
 ) -> tuple[list[IngestResult], StorageFullError | None]:
     """Each file's result, and the full disk that stopped the run before the rest, if one did.
     A file another process is ingesting (ingest/claims.py) waits until the rest are done, and
@@ -183,6 +194,7 @@ def _ingest_files(
                 on_progress=progress,
                 notes=notes,
                 collections=going_to,
+                again=again,
             )
         except StorageError as exc:  # this file fails; a full disk stops the rest
             result = _storage_failure(path, exc)

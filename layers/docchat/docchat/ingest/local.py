@@ -22,7 +22,14 @@ from docchat.errors import (
     StorageError,
 )
 from docchat.ingest.chunk import chunks_from_pages
-from docchat.ingest.decision import copy_record, decide, doc_id_for, version_of
+from docchat.ingest.decision import (
+    Decision,
+    copy_record,
+    decide,
+    doc_id_for,
+    next_revision,
+    version_of,
+)
 from docchat.ingest.formats import is_readable
 from docchat.ingest.notes import ChunkNotes
 from docchat.ingest.shelf import Shelf
@@ -79,11 +86,14 @@ def ingest_bytes(
     notes: ChunkNotes | None = None,
     collections: Sequence[str] = (),
     name: str = "",
+    again: bool = False,
 ) -> IngestResult:
     """Index one document version; a no-op when these bytes are already indexed, and a copy
     of the other document's chunks (nothing embedded) when another holds exactly these
-    bytes. `name` is the file name the bytes are read as (by its extension) when the source
-    does not end in one (a web page's URL); by default the source's. A failure of this file,
+    bytes, unless `again` (read and embedded again, as after an upgrade that reads documents
+    better: titles from covers, tables). `name` is the file name the bytes are read as (by
+    its extension) when the source does not end in one (a web page's URL); by default the
+    source's. A failure of this file,
     of whatever kind, ends it FAILED with a reason worded with `command` (the word for adding
     the file again); the failures in NOT_THE_FILES propagate, as does a model error of `notes`
     (docchat.ingest.notes), with the previous version still indexed."""
@@ -96,7 +106,11 @@ def ingest_bytes(
     twin = catalog.indexed_version(version)
     if twin is not None and twin.collections != placed:
         twin = None  # the same bytes in other collections are a document of their own
-    decision = decide(current, version, twin=twin.doc_id if twin else "")
+    decision = (
+        Decision("ingest", revision=next_revision(current, version))
+        if again
+        else decide(current, version, twin=twin.doc_id if twin else "")
+    )
     if decision.outcome == "unchanged" and current is not None:
         if current.collections != placed:  # placed again: moved, nothing re-embedded
             current = current.model_copy(update={"collections": placed})
@@ -223,8 +237,10 @@ def ingest_file(
     on_progress: Progress | None = None,
     notes: ChunkNotes | None = None,
     collections: Sequence[str] = (),
+    again: bool = False,
 ) -> IngestResult:
-    """Index the document at `path` (its resolved path is the document's source)."""
+    """Index the document at `path` (its resolved path is the document's source); `again`:
+    even when these bytes are indexed already (see ingest_bytes)."""
     source = source_of(path)
     try:
         data = path.read_bytes()
@@ -248,4 +264,5 @@ def ingest_file(
         command="ingest",
         notes=notes,
         collections=collections,
+        again=again,
     )

@@ -444,6 +444,18 @@ def test_convert_every_pdf_converts_or_raises_conversion_error(pdf: str) -> None
     assert any(p.chars > 0 for p in document.pages), "converted, but no page has any text"
 
 
+def test_convert_a_footnote_drawn_after_the_running_head_comes_last_too() -> None:
+    # The DMCA summary's page 4 draws its running head, then its footnote ("Copying" is used
+    # ...) and footer, then the text that goes on from page 3's last sentence ("measures that
+    # prevent" / "unauthorized copying"): the page read the footnote first, so that sentence,
+    # quoted by `make demo`'s answer, ended cut at page 3.
+    page = pages_from_pdf((EXAMPLES / "dmca.pdf").read_bytes()).pages[3]
+    blocks = page.markdown.split("\n\n")
+
+    assert blocks[0].startswith("unauthorized copying of a copyrighted work.")
+    assert blocks[-1].startswith("\u201cCopying\u201d is used in this context as a short-hand")
+
+
 def test_convert_footnote_mark_and_footnote_keep_out_of_the_sentence_and_come_last() -> None:
     # The DMCA summary's page 1: "(DMCA)" carries a raised footnote mark "1" (8 pt in 13.6 pt
     # text), read as a line of its own, and the page draws its footnote ("Pub. L. No. 105-304")

@@ -54,8 +54,12 @@ def footnotes_last(lines: list[Line]) -> list[Line]:
     ]
     heights = sorted(line.y for line in kept)
     low = heights[len(heights) // 5]  # the foot: the lowest fifth of the page's lines
-    lead = next((i for i, line in enumerate(kept) if line.y > low), 0)
-    return kept[lead:] + kept[:lead]
+    top = heights[-1 - len(heights) // 5]  # the head: the highest fifth
+    # The foot's lines may come after a running head drawn first (the Copyright Office's DMCA
+    # summary: its title line, then page 4's footnote, then the text that goes on from page 3).
+    head = next((i for i, line in enumerate(kept) if line.y < top), len(kept))
+    lead = next((i for i in range(head, len(kept)) if kept[i].y > low), head)
+    return kept[:head] + kept[lead:] + kept[head:lead]
 
 
 def _is_footnote_mark(mark: Line, prev: Line) -> bool:

@@ -11,8 +11,6 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -20,6 +18,7 @@ import requests
 
 from docchat.ingest.formats import is_readable
 from docchat.ingest.uploads import MAX_UPLOAD_BYTES
+from docchat.sources.answers import RETRIES, THROTTLED, json_object, wait_asked
 from docchat.sources.crawl import (
     TIMEOUT,
     Deleted,
@@ -34,11 +33,6 @@ from docchat.sources.store import GRAPH_URL, GraphSource, PageState
 
 LOGIN_URL = "https://login.microsoftonline.com"
 SCOPE = "https://graph.microsoft.com/.default"
-#: Times a throttled (429) or unavailable (503) request is asked again before the sync gives up.
-RETRIES = 3
-#: The longest a Retry-After is waited for, in seconds.
-LONGEST_WAIT = 300.0
-_THROTTLED = (429, 503)
 
 
 class _Stopped(Exception):
@@ -194,7 +188,7 @@ class DriveDelta:
         with self._request("GET", url) as response:
             status = response.status_code
             if status == 200:
-                found = _json_object(response)
+                found = json_object(response)
                 if found:
                     return found
                 reason = f"{self.source.where}: Graph answered with no JSON object: sync again"
@@ -216,7 +210,7 @@ class DriveDelta:
             )
         if status == 404:
             return f"{where}: not found ({code or 404}): check the source's drive or site"
-        if status in _THROTTLED:
+        if status in THROTTLED:
             return (
                 f"{where}: Microsoft Graph still answers {status} after {RETRIES} retries: "
                 "sync again later"
@@ -248,9 +242,9 @@ class DriveDelta:
             except requests.RequestException as exc:
                 said = f"cannot reach Microsoft Graph ({type(exc).__name__}): sync again later"
                 raise _Stopped(Failed(self.source.where, f"{self.source.where}: {said}")) from exc
-            if response.status_code in _THROTTLED and attempt < RETRIES:
+            if response.status_code in THROTTLED and attempt < RETRIES:
                 response.close()
-                self.sleep(_wait_asked(response, attempt))
+                self.sleep(wait_asked(response, attempt))
                 attempt += 1
                 continue
             if response.status_code == 401 and signed and not refreshed:
@@ -278,7 +272,7 @@ class DriveDelta:
             said = f"cannot reach {_login()} ({type(exc).__name__}): sync again later"
             raise _Stopped(Failed(self.source.where, said)) from exc
         with response:
-            answer = _json_object(response)
+            answer = json_object(response)
         token = answer.get("access_token")
         if response.status_code == 200 and isinstance(token, str) and token:
             self._token = token
@@ -317,31 +311,8 @@ def _login() -> str:
     return LOGIN_URL
 
 
-def _json_object(response: requests.Response) -> dict[str, Any]:
-    """The response's JSON object, or {} when it holds none."""
-    try:
-        said = response.json()
-    except ValueError:
-        return {}
-    return said if isinstance(said, dict) else {}
-
-
 def _error_code(response: requests.Response) -> str:
     """The code of a Graph error response (`{"error": {"code": …}}`), or ""."""
-    error = _json_object(response).get("error")
+    error = json_object(response).get("error")
     code = error.get("code") if isinstance(error, dict) else None
     return code if isinstance(code, str) else ""
-
-
-def _wait_asked(response: requests.Response, attempt: int) -> float:
-    """The seconds a throttled response asks for (Retry-After: seconds or an HTTP date), or a
-    doubling back-off when it does not say; never more than LONGEST_WAIT."""
-    said = response.headers.get("Retry-After", "").strip()
-    try:
-        seconds = float(said)
-    except ValueError:
-        try:
-            seconds = (parsedate_to_datetime(said) - datetime.now(UTC)).total_seconds()
-        except (TypeError, ValueError):
-            seconds = 2.0**attempt
-    return min(max(seconds, 0.0), LONGEST_WAIT)

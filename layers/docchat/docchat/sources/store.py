@@ -1,8 +1,9 @@
 """The sources a data directory syncs (`docchat sources`), in its sources.json: each source's
-configuration (a web site, or a Microsoft Graph drive: a SharePoint document library or a
-OneDrive), what its last sync found, and what each page or file was when it was last fetched
-(its validators, for a conditional GET or a drive's unchanged file, and its links, for a page
-that answers 304 Not Modified), and where a drive's next sync resumes (its delta link).
+configuration (a web site, a Microsoft Graph drive: a SharePoint document library or a
+OneDrive, or a Confluence space), what its last sync found, and what each page or file was when
+it was last fetched (its validators, for a conditional GET, a drive's unchanged file or a
+Confluence page's version, and its links, for a page that answers 304 Not Modified), and where a
+drive's next sync resumes (its delta link).
 A file of its own beside the index, replaced whole (write, then rename), so a sync killed
 half-way leaves the previous file."""
 
@@ -19,6 +20,8 @@ from docchat.errors import SourceError
 
 FILE_NAME = "sources.json"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+#: The name of an environment variable (a credential's, which is never kept itself).
+ENV_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 
 
 class WebSource(BaseModel):
@@ -50,7 +53,7 @@ class GraphSource(BaseModel):
     name: str = Field(pattern=NAME_PATTERN)
     tenant: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]{0,127}$")
     client_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")
-    secret_env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+    secret_env: str = Field(pattern=ENV_PATTERN)
     drive: str = Field("", pattern=r"^[A-Za-z0-9!_.,-]{0,256}$")
     site: str = ""
     collection: str = ""
@@ -67,12 +70,32 @@ class GraphSource(BaseModel):
         return self.site or f"{GRAPH_URL}/drives/{self.drive}"
 
 
-AnySource = Annotated[WebSource | GraphSource, Field(discriminator="kind")]
+class ConfluenceSource(BaseModel):
+    """A Confluence Cloud space to sync (its pages and their attachments), read as an Atlassian
+    account (`email`) with an API token, which is read from the environment variable
+    `token_env` when a sync runs, never kept here."""
+
+    kind: Literal["confluence"] = "confluence"
+    name: str = Field(pattern=NAME_PATTERN)
+    site: str = Field(pattern=r"^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")
+    space: str = Field(pattern=r"^~?[A-Za-z0-9_-]{1,255}$")
+    email: str = Field(pattern=r"^[^@\s]+@[^@\s]+$")
+    token_env: str = Field(pattern=ENV_PATTERN)
+    collection: str = ""
+
+    @property
+    def where(self) -> str:
+        """The space's address on its site."""
+        return f"{self.site}/wiki/spaces/{self.space}"
+
+
+AnySource = Annotated[WebSource | GraphSource | ConfluenceSource, Field(discriminator="kind")]
 
 
 class PageState(BaseModel):
     """One fetched page or file as the last sync left it (a drive's file: its item id, and its
-    cTag, or its eTag where the delta feed gives no cTag, in `etag`)."""
+    cTag, or its eTag where the delta feed gives no cTag, in `etag`; a Confluence page or
+    attachment: its id, and its version number in `etag`)."""
 
     url: str
     doc_id: str
@@ -166,7 +189,8 @@ def now() -> datetime:
 
 def sources_health(data_dir: Path) -> dict[str, object]:
     """What /health says of the data directory's sources: each one's last sync, its counts and
-    its last failure (never a credential: a drive's secret is not in sources.json)."""
+    its last failure (never a credential: a drive's secret or a Confluence token is not in
+    sources.json)."""
     listed = []
     for name, entry in load_sources(data_dir).sources.items():
         done = entry.last_sync

@@ -1,8 +1,9 @@
-"""Syncing one source into the index: each page or file the crawl (a web site) or the delta feed
-(a Graph drive) fetches goes through the local runner (`ingest_bytes`, the same as `docchat
-ingest`) into the source's collection, with its URL (a drive file's webUrl) as the document's
-source; a page gone from the site or a file deleted from the drive is removed as `docchat rm`
-removes a document (`Shelf.remove`). Nothing already indexed is lost to a failing page or sync."""
+"""Syncing one source into the index: each page or file the crawl (a web site), the delta feed
+(a Graph drive) or the listing of a space (Confluence) fetches goes through the local runner
+(`ingest_bytes`, the same as `docchat ingest`) into the source's collection, with its URL (a
+drive file's webUrl, a Confluence page's web link) as the document's source; a page gone from
+the site or the space, or a file deleted from the drive, is removed as `docchat rm` removes a
+document (`Shelf.remove`). Nothing already indexed is lost to a failing page or sync."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from docchat.ingest.notes import ChunkNotes
 from docchat.ingest.shelf import Shelf
 from docchat.models import synced_copy
 from docchat.ports import Embedder
+from docchat.sources.confluence import SpacePages
 from docchat.sources.crawl import (
     Crawler,
     Deleted,
@@ -35,15 +37,29 @@ from docchat.sources.crawl import (
     Outcome,
 )
 from docchat.sources.graph import DriveDelta
-from docchat.sources.store import GraphSource, PageState, SourceEntry, SyncReport, WebSource, now
+from docchat.sources.store import (
+    ConfluenceSource,
+    GraphSource,
+    PageState,
+    SourceEntry,
+    SyncReport,
+    WebSource,
+    now,
+)
 
 #: What a sync reports as it goes: (url, what became of it).
 Reported = Callable[[str, str], None]
+#: Why a document a complete walk did not reach is removed, by the source's kind.
+_NOT_REACHED = {
+    "web": "no longer linked",
+    "sharepoint": "not in the drive",
+    "confluence": "not in the space",
+}
 
 
 class Walk(Protocol):
-    """What a sync reads a source with (a web crawl, a drive's delta feed): its outcomes, whether
-    it reached everything the source holds, and where the next sync starts."""
+    """What a sync reads a source with (a web crawl, a drive's delta feed, a space's listing): its
+    outcomes, whether it reached everything the source holds, and where the next sync starts."""
 
     complete: bool
     cursor: str
@@ -87,8 +103,7 @@ class Syncer:
             for outcome in walk.outcomes():
                 self._settle(outcome, entry, tally)
             if walk.complete:
-                web = isinstance(entry.source, WebSource)
-                why = "no longer linked" if web else "not in the drive"
+                why = _NOT_REACHED[entry.source.kind]
                 for url in [u for u in tally.pages if u not in tally.reached]:
                     self._remove(url, tally, why=why)
             # A drive's changes are asked for once: with a failure among them, the next sync
@@ -115,6 +130,8 @@ class Syncer:
                 return DriveDelta(
                     entry.source, entry.pages, entry.cursor, session=session, sleep=self.sleep
                 )
+            case ConfluenceSource():
+                return SpacePages(entry.source, entry.pages, session=session, sleep=self.sleep)
 
     def _settle(self, outcome: Outcome, entry: SourceEntry, tally: _Tally) -> None:
         url = outcome.url

@@ -1,6 +1,7 @@
-"""`docchat sources` (list, add, rm) and `docchat sync`: web sites and Microsoft Graph drives
-(SharePoint document libraries, OneDrives) synced into the data directory's documents
-(docchat.sources), through the same ingestion and removal as `docchat ingest` / `rm`."""
+"""`docchat sources` (list, add, rm) and `docchat sync`: web sites, Microsoft Graph drives
+(SharePoint document libraries, OneDrives) and Confluence Cloud spaces synced into the data
+directory's documents (docchat.sources), through the same ingestion and removal as `docchat
+ingest` / `rm`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
 from typing import TypeVar
 from urllib.parse import urlsplit
 
@@ -22,6 +24,8 @@ from docchat.errors import SourceError
 from docchat.models import synced_copy
 from docchat.sources.crawl import checked_url
 from docchat.sources.store import (
+    AnySource,
+    ConfluenceSource,
     GraphSource,
     SourceEntry,
     SourcesFile,
@@ -69,6 +73,7 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
     where.add_argument("--site", help="a SharePoint site's URL or id: its default document library")
     graph.add_argument("--name", default=None, help="the source's name (default: from the site)")
     add_collection_option(graph, "the collection its documents go to", many=False)
+    _add_confluence_parser(kinds, common_parser)
     rm = actions.add_parser(
         "rm", parents=[common_parser], help="forget a source and remove its documents"
     )
@@ -79,6 +84,27 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
     )
     sync.add_argument("name", nargs="?", default=None, help="one source (default: all)")
     sync.set_defaults(run=run_sync)
+
+
+def _add_confluence_parser(
+    kinds: argparse._SubParsersAction[argparse.ArgumentParser],
+    common_parser: argparse.ArgumentParser,
+) -> None:
+    """`docchat sources add confluence --site --space --email --token-env`."""
+    confluence = kinds.add_parser(
+        "confluence", parents=[common_parser], help="a Confluence Cloud space and its attachments"
+    )
+    confluence.add_argument("--site", required=True, help="the site: https://NAME.atlassian.net")
+    confluence.add_argument("--space", required=True, help="the space's key (ENG, ~jdoe)")
+    confluence.add_argument("--email", required=True, help="the Atlassian account's email")
+    confluence.add_argument(
+        "--token-env",
+        required=True,
+        metavar="VAR",
+        help="the environment variable holding the account's API token (never stored)",
+    )
+    confluence.add_argument("--name", default=None, help="the source's name (default: site-space)")
+    add_collection_option(confluence, "the collection its documents go to", many=False)
 
 
 def _count(value: str) -> int:
@@ -131,6 +157,11 @@ def _described(entry: SourceEntry) -> list[str]:
                 f"{s.name}: {s.kind} {s.where} (collection {s.collection or 'default'}, tenant "
                 f"{s.tenant}, app {s.client_id}, its secret in ${s.secret_env})"
             ]
+        case ConfluenceSource():
+            lines = [
+                f"{s.name}: {s.kind} {s.where} (collection {s.collection or 'default'}, as "
+                f"{s.email}, the API token in ${s.token_env})"
+            ]
     done = entry.last_sync
     if done is None:
         return [*lines, "  never synced: run `docchat sync`"]
@@ -147,7 +178,12 @@ def _described(entry: SourceEntry) -> list[str]:
 
 
 def _add(args: argparse.Namespace, settings: Settings) -> int:
-    source = _web(args) if args.kind == "web" else _graph(args)
+    makers: dict[str, Callable[[argparse.Namespace], AnySource]] = {
+        "web": _web,
+        "sharepoint": _graph,
+        "confluence": _confluence,
+    }
+    source = makers[args.kind](args)
     sources = load_sources(settings.data_dir)
     # Two sources of one site or drive would each remove the documents the other synced.
     twin = next(
@@ -167,9 +203,11 @@ def _add(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _same_place(a: WebSource | GraphSource, b: WebSource | GraphSource) -> bool:
+def _same_place(a: AnySource, b: AnySource) -> bool:
     if isinstance(a, GraphSource) and isinstance(b, GraphSource):
         return a.tenant.lower() == b.tenant.lower() and a.where.lower() == b.where.lower()
+    if isinstance(a, ConfluenceSource) and isinstance(b, ConfluenceSource):
+        return a.where.lower() == b.where.lower()  # host names and space keys ignore case
     return a.kind == b.kind and a.where == b.where
 
 
@@ -216,11 +254,31 @@ def _graph(args: argparse.Namespace) -> GraphSource:
     )
 
 
+def _confluence(args: argparse.Namespace) -> ConfluenceSource:
+    parts = urlsplit(args.site.strip())
+    if parts.scheme != "https" or not parts.hostname or parts.path.strip("/") not in ("", "wiki"):
+        raise SourceError(
+            f"{args.site!r} is not a Confluence Cloud site docchat can sync: give its https:// "
+            "address alone (https://example.atlassian.net)"
+        )
+    site = f"https://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    default = _slug(f"{parts.hostname.split('.')[0]}-{args.space}")
+    return _built(
+        ConfluenceSource,
+        name=args.name or default[:64].strip("-."),
+        site=site,
+        space=args.space,
+        email=args.email,
+        token_env=args.token_env,
+        collection=args.collection or "",
+    )
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
 
 
-_S = TypeVar("_S", WebSource, GraphSource)
+_S = TypeVar("_S", WebSource, GraphSource, ConfluenceSource)
 
 
 def _built(model: type[_S], **fields: object) -> _S:
@@ -262,6 +320,9 @@ _HINTS = {
     "client_id": "give the app registration's application (client) id",
     "secret_env": "give the NAME of an environment variable (letters, digits, '_'), not the secret",
     "drive": "give the drive's id as Graph lists it (b!…)",
+    "space": "give the space's key, as its address shows it (/wiki/spaces/KEY)",
+    "email": "give the email address of the Atlassian account the API token belongs to",
+    "token_env": "give the NAME of an environment variable (letters, digits, '_'), not the token",
 }
 
 

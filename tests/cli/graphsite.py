@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs
 
 from tests.conftest import REPO
@@ -29,9 +30,9 @@ class Recorded:
     body: bytes
 
 
-def recorded(name: str) -> Recorded:
-    """The response tests/fixtures/graph/NAME.http holds."""
-    text = (FIXTURES / f"{name}.http").read_bytes()
+def recorded(name: str, *, folder: Path = FIXTURES) -> Recorded:
+    """The response tests/fixtures/graph/NAME.http (or FOLDER/NAME.http) holds."""
+    text = (folder / f"{name}.http").read_bytes()
     head, _, body = text.partition(b"\n\n")
     status_line, *header_lines = head.decode().splitlines()
     headers = tuple(

@@ -237,16 +237,34 @@ def page_texts(pdf: bytes) -> list[str]:
         document.close()
 
 
+# A raised footnote mark PDFium puts at the end of a line ("services that 2\r\nare used"): not
+# in the sentence a reader reads, nor in docchat's quote of it.
+_LINE_END_MARK = re.compile(r" \d{1,2}\r?\n")
+
+
 def misplaced_quotes(citations: Sequence[Mapping[str, Any]], pages: Sequence[str]) -> list[str]:
-    """Citations whose quote is not on the page they name, described for a failure message."""
-    squashed = [squash(p) for p in pages]
+    """Citations whose quote is not on the page they name, or, for a sentence a page break cuts,
+    not begun on `page` and ended on `page_end`; described for a failure message."""
+    squashed = [squash(_LINE_END_MARK.sub(" ", p)) for p in pages]
     wrong = []
     for cited in citations:
         page, quote = int(cited.get("page", 0)), str(cited.get("quote", ""))
-        on_page = 1 <= page <= len(squashed) and squash(quote) in squashed[page - 1]
-        if not on_page or not squash(quote):
+        end = int(cited.get("page_end") or page)
+        if not (1 <= page <= end <= len(squashed)) or not _on_pages(
+            squash(quote), squashed[page - 1], squashed[end - 1] if end > page else None
+        ):
             wrong.append(f"p. {page}: {quote[:120]!r}")
     return wrong
+
+
+def _on_pages(quote: str, first: str, last: str | None) -> bool:
+    """Whether `quote` is on `first`, or begins on it (20 characters at least) and ends on
+    `last` (squashed texts)."""
+    if not quote or quote in first:
+        return bool(quote)
+    return last is not None and any(
+        quote[:k] in first and quote[k:] in last for k in range(20, len(quote) - 4)
+    )
 
 
 def chunk_version(chunk_id: str) -> str:

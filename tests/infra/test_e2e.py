@@ -325,18 +325,25 @@ def test_chat_reply_collects_answer_passages_citations_and_end() -> None:
 
 
 def test_misplaced_quotes_finds_quotes_off_their_page() -> None:
-    pages = ["The bridge  re-\nopens on Monday.", "Repairs cost four million."]
+    pages = [
+        "The bridge  re-\nopens on Monday. The works that 2\r\nclosed it",
+        "cost four million.",
+    ]
     citations = [
         {"page": 1, "quote": "The bridge reopens on Monday."},
         {"page": 2, "quote": "the bridge reopens"},
         {"page": 3, "quote": "Repairs cost"},
         {"page": 2, "quote": "  "},
+        # a sentence going on to the next page, cited to both; a footnote mark left out
+        {"page": 1, "page_end": 2, "quote": "The works that closed it cost four million."},
+        {"page": 1, "quote": "The works that closed it cost four million."},
     ]
 
     assert misplaced_quotes(citations, pages) == [
         "p. 2: 'the bridge reopens'",
         "p. 3: 'Repairs cost'",
         "p. 2: '  '",
+        "p. 1: 'The works that closed it cost four million.'",
     ]
 
 

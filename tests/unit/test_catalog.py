@@ -123,3 +123,20 @@ def test_named_in_keeps_the_order_the_query_names_documents_in(query: str) -> No
     catalog = _catalog(["tax form", "annual report"])
 
     assert catalog.named_in(query) == _every_name_in_turn(catalog, query)
+
+
+@pytest.mark.parametrize("name", ["AMEX", "AmEx", "American Express"])
+def test_a_company_is_named_by_the_heads_of_its_names_words(name: str) -> None:
+    # FinanceBench asks "Does AMEX have an improving operating margin profile as of 2022?":
+    # before, no document was named and PepsiCo's, AMD's and Lockheed's pages answered.
+    catalog = _catalog(
+        [
+            "American Express Company (AXP) Form 10-K, fiscal year ended December 31, 2022",
+            "American Airlines Group Inc. (AAL) Form 10-K, fiscal year ended December 31, 2022",
+            "PepsiCo, Inc. (PEP) Form 10-K, fiscal year ended December 31, 2022",
+        ]
+    )
+
+    named, _ = catalog.named_in(f"Does {name} have an improving operating margin profile?")
+
+    assert named == ["d0"]

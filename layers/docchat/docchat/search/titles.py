@@ -105,7 +105,9 @@ def title_years(title: str) -> set[str]:
 def names_of(words: list[str]) -> set[str]:
     """The names a company of these (folded) words goes by alone: each word that can name it
     ("amazon", "3m"; not "com"), and, of a name of two words or more, its initials spaced
-    ("j j", as "J&J" folds), joined ("jj") and, of two, with an "n" ("jnj")."""
+    ("j j", as "J&J" folds), joined ("jj") and, of two, with an "n" ("jnj"), and the heads of
+    its first two words run together ("amex" for American Express, "fedex" for Federal
+    Express)."""
     names = {
         w
         for w in words
@@ -113,11 +115,15 @@ def names_of(words: list[str]) -> set[str]:
         and not w.isdigit()
         and w not in _NOT_A_NAME
     }
-    initials = [w[0] for w in words if w not in _NOT_A_NAME and w.isalpha()]
+    spelled = [w for w in words if w not in _NOT_A_NAME and w.isalpha()]
+    initials = [w[0] for w in spelled]
     if len(initials) >= 2:
         names.update({" ".join(initials), "".join(initials)})
         if len(initials) == 2:
             names.add("n".join(initials))
+    if len(spelled) >= 2 and min(len(w) for w in spelled[:2]) >= 3:
+        first, second = spelled[:2]
+        names.update({first[:2] + second[:2], first[:3] + second[:2]})
     return names
 
 

@@ -64,7 +64,10 @@ def test_demo_question_quotes_stand_verbatim_on_their_pages(
 
     assert NOT_FOUND not in text and citations
     for citation in citations:
-        assert verbatim(citation.quote, pages[(citation.source, citation.page)]), citation
+        # a sentence a page break cuts is quoted whole, from its page to `page_end`
+        last = citation.page_end or citation.page
+        cited = "\n".join(pages[(citation.source, n)] for n in range(citation.page, last + 1))
+        assert verbatim(citation.quote, cited), citation
         shown = (f"“{citation.quote}{cut}” [{citation.number}]" for cut in ("", " …"))
         assert any(quote in text for quote in shown), citation
 

@@ -49,6 +49,7 @@ def decide(
     twin: str = "",
     indexed_here: bool = True,
     running: bool = False,
+    again: bool = False,
 ) -> Decision:
     """What to do with `version` of the document the registry holds as `current`.
 
@@ -56,7 +57,10 @@ def decide(
     cloud registry does not look). `indexed_here`: whether `current` was indexed in the index
     this ingestion writes to (not so after the collection or the embedding model changed).
     `running`: whether a run is ingesting `current`'s version right now (the cloud, where
-    another execution may be at work on it)."""
+    another execution may be at work on it). `again`: read anew all the same (`docchat ingest
+    --again`, after an upgrade that reads documents better)."""
+    if again:
+        return Decision("ingest", revision=next_revision(current, version))
     if current is not None and current.version == version:
         if current.status == DocStatus.INDEXED and indexed_here:
             return Decision("unchanged", reason="unchanged: this version is already handled")

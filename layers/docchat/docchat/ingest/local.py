@@ -22,14 +22,7 @@ from docchat.errors import (
     StorageError,
 )
 from docchat.ingest.chunk import chunks_from_pages
-from docchat.ingest.decision import (
-    Decision,
-    copy_record,
-    decide,
-    doc_id_for,
-    next_revision,
-    version_of,
-)
+from docchat.ingest.decision import copy_record, decide, doc_id_for, version_of
 from docchat.ingest.formats import is_readable
 from docchat.ingest.notes import ChunkNotes
 from docchat.ingest.shelf import Shelf
@@ -106,11 +99,7 @@ def ingest_bytes(
     twin = catalog.indexed_version(version)
     if twin is not None and twin.collections != placed:
         twin = None  # the same bytes in other collections are a document of their own
-    decision = (
-        Decision("ingest", revision=next_revision(current, version))
-        if again
-        else decide(current, version, twin=twin.doc_id if twin else "")
-    )
+    decision = decide(current, version, twin=twin.doc_id if twin else "", again=again)
     if decision.outcome == "unchanged" and current is not None:
         if current.collections != placed:  # placed again: moved, nothing re-embedded
             current = current.model_copy(update={"collections": placed})

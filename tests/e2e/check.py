@@ -242,10 +242,15 @@ def page_texts(pdf: bytes) -> list[str]:
 _LINE_END_MARK = re.compile(r" \d{1,2}\r?\n")
 
 
+def unmarked(text: str) -> str:
+    """A page's text as PDFium gives it, without the footnote marks that end its lines."""
+    return _LINE_END_MARK.sub(" ", text)
+
+
 def misplaced_quotes(citations: Sequence[Mapping[str, Any]], pages: Sequence[str]) -> list[str]:
     """Citations whose quote is not on the page they name, or, for a sentence a page break cuts,
     not begun on `page` and ended on `page_end`; described for a failure message."""
-    squashed = [squash(_LINE_END_MARK.sub(" ", p)) for p in pages]
+    squashed = [squash(unmarked(p)) for p in pages]
     wrong = []
     for cited in citations:
         page, quote = int(cited.get("page", 0)), str(cited.get("quote", ""))

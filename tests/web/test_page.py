@@ -20,6 +20,7 @@ import pytest
 
 from docchat.ingest.uploads import upload_path
 from tests.conftest import EXAMPLES, REPO, squash
+from tests.e2e.check import unmarked
 from tests.pdfgen import make_pdf
 from tests.web.browser import expect, sync_api
 from tests.web.serving import LocalServer
@@ -368,4 +369,4 @@ def _unmarked(pdf: Path) -> list[str]:
         texts = [page.get_textpage().get_text_range() for page in document]
     finally:
         document.close()
-    return [squash(re.sub(r" \d{1,2}\r?\n", " ", text)) for text in texts]
+    return [squash(unmarked(text)) for text in texts]

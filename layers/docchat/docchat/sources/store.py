@@ -113,7 +113,7 @@ class SyncReport(BaseModel):
     unchanged: int = 0
     removed: int = 0
     failed: int = 0
-    skipped: int = 0  # links robots.txt disallows
+    skipped: int = 0  # links robots.txt disallows, and broken links
     last_failure: str = ""
     skip_note: str = ""
 

@@ -145,9 +145,8 @@ class Syncer:
                 self._said(url, "unchanged (304)")
             case Gone() if url in tally.pages:
                 self._remove(url, tally, why=f"gone ({outcome.status})")
-            case Gone():
-                tally.failed(f"{url}: {outcome.status}, a broken link on the site")
-                self._said(url, f"failed: {outcome.status}")
+            case Gone():  # a broken link is the site's to mend, and loses nothing here
+                self._skipped(url, tally, f"{outcome.status}, a broken link on the site")
             case Deleted():
                 self._remove(url, tally, why=outcome.why)
             case Failed():
@@ -155,9 +154,12 @@ class Syncer:
                 tally.failed(outcome.reason)
                 self._said(url, f"failed: {outcome.reason}")
             case Disallowed():
-                tally.report.skipped += 1
-                tally.report.skip_note = f"{url}: {outcome.reason}"
-                self._said(url, f"skipped: {outcome.reason}")
+                self._skipped(url, tally, outcome.reason)
+
+    def _skipped(self, url: str, tally: _Tally, reason: str) -> None:
+        tally.report.skipped += 1
+        tally.report.skip_note = f"{url}: {reason}"
+        self._said(url, f"skipped: {reason}")
 
     def _ingest(self, page: Fetched, entry: SourceEntry, tally: _Tally) -> None:
         going_to = [entry.source.collection] if entry.source.collection else []

@@ -15,12 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pypdfium2 as pdfium
 import pytest
 
 from docchat.ingest.uploads import upload_path
 from tests.conftest import EXAMPLES, REPO, squash
-from tests.e2e.check import unmarked
+from tests.e2e.check import page_texts, unmarked
 from tests.pdfgen import make_pdf
 from tests.web.browser import expect, sync_api
 from tests.web.serving import LocalServer
@@ -364,9 +363,4 @@ def test_page_lists_an_upload_whose_next_list_read_fails(page: Any, tmp_path: Pa
 
 def _unmarked(pdf: Path) -> list[str]:
     """Each page's text as PDFium gives it, squashed, a footnote mark ending a line left out."""
-    document = pdfium.PdfDocument(pdf)
-    try:
-        texts = [page.get_textpage().get_text_range() for page in document]
-    finally:
-        document.close()
-    return [squash(unmarked(text)) for text in texts]
+    return [squash(unmarked(text)) for text in page_texts(pdf.read_bytes())]

@@ -26,6 +26,10 @@ class Page:
     validator: Literal["etag", "last-modified", "none"] = "etag"
     status: int = 200
     modified: float = field(default_factory=time.time)
+    #: Sent as the Location header (with a 3xx status: a redirect there).
+    location: str = ""
+    #: When set, the answer waits until the test sets it (a page still loading).
+    hold: threading.Event | None = None
 
 
 @dataclass(frozen=True)
@@ -67,8 +71,11 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             if found is None:
                 self._answer(404, b"not found", "text/plain")
                 return
+            if found.hold is not None:
+                found.hold.wait(timeout=60)
             if found.status != 200:
-                self._answer(found.status, b"failed", "text/plain")
+                moved = {"Location": found.location} if found.location else None
+                self._answer(found.status, b"failed", "text/plain", moved)
                 return
             etag = '"' + hashlib.sha256(found.body).hexdigest()[:16] + '"'
             modified = formatdate(found.modified, usegmt=True)

@@ -119,6 +119,13 @@ def _followable(url: str) -> bool:
     return not suffix or is_readable(base) or suffix in _PAGE_SUFFIXES
 
 
+def _is_file(url: str) -> bool:
+    """Whether a link is to a file docchat reads other than a page (a PDF, a .docx, ...), which
+    holds no links to follow."""
+    base = PurePosixPath(urlsplit(url).path).name
+    return is_readable(base) and FORMATS[suffix_of(base)] != FORMATS[".html"]
+
+
 def name_for(url: str, media_type: str) -> str | None:
     """The file name a response is read as (its format by extension), or None for a type
     docchat does not read."""
@@ -166,6 +173,7 @@ class Crawler:
         else:
             queue.append((start, 0))
         seen = {url for url, _ in queue}
+        yielded: set[str] = set()
         requested = 0
         while queue and requested < self.source.max_pages:
             url, depth = queue.popleft()
@@ -174,11 +182,19 @@ class Crawler:
                 continue
             outcome = self._fetch(url)
             requested += 1
-            yield outcome
-            if depth >= self.source.depth:
+            if isinstance(outcome, Gone) and url == start:
+                # Not a site gone empty: a mistyped or moved start URL keeps what was synced.
+                said = f"{url}: {outcome.status}, the start page is not there: check the URL"
+                outcome = Failed(url, said)
+            if outcome.url in yielded:  # a redirect to a page the crawl has already read
                 continue
+            seen.add(outcome.url)
+            yielded.add(outcome.url)
+            yield outcome
             for link in self._links_of(outcome):
-                if link not in seen and same_site(link, start) and _followable(link):
+                # The last depth's pages are read, and the files they link to with them.
+                further = depth < self.source.depth or _is_file(link)
+                if further and link not in seen and same_site(link, start) and _followable(link):
                     seen.add(link)
                     queue.append((link, depth + 1))
 
@@ -266,6 +282,8 @@ class Crawler:
         try:
             with self._get(url, headers) as response:
                 return self._answered(url, response, sitemap=sitemap)
+        except requests.TooManyRedirects:
+            return Failed(url, f"{url}: redirects in a loop: fix or remove the link")
         except requests.RequestException as exc:
             failure = f"{url}: the request failed ({type(exc).__name__}): sync again later"
             return Failed(url, failure)
@@ -292,7 +310,7 @@ class Crawler:
             return Failed(url, f"{url}: over the size limit of {limit}, not fetched")
         html = media_type in _HTML_TYPES
         return Fetched(
-            url,
+            url if sitemap else urldefrag(response.url).url,  # where a same-site redirect led
             data,
             name,
             etag=response.headers.get("ETag", ""),

@@ -1,0 +1,118 @@
+"""The web source where a site is not tidy: a start URL that is not there, a file linked from
+the last page the depth reaches, a page that redirects, a redirect loop. Each through
+`docchat sync` against a real site on 127.0.0.1 (tests/cli/website.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.run import run
+from tests.cli.website import PDF, Page, Site, page, serving
+from tests.conftest import REPO
+
+REPORT_PDF = (
+    REPO.parent
+    / "shared/data/pdfs/py-pdf-sample-files/011-google-doc-document/google-doc-document.pdf"
+)
+
+
+def _sources(capsys: pytest.CaptureFixture[str], data: str) -> set[str]:
+    """Where each indexed document came from, as `docchat status --json` says."""
+    code, out, err = run(capsys, "status", "--json", "--data-dir", data)
+    assert code == 0, err
+    return {d["source"] for d in json.loads(out)["documents"]}
+
+
+def _add(capsys: pytest.CaptureFixture[str], data: str, url: str, *more: str) -> None:
+    code, _, err = run(
+        capsys, "sources", "add", "web", url, "--rate", "0", *more, "--data-dir", data
+    )
+    assert code == 0, err
+
+
+def test_a_start_page_that_is_not_there_fails_and_keeps_what_was_synced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "data")
+    site = Site()
+    site.pages["/"] = Page(page("Home", "Harbour index.", "/guide.html"))
+    site.pages["/guide.html"] = Page(page("Guide", "The harbour opens at dawn."))
+    with serving(site):
+        _add(capsys, data, site.url("/"), "--name", "h")
+        assert run(capsys, "sync", "--data-dir", data)[0] == 0
+        del site.pages["/"]  # the site moved its home page, or the URL was mistyped
+
+        code, out, err = run(capsys, "sync", "--data-dir", data)
+
+        assert code == 1, out + err
+        assert "404, the start page is not there: check the URL" in out + err
+        assert _sources(capsys, data) == {site.url("/"), site.url("/guide.html")}
+
+        mistyped = str(tmp_path / "mistyped")
+        _add(capsys, mistyped, site.url("/hoem.html"))
+        code, out, err = run(capsys, "sync", "--data-dir", mistyped)
+        assert code == 1, out + err
+        assert "the start page is not there: check the URL" in out + err
+
+
+def test_a_file_linked_from_the_last_depth_is_synced_with_its_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not REPORT_PDF.is_file():
+        pytest.skip(f"a real PDF is not available: {REPORT_PDF} is absent")
+    data = str(tmp_path / "data")
+    site = Site()
+    site.pages["/"] = Page(page("Home", "Harbour index.", "/guide.html"))
+    guide = page("Guide", "The harbour opens at dawn.", "/report.pdf", "/further.html")
+    site.pages["/guide.html"] = Page(guide)
+    site.pages["/report.pdf"] = Page(REPORT_PDF.read_bytes(), PDF)
+    site.pages["/further.html"] = Page(page("Further", "One link too deep."))
+    with serving(site):
+        _add(capsys, data, site.url("/"), "--depth", "1")
+
+        code, out, err = run(capsys, "sync", "--data-dir", data)
+
+        assert code == 0, out + err
+        assert _sources(capsys, data) == {site.url(p) for p in ("/", "/guide.html", "/report.pdf")}
+        assert "/further.html" not in site.paths()
+
+
+def test_a_redirected_page_is_cited_by_where_it_led_and_read_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "data")
+    site = Site()
+    site.pages["/"] = Page(page("Home", "Harbour index.", "/old.html", "/new.html"))
+    site.pages["/old.html"] = Page(b"", status=301, location="/new.html")
+    site.pages["/new.html"] = Page(page("Guide", "The harbour opens at dawn."))
+    with serving(site):
+        _add(capsys, data, site.url("/"))
+
+        code, out, err = run(capsys, "sync", "--data-dir", data)
+
+        assert code == 0, out + err
+        assert _sources(capsys, data) == {site.url("/"), site.url("/new.html")}
+        code, out, err = run(capsys, "sync", "--data-dir", data)
+        assert code == 0, out + err
+        assert "0 fetched, 2 unchanged, 0 removed, 0 failed" in out
+        assert _sources(capsys, data) == {site.url("/"), site.url("/new.html")}
+
+
+def test_a_redirect_loop_is_named_as_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "data")
+    site = Site()
+    site.pages["/"] = Page(page("Home", "Harbour index.", "/loop.html"))
+    site.pages["/loop.html"] = Page(b"", status=302, location="/loop.html")
+    with serving(site):
+        _add(capsys, data, site.url("/"))
+
+        code, out, err = run(capsys, "sync", "--data-dir", data)
+
+        assert code == 1, out + err
+        assert f"{site.url('/loop.html')}: redirects in a loop: fix or remove the link" in out
+        assert _sources(capsys, data) == {site.url("/")}

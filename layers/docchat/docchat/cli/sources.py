@@ -28,11 +28,11 @@ from docchat.sources.store import (
     ConfluenceSource,
     GraphSource,
     SourceEntry,
-    SourcesFile,
     WebSource,
+    changing_sources,
     entry_named,
     load_sources,
-    save_sources,
+    syncing,
 )
 from docchat.sources.sync import Syncer
 from docchat.wiring import chunk_notes
@@ -184,20 +184,20 @@ def _add(args: argparse.Namespace, settings: Settings) -> int:
         "confluence": _confluence,
     }
     source = makers[args.kind](args)
-    sources = load_sources(settings.data_dir)
-    # Two sources of one site or drive would each remove the documents the other synced.
-    twin = next(
-        (e.source.name for e in sources.sources.values() if _same_place(e.source, source)), None
-    )
-    if twin is not None:
-        raise SourceError(f"{source.where} is already synced by source {twin!r}: sync that one")
-    if source.name in sources.sources:
-        raise SourceError(
-            f"there is already a source called {source.name!r} "
-            f"({sources.sources[source.name].source.where}): give this one another --name"
+    with changing_sources(settings.data_dir) as sources:  # a sync running keeps this one
+        # Two sources of one site or drive would each remove the documents the other synced.
+        twin = next(
+            (e.source.name for e in sources.sources.values() if _same_place(e.source, source)),
+            None,
         )
-    sources.sources[source.name] = SourceEntry(source=source)
-    save_sources(settings.data_dir, sources)
+        if twin is not None:
+            raise SourceError(f"{source.where} is already synced by source {twin!r}: sync that one")
+        if source.name in sources.sources:
+            raise SourceError(
+                f"there is already a source called {source.name!r} "
+                f"({sources.sources[source.name].source.where}): give this one another --name"
+            )
+        sources.sources[source.name] = SourceEntry(source=source)
     said = f"added {source.name}: sync it with `docchat sync {source.name}`"
     common.out.print(said, markup=False)
     return 0
@@ -295,19 +295,24 @@ def _built(model: type[_S], **fields: object) -> _S:
 
 def _rm(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
     """Remove the source's documents as `docchat rm` does, then forget the source."""
-    sources = load_sources(settings.data_dir)
-    entry = entry_named(sources, args.name)
-    removed = 0
-    if entry.pages and settings.index_path.exists():
-        local = open_local(settings)
-        opened.closed_later(local.file)
-        for page in entry.pages.values():
-            if local.catalog.document(page.doc_id) is not None:
-                local.shelf.remove(page.doc_id)
-                removed += 1
-            synced_copy(settings.synced_files, page.doc_id).unlink(missing_ok=True)
-    del sources.sources[args.name]
-    save_sources(settings.data_dir, sources)
+    entry_named(load_sources(settings.data_dir), args.name)
+    with syncing(settings.data_dir, args.name) as mine:
+        if not mine:
+            raise SourceError(
+                f"another docchat process is syncing {args.name!r}: remove it when that sync ends"
+            )
+        entry = entry_named(load_sources(settings.data_dir), args.name)
+        removed = 0
+        if entry.pages and settings.index_path.exists():
+            local = open_local(settings)
+            opened.closed_later(local.file)
+            for page in entry.pages.values():
+                if local.catalog.document(page.doc_id) is not None:
+                    local.shelf.remove(page.doc_id)
+                    removed += 1
+                synced_copy(settings.synced_files, page.doc_id).unlink(missing_ok=True)
+        with changing_sources(settings.data_dir) as sources:
+            sources.sources.pop(args.name, None)
     said = f"removed {args.name} and {plural(removed, 'document')} synced from it"
     common.out.print(shown(said), markup=False)
     return 0
@@ -346,18 +351,26 @@ def run_sync(args: argparse.Namespace, settings: Settings, opened: Opened) -> in
     )
     failed = 0
     for name in names:
-        failed += _synced(syncer, sources, name, settings)
+        failed += _synced(syncer, name, settings)
     local.file.flush()
     return 1 if failed else 0
 
 
-def _synced(syncer: Syncer, sources: SourcesFile, name: str, settings: Settings) -> int:
-    """Sync source `name`, saving what it did even when it stops; its failed pages."""
-    entry = sources.sources[name]
-    try:
-        syncer.sync(entry)
-    finally:
-        save_sources(settings.data_dir, sources)
+def _synced(syncer: Syncer, name: str, settings: Settings) -> int:
+    """Sync source `name`, saving what it did even when it stops; its failed pages. A source
+    another docchat process is syncing is left to it."""
+    with syncing(settings.data_dir, name) as mine:
+        entry = load_sources(settings.data_dir).sources.get(name)
+        if not mine or entry is None:
+            why = "another docchat process is syncing it" if not mine else "it was removed"
+            common.out.print(shown(f"{name}: skipped: {why}"), markup=False)
+            return 0
+        try:
+            syncer.sync(entry)
+        finally:  # only this source's entry: what another process changed meanwhile is kept
+            with changing_sources(settings.data_dir) as sources:
+                if name in sources.sources:
+                    sources.sources[name] = entry
     done = entry.last_sync
     assert done is not None
     common.out.print(

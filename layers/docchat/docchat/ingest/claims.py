@@ -82,7 +82,7 @@ class Claim:
         if self._handle is None:
             return
         # Both files go while the lock is held; a waiter that then gets the lock of the
-        # unlinked file sees it is gone and claims a new one (_locked).
+        # unlinked file sees it is gone and claims a new one (locked).
         with suppress(OSError):
             (self._folder / f"{self.work.doc_id}.json").unlink()
         with suppress(OSError):
@@ -136,7 +136,7 @@ def _claimed(
 ) -> Claim | None:
     folder = data_dir / FOLDER
     try:
-        handle = _locked(folder / f"{doc_id}.lock", wait=wait)
+        handle = locked(folder / f"{doc_id}.lock", wait=wait)
     except OSError:
         handle = None  # a directory this process cannot write: nothing to guard
     else:
@@ -193,7 +193,7 @@ def _held(lock: Path) -> bool:
         return False
 
 
-def _locked(lock: Path, *, wait: bool) -> IO[bytes] | None:
+def locked(lock: Path, *, wait: bool) -> IO[bytes] | None:
     """An open handle holding an exclusive lock on `lock`, the file at that path now; None when
     another process holds it (and not `wait`). OSError when the file cannot be made."""
     while True:

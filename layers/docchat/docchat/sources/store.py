@@ -5,11 +5,15 @@ it was last fetched (its validators, for a conditional GET, a drive's unchanged 
 Confluence page's version, and its links, for a page that answers 304 Not Modified), and where a
 drive's next sync resumes (its delta link).
 A file of its own beside the index, replaced whole (write, then rename), so a sync killed
-half-way leaves the previous file."""
+half-way leaves the previous file. Each change is made under a lock, so two docchat processes
+(a sync and a `docchat sources add`) cannot lose each other's; one source is synced or removed
+by one process at a time."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -17,8 +21,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from docchat.errors import SourceError
+from docchat.ingest.claims import locked
 
 FILE_NAME = "sources.json"
+#: Held while a process changes sources.json, and while it syncs or removes a source.
+_CHANGING = "sources.lock"
+_SYNCING = "syncing"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 #: The name of an environment variable (a credential's, which is never kept itself).
 ENV_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
@@ -169,6 +177,39 @@ def save_sources(data_dir: Path, sources: SourcesFile) -> None:
     partial = path.with_suffix(f".json.{os.getpid()}.tmp")
     partial.write_text(sources.model_dump_json(indent=2), encoding="utf-8")
     os.replace(partial, path)
+
+
+@contextmanager
+def changing_sources(data_dir: Path) -> Iterator[SourcesFile]:
+    """The data directory's sources as they are now, to change in the block; saved when it
+    ends (not when it raises). Another docchat process changing them waits until then."""
+    with _held(data_dir / _CHANGING, wait=True):
+        sources = load_sources(data_dir)
+        yield sources
+        save_sources(data_dir, sources)
+
+
+@contextmanager
+def syncing(data_dir: Path, name: str) -> Iterator[bool]:
+    """Whether this process holds source `name` for the block (to sync or remove it): False
+    while another docchat process does."""
+    with _held(data_dir / _SYNCING / f"{name}.lock", wait=False) as held:
+        yield held
+
+
+@contextmanager
+def _held(path: Path, *, wait: bool) -> Iterator[bool]:
+    try:
+        handle = locked(path, wait=wait)
+    except OSError:  # a directory this process cannot write: saving there says so
+        handle, mine = None, True
+    else:
+        mine = handle is not None
+    try:
+        yield mine
+    finally:
+        if handle is not None:
+            handle.close()
 
 
 def entry_named(sources: SourcesFile, name: str) -> SourceEntry:

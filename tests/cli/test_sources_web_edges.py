@@ -116,3 +116,27 @@ def test_a_redirect_loop_is_named_as_one(
         assert code == 1, out + err
         assert f"{site.url('/loop.html')}: redirects in a loop: fix or remove the link" in out
         assert _sources(capsys, data) == {site.url("/")}
+
+
+def test_a_file_whose_url_is_percent_encoded_shows_its_own_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not REPORT_PDF.is_file():
+        pytest.skip(f"a real PDF is not available: {REPORT_PDF} is absent")
+    data = str(tmp_path / "data")
+    site = Site()
+    encoded = "/docs/rapport%20%C3%A9t%C3%A9%20%231.pdf"  # "rapport été #1.pdf" as a link has it
+    site.pages["/"] = Page(page("Home", "Harbour index.", encoded))
+    site.pages[encoded] = Page(REPORT_PDF.read_bytes(), PDF)
+    with serving(site):
+        _add(capsys, data, site.url("/"))
+        assert run(capsys, "sync", "--data-dir", data)[0] == 0
+
+        code, out, err = run(capsys, "status", "--json", "--data-dir", data)
+
+        assert code == 0, err
+        names = {d["source"]: d["file_name"] for d in json.loads(out)["documents"]}
+        assert names[site.url(encoded)] == "rapport été #1.pdf"  # the link still works
+        assert names[site.url("/")] == f"{site.url('/')[len('http://') :].rstrip('/')}"
+        code, out, err = run(capsys, "status", "--data-dir", data)
+        assert "rapport été #1.pdf" in out

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Annotated, Any, Literal
+from urllib.parse import unquote
 
 from pydantic import (
     BaseModel,
@@ -109,8 +110,10 @@ def source_name(source: str) -> str:
 
 
 def file_name(source: str) -> str:
-    """The name of a document's file, without folders: what is shown beside its title."""
-    return PurePosixPath(source_name(source).replace("\\", "/")).name
+    """The name of a document's file, without folders: what is shown beside its title. A
+    synced file's name as its site's link spells it ("rapport été.pdf", not "rapport%20...")."""
+    name = PurePosixPath(source_name(source).replace("\\", "/")).name
+    return unquote(name) if is_url(source) else name
 
 
 def file_label(source: str, title: str) -> str:

@@ -7,14 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from docchat.cli import main
+from tests.cli.run import run_flat
 from tests.pdfgen import make_pdf
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, " ".join(captured.err.split())
 
 
 @pytest.mark.parametrize(("command", "what"), [("ask", "question"), ("search", "search query")])
@@ -22,7 +16,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 def test_a_blank_question_is_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, what: str, text: str
 ) -> None:
-    code, out, err = _run(capsys, command, text, "--data-dir", str(tmp_path / "d"))
+    code, out, err = run_flat(capsys, command, text, "--data-dir", str(tmp_path / "d"))
 
     assert code == 2
     assert f"error: the {what} is empty: say what to look for in the documents" in err
@@ -40,10 +34,10 @@ def test_json_answers_name_documents_without_their_path(
         )
     )
     data = str(tmp_path / "data")
-    assert _run(capsys, "ingest", str(folder), "--data-dir", data)[0] == 0
+    assert run_flat(capsys, "ingest", str(folder), "--data-dir", data)[0] == 0
 
-    _, found, _ = _run(capsys, "search", "bridge reopens", "--json", "--data-dir", data)
-    _, answered, _ = _run(
+    _, found, _ = run_flat(capsys, "search", "bridge reopens", "--json", "--data-dir", data)
+    _, answered, _ = run_flat(
         capsys, "ask", "When does the bridge reopen?", "--json", "--data-dir", data
     )
 

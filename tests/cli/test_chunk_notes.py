@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from docchat.cli import main
 from docchat.config import Settings
 from docchat.ingest.local import ingest_file
 from docchat.ingest.notes import SYSTEM
@@ -28,6 +27,7 @@ from docchat.ingest.uploads import _Stage
 from docchat.models import DocStatus
 from docchat.wiring import chunk_notes
 from docchat.wiring.local import local_embedder, open_index
+from tests.cli.run import run_flat
 from tests.pdfgen import make_pdf
 
 FERRY = "The ferry leaves the north pier every hour, and the last one sails at midnight. " * 4
@@ -124,20 +124,14 @@ def notice(tmp_path: Path) -> Path:
     return pdf
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, " ".join(captured.err.split())
-
-
 def _chunks(capsys: pytest.CaptureFixture[str], data: Path) -> int:
-    code, out, _ = _run(capsys, "status", "--json", "--data-dir", data)
+    code, out, _ = run_flat(capsys, "status", "--json", "--data-dir", data)
     assert code == 0
     return sum(int(d["chunks"]) for d in json.loads(out)["documents"])
 
 
 def _search(capsys: pytest.CaptureFixture[str], data: Path, query: str) -> list[dict[str, Any]]:
-    code, out, err = _run(capsys, "search", query, "--json", "--data-dir", data)
+    code, out, err = run_flat(capsys, "search", query, "--json", "--data-dir", data)
     assert code == 0, err
     hits: list[dict[str, Any]] = json.loads(out)
     return hits
@@ -147,7 +141,7 @@ def test_each_chunk_is_found_by_its_model_written_note_and_quoted_as_its_page_te
     notes_model: NotesModel, notice: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "data"
-    code, out, err = _run(capsys, "ingest", notice, "--data-dir", data)
+    code, out, err = run_flat(capsys, "ingest", notice, "--data-dir", data)
     assert code == 0, out + err
 
     # The model was asked once per chunk, with the document's start and the passage
@@ -171,16 +165,16 @@ def test_each_chunk_is_found_by_its_model_written_note_and_quoted_as_its_page_te
     notice.write_bytes(
         make_pdf([[("h1", "Ferries"), ("body", FERRY)], [("h1", "Bridges"), ("body", CLOSED)]])
     )
-    assert _run(capsys, "ingest", notice, "--data-dir", data)[0] == 0
+    assert run_flat(capsys, "ingest", notice, "--data-dir", data)[0] == 0
     changed = notes_model.requests[count:]
     passages = [r["messages"][-1]["content"].split("<passage>")[1] for r in changed]
     assert passages and all("closed" in passage for passage in passages)
     assert _search(capsys, data, "quokka")[0]["page_start"] == 1
 
     # `rm` forgets the document's notes with it: ingested again, every chunk is asked again
-    assert _run(capsys, "rm", notice, "--data-dir", data)[0] == 0
+    assert run_flat(capsys, "rm", notice, "--data-dir", data)[0] == 0
     before = len(notes_model.requests)
-    assert _run(capsys, "ingest", notice, "--data-dir", data)[0] == 0
+    assert run_flat(capsys, "ingest", notice, "--data-dir", data)[0] == 0
     assert len(notes_model.requests) - before == _chunks(capsys, data)
 
 
@@ -190,18 +184,18 @@ def test_a_model_failing_half_way_stops_ingestion_and_the_next_run_resumes(
     data = tmp_path / "data"
     # Given a model that answers one request and is then gone
     notes_model.fail_after = 1
-    code, _, err = _run(capsys, "ingest", notice, "--data-dir", data)
+    code, _, err = run_flat(capsys, "ingest", notice, "--data-dir", data)
 
     # Then ingestion stops with the reason and what to do, and indexes nothing half-noted
     assert code == 2
     assert "could not write the chunk notes" in err and "not found" in err
     assert "adding the file again resumes" in err
-    code, out, _ = _run(capsys, "status", "--json", "--data-dir", data)
+    code, out, _ = run_flat(capsys, "status", "--json", "--data-dir", data)
     assert [d for d in json.loads(out)["documents"] if d["status"] == "INDEXED"] == []
 
     # When the model is back, only the notes not yet written are asked for
     notes_model.fail_after = None
-    assert _run(capsys, "ingest", notice, "--data-dir", data)[0] == 0
+    assert run_flat(capsys, "ingest", notice, "--data-dir", data)[0] == 0
     chunks = _chunks(capsys, data)
     assert chunks >= 2 and len(notes_model.requests) == chunks  # 1 before the failure
     assert _search(capsys, data, "quokka")[0]["page_start"] == 1
@@ -218,11 +212,11 @@ def test_notes_without_a_chat_model_are_refused_before_anything_is_read(
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("DOCCHAT_ANTHROPIC_API_KEY", raising=False)
     data = tmp_path / "data"
-    code, _, err = _run(capsys, "ingest", notice, "--data-dir", data)
+    code, _, err = run_flat(capsys, "ingest", notice, "--data-dir", data)
     assert code == 2
     assert "DOCCHAT_CHUNK_CONTEXT=model needs a chat model" in err
     assert "DOCCHAT_MODEL_PROVIDER" in err
-    code, out, _ = _run(capsys, "status", "--json", "--data-dir", data)
+    code, out, _ = run_flat(capsys, "status", "--json", "--data-dir", data)
     assert code != 0 or json.loads(out)["documents"] == []
 
 

@@ -14,16 +14,11 @@ from pathlib import Path
 import pytest
 
 from docchat.cli import main
+from tests.cli.run import run
 from tests.conftest import EXAMPLES, page_texts, squash
 from tests.pdfgen import make_pdf
 
 DMCA = EXAMPLES / "dmca.pdf"
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture
@@ -50,7 +45,7 @@ def test_cli_ingest_folder_then_ask_cites_pages_that_hold_the_quotes(
 ) -> None:
     data = str(tmp_path / "data")
 
-    code, out, _ = _run(capsys, "ingest", str(library), "--data-dir", data)
+    code, out, _ = run(capsys, "ingest", str(library), "--data-dir", data)
 
     assert code == 1  # one document failed; the others are indexed all the same
     assert re.search(r"dmca\.pdf\s+│\s+18\s+│\s+\d+\s+│\s+[\d.]+\s+│ indexed", out)
@@ -59,7 +54,7 @@ def test_cli_ingest_folder_then_ask_cites_pages_that_hold_the_quotes(
     assert "broken.pdf: the PDF is damaged and cannot be read" in out
     assert "readme" not in out
 
-    code, out, _ = _run(
+    code, out, _ = run(
         capsys,
         "ask",
         "What does the DMCA say about circumvention of technological protection measures?",
@@ -97,17 +92,15 @@ def test_cli_reingest_is_noop_and_changed_file_replaces_chunks(
     data = str(tmp_path / "data")
     pdf = tmp_path / "notes.pdf"
     pdf.write_bytes(make_pdf([[("body", "The ferry leaves at noon every day.")]]))
-    assert _run(capsys, "ingest", str(pdf), "--data-dir", data)[0] == 0
+    assert run(capsys, "ingest", str(pdf), "--data-dir", data)[0] == 0
 
-    code, out, _ = _run(capsys, "ingest", str(pdf), "--data-dir", data)
+    code, out, _ = run(capsys, "ingest", str(pdf), "--data-dir", data)
     assert code == 0 and "unchanged" in out
 
     pdf.write_bytes(make_pdf([[("body", "The train departs at midnight on Sundays.")]]))
-    assert "indexed (revision 2)" in _run(capsys, "ingest", str(pdf), "--data-dir", data)[1]
+    assert "indexed (revision 2)" in run(capsys, "ingest", str(pdf), "--data-dir", data)[1]
 
-    code, out, _ = _run(
-        capsys, "search", "ferry noon", "--data-dir", data, "--json", "--top-k", "5"
-    )
+    code, out, _ = run(capsys, "search", "ferry noon", "--data-dir", data, "--json", "--top-k", "5")
     hits = json.loads(out)
     assert code == 0
     assert [h["text"] for h in hits] == ["The train departs at midnight on Sundays."]
@@ -118,7 +111,7 @@ def test_cli_status_and_rm(
     library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = str(tmp_path / "data")
-    _run(
+    run(
         capsys,
         "ingest",
         str(library / "notes.pdf"),
@@ -127,7 +120,7 @@ def test_cli_status_and_rm(
         data,
     )
 
-    code, out, _ = _run(capsys, "status", "--json", "--data-dir", data)
+    code, out, _ = run(capsys, "status", "--json", "--data-dir", data)
     status = json.loads(out)
     assert code == 0
     by_name = {Path(d["source"]).name: d for d in status["documents"]}
@@ -135,11 +128,11 @@ def test_cli_status_and_rm(
     assert by_name["broken.pdf"]["status"] == "FAILED"
     assert status["stats"]["chunks"] == 2
 
-    code, out, _ = _run(capsys, "rm", "notes.pdf", "--data-dir", data)
+    code, out, _ = run(capsys, "rm", "notes.pdf", "--data-dir", data)
     assert code == 0 and "removed notes-" in out
-    assert json.loads(_run(capsys, "search", "bridge", "--json", "--data-dir", data)[1]) == []
+    assert json.loads(run(capsys, "search", "bridge", "--json", "--data-dir", data)[1]) == []
 
-    code, _, err = _run(capsys, "rm", "notes.pdf", "--data-dir", data)
+    code, _, err = run(capsys, "rm", "notes.pdf", "--data-dir", data)
     assert code == 2 and "'notes.pdf' is not in the index" in err
 
 
@@ -147,9 +140,9 @@ def test_cli_ask_limited_to_one_document(
     library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = str(tmp_path / "data")
-    _run(capsys, "ingest", str(library / "notes.pdf"), "--data-dir", data)
+    run(capsys, "ingest", str(library / "notes.pdf"), "--data-dir", data)
 
-    code, out, _ = _run(
+    code, out, _ = run(
         capsys, "ask", "How much did the repairs cost?", "--doc", "notes.pdf", "--data-dir", data
     )
 
@@ -159,7 +152,7 @@ def test_cli_ask_limited_to_one_document(
     assert out.endswith("\n")  # the shell's prompt starts on its own line
 
     # An answer without sources still ends its line
-    code, out, _ = _run(capsys, "ask", "zqxjv wpfk?", "--doc", "notes.pdf", "--data-dir", data)
+    code, out, _ = run(capsys, "ask", "zqxjv wpfk?", "--doc", "notes.pdf", "--data-dir", data)
     assert code == 0 and out.strip() and out.endswith("\n") and "Sources" not in out, out
 
 
@@ -169,24 +162,22 @@ def test_ask_shows_the_search_it_makes_on_one_line_as_typed(
     # It read `search_documents {"query": "What is \u201cthe bridge\u201d [2019] …` folded at
     # 80 columns, and a "[…]" in the question is text, not markup.
     data = str(tmp_path / "data")
-    _run(capsys, "ingest", str(library / "notes.pdf"), "--data-dir", data)
+    run(capsys, "ingest", str(library / "notes.pdf"), "--data-dir", data)
     question = "What did the “bridge notes” [2019 draft] say about the repairs and their cost?"
 
-    code, _, err = _run(capsys, "ask", question, "--data-dir", data)
+    code, _, err = run(capsys, "ask", question, "--data-dir", data)
 
     assert code == 0
     assert f'search_documents {{"query": "{question}"}}\n' in err
 
 
 def test_cli_reports_bad_input_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(
-        capsys, "ingest", str(tmp_path / "missing.pdf"), "--data-dir", str(tmp_path)
-    )
+    code, _, err = run(capsys, "ingest", str(tmp_path / "missing.pdf"), "--data-dir", str(tmp_path))
     assert code == 2 and "no such file or folder" in err
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    code, _, err = _run(capsys, "ingest", str(empty), "--data-dir", str(tmp_path))
+    code, _, err = run(capsys, "ingest", str(empty), "--data-dir", str(tmp_path))
     assert code == 2 and "no documents (a PDF, .docx, .pptx, .xlsx, .html, .md or .txt file)" in err
 
 
@@ -273,21 +264,21 @@ def test_cli_status_of_a_collection_totals_only_its_documents(
 ) -> None:
     # Given notes.pdf in the collection `notes`, dmca.pdf and broken.pdf in `default`
     data = str(tmp_path / "data")
-    _run(capsys, "ingest", str(library / "notes.pdf"), "--collection", "notes", "--data-dir", data)
-    _run(
+    run(capsys, "ingest", str(library / "notes.pdf"), "--collection", "notes", "--data-dir", data)
+    run(
         capsys, "ingest", str(library / "dmca.pdf"), str(library / "broken.pdf"), "--data-dir", data
     )
 
     # When the status of `notes` is asked for, its totals count notes.pdf only
-    code, out, _ = _run(capsys, "status", "--collection", "notes", "--json", "--data-dir", data)
+    code, out, _ = run(capsys, "status", "--collection", "notes", "--json", "--data-dir", data)
     stats = json.loads(out)["stats"]
     assert code == 0
     assert (stats["documents"], stats["chunks"], stats["indexed_pages"]) == (1, 2, 2)
     assert stats["by_status"] == {"INDEXED": 1}
-    _, out, _ = _run(capsys, "status", "--collection", "notes", "--data-dir", data)
+    _, out, _ = run(capsys, "status", "--collection", "notes", "--data-dir", data)
     assert "1 document, 2 chunks, 2 pages indexed" in out
     # And the whole index's are as before
-    whole = json.loads(_run(capsys, "status", "--json", "--data-dir", data)[1])["stats"]
+    whole = json.loads(run(capsys, "status", "--json", "--data-dir", data)[1])["stats"]
     assert whole["documents"] == 3 and whole["chunks"] > 2
 
 
@@ -303,7 +294,7 @@ def test_cli_collections_and_move_print_through_the_clis_console(
     from docchat.cli import common
 
     data = str(tmp_path / "data")
-    code, out, _ = _run(
+    code, out, _ = run(
         capsys, "ingest", str(library / "notes.pdf"), "--collection", "notes", "--data-dir", data
     )
     assert code == 0, out
@@ -328,17 +319,17 @@ def test_cli_refuses_a_collection_no_document_is_in(
 ) -> None:
     # Given notes.pdf in the collection `notes`
     data = str(tmp_path / "data")
-    _run(capsys, "ingest", str(library / "notes.pdf"), "--collection", "notes", "--data-dir", data)
+    run(capsys, "ingest", str(library / "notes.pdf"), "--collection", "notes", "--data-dir", data)
 
     # When a command names a collection no document is in, it says so instead of answering
     # from nothing (a mistyped name was an empty search, exit 0)
     for argv in (["search", "notes"], ["ask", "What are the notes about?"], ["status"]):
-        code, out, err = _run(capsys, *argv, "--collection", "nope", "--data-dir", data)
+        code, out, err = run(capsys, *argv, "--collection", "nope", "--data-dir", data)
         assert code != 0, argv
         assert "no collection 'nope'" in err, (argv, out, err)
     # And the collections that hold documents (and the default one) still answer
-    assert _run(capsys, "search", "notes", "--collection", "notes", "--data-dir", data)[0] == 0
-    assert _run(capsys, "status", "--collection", "default", "--data-dir", data)[0] == 0
+    assert run(capsys, "search", "notes", "--collection", "notes", "--data-dir", data)[0] == 0
+    assert run(capsys, "status", "--collection", "default", "--data-dir", data)[0] == 0
 
 
 def test_cli_prints_its_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -364,7 +355,7 @@ def test_cli_ingest_not_to_a_terminal_prints_a_line_per_document_and_stage(
     )
 
     # When they are ingested
-    code, _, err = _run(capsys, "ingest", str(folder), "--data-dir", str(tmp_path / "data"))
+    code, _, err = run(capsys, "ingest", str(folder), "--data-dir", str(tmp_path / "data"))
 
     # Then each stage of each document is a plain line of its own, and no bar is drawn
     assert code == 0
@@ -414,22 +405,22 @@ def test_cli_ingest_again_reads_an_indexed_document_anew_and_keeps_its_collectio
     # before a reading fix did: JPMorgan's 10-Qs were "(G)" until the symbol fix)
     data, notes = str(tmp_path / "data"), str(library / "notes.pdf")
     monkeypatch.setattr("docchat.ingest.stages.filing_title", lambda pages: "An older title")
-    assert _run(capsys, "ingest", notes, "--collection", "team", "--data-dir", data)[0] == 0
+    assert run(capsys, "ingest", notes, "--collection", "team", "--data-dir", data)[0] == 0
     monkeypatch.undo()
 
     # When: ingested again as it is, then with --again
-    code, out, _ = _run(capsys, "ingest", notes, "--data-dir", data)
+    code, out, _ = run(capsys, "ingest", notes, "--data-dir", data)
     assert code == 0 and "unchanged" in out
-    stale = json.loads(_run(capsys, "status", "--json", "--data-dir", data)[1])["documents"]
-    code, out, _ = _run(capsys, "ingest", notes, "--again", "--data-dir", data)
+    stale = json.loads(run(capsys, "status", "--json", "--data-dir", data)[1])["documents"]
+    code, out, _ = run(capsys, "ingest", notes, "--again", "--data-dir", data)
 
     # Then: the same bytes are read anew; one document, its collection and chunk count kept
     assert code == 0 and "indexed" in out, out
     [before], [after] = (
         stale,
-        json.loads(_run(capsys, "status", "--json", "--data-dir", data)[1])["documents"],
+        json.loads(run(capsys, "status", "--json", "--data-dir", data)[1])["documents"],
     )
     assert before["title"] == "An older title" != after["title"]
     assert after["collections"] == ["team"] and after["chunks"] == before["chunks"]
-    code, out, _ = _run(capsys, "search", "repairs cost", "--data-dir", data)
+    code, out, _ = run(capsys, "search", "repairs cost", "--data-dir", data)
     assert code == 0 and out.count("four million euros") >= 1

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from docchat.cli import main
+from tests.cli.run import run
 from tests.lambda_layout.opensearch_stub import OpenSearchStub
 from tests.pdfgen import make_pdf
 
@@ -39,12 +39,6 @@ def stored(stub: OpenSearchStub) -> dict[str, int]:
     return found
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def test_ingest_and_rm_over_a_cluster_write_and_remove_its_chunks(
     stub: OpenSearchStub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -52,16 +46,16 @@ def test_ingest_and_rm_over_a_cluster_write_and_remove_its_chunks(
     (tmp_path / "notes.pdf").write_bytes(NOTES)
 
     # Ingesting writes the chunks to the cluster, and a search finds them there
-    code, _, err = _run(capsys, "ingest", str(tmp_path / "notes.pdf"), "--data-dir", data)
+    code, _, err = run(capsys, "ingest", str(tmp_path / "notes.pdf"), "--data-dir", data)
     assert code == 0, err
-    status = json.loads(_run(capsys, "status", "--json", "--data-dir", data)[1])
+    status = json.loads(run(capsys, "status", "--json", "--data-dir", data)[1])
     (doc,) = status["documents"]
     assert doc["status"] == "INDEXED" and stored(stub) == {doc["doc_id"]: doc["chunks"]}
-    found = json.loads(_run(capsys, "search", "bridge repairs", "--json", "--data-dir", data)[1])
+    found = json.loads(run(capsys, "search", "bridge repairs", "--json", "--data-dir", data)[1])
     assert found and {hit["doc_id"] for hit in found} == {doc["doc_id"]}
 
     # Removing it removes its chunks there too: nothing is left to find
-    code, out, err = _run(capsys, "rm", "notes.pdf", "--data-dir", data)
+    code, out, err = run(capsys, "rm", "notes.pdf", "--data-dir", data)
     assert code == 0 and "removed notes-" in out, err
     assert stored(stub) == {}
-    assert json.loads(_run(capsys, "status", "--json", "--data-dir", data)[1])["documents"] == []
+    assert json.loads(run(capsys, "status", "--json", "--data-dir", data)[1])["documents"] == []

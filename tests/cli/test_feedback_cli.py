@@ -9,20 +9,14 @@ from pathlib import Path
 import pytest
 
 from docchat.adapters.sqlite_conversations import SqliteConversations
-from docchat.cli import main
 from docchat.config import Settings
 from docchat.models import Citation, Feedback, StoredMessage
 from docchat.serve.access import token_sha256
+from tests.cli.run import run_flat
 from tests.pdfgen import make_pdf
 
 BRIDGE_Q = "When does the bridge reopen?"
 FERRY_Q = "When does the ferry leave?"
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, " ".join(captured.err.split())
 
 
 @pytest.fixture
@@ -44,10 +38,10 @@ def rated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
         make_pdf([[("h1", "Ferry timetable"), ("body", "The ferry leaves at noon every day.")]])
     )
     data = tmp_path / "data"
-    assert _run(capsys, "ingest", str(folder), "--data-dir", str(data))[0] == 0
+    assert run_flat(capsys, "ingest", str(folder), "--data-dir", str(data))[0] == 0
 
     def asked(question: str) -> list[Citation]:
-        code, out, err = _run(capsys, "ask", question, "--json", "--data-dir", str(data))
+        code, out, err = run_flat(capsys, "ask", question, "--json", "--data-dir", str(data))
         assert code == 0, err
         return [Citation.model_validate(c) for c in json.loads(out)["citations"]]
 
@@ -80,7 +74,7 @@ def test_rated_answers_are_exported_asked_again_and_deleted(
     data = ["--data-dir", str(rated)]
     # Given the set exported as JSON lines
     exported = tmp_path / "set.jsonl"
-    code, _, err = _run(capsys, "feedback", "export", "--out", str(exported), *data)
+    code, _, err = run_flat(capsys, "feedback", "export", "--out", str(exported), *data)
     assert code == 0 and "3 rated answers written" in err
     lines = [json.loads(line) for line in exported.read_text().splitlines()]
     assert [(q["question"], q["feedback"]["rating"]) for q in lines] == [
@@ -94,7 +88,9 @@ def test_rated_answers_are_exported_asked_again_and_deleted(
     # When they are asked again, from the data directory and from the exported file
     for source in ([], [str(exported)]):
         outcomes = tmp_path / "outcomes.json"
-        code, out, err = _run(capsys, "eval", "feedback", *source, "--json", str(outcomes), *data)
+        code, out, err = run_flat(
+            capsys, "eval", "feedback", *source, "--json", str(outcomes), *data
+        )
 
         # Then the good answer keeps its page, and of the bad ones the one that cited the
         # wrong document now cites another; the other still cites what it cited
@@ -107,13 +103,13 @@ def test_rated_answers_are_exported_asked_again_and_deleted(
         assert [o["verdict"] for o in found["outcomes"]] == ["kept", "others", "same"]
 
     # When the set is deleted without --yes, nothing is; with it, every rating is cleared
-    code, _, err = _run(capsys, "feedback", "delete", *data)
+    code, _, err = run_flat(capsys, "feedback", "delete", *data)
     assert code == 2 and "add --yes" in err
-    assert _run(capsys, "feedback", "export", *data)[1].count("\n") == 3
-    code, out, _ = _run(capsys, "feedback", "delete", "--yes", *data)
+    assert run_flat(capsys, "feedback", "export", *data)[1].count("\n") == 3
+    code, out, _ = run_flat(capsys, "feedback", "delete", "--yes", *data)
     assert code == 0 and "3 ratings cleared" in " ".join(out.split())
-    assert _run(capsys, "feedback", "export", *data)[1] == ""
-    code, out, _ = _run(capsys, "eval", "feedback", *data)
+    assert run_flat(capsys, "feedback", "export", *data)[1] == ""
+    code, out, _ = run_flat(capsys, "eval", "feedback", *data)
     assert code == 0 and "no rated answers to ask again" in out
     # and the answers stay in their conversation
     store = SqliteConversations(Settings(data_dir=rated).conversations_path)
@@ -132,7 +128,7 @@ def test_each_question_is_asked_as_its_user_when_a_users_file_is_given(
         json.dumps({"users": [{"name": "bo", "token_sha256": token_sha256("t"), "admin": True}]})
     )
     outcomes = tmp_path / "outcomes.json"
-    code, out, err = _run(
+    code, out, err = run_flat(
         capsys,
         "eval",
         "feedback",
@@ -156,12 +152,13 @@ def test_a_set_that_is_not_one_is_refused_with_its_line(
 ) -> None:
     exported = tmp_path / "set.jsonl"
     assert (
-        _run(capsys, "feedback", "export", "--out", str(exported), "--data-dir", str(rated))[0] == 0
+        run_flat(capsys, "feedback", "export", "--out", str(exported), "--data-dir", str(rated))[0]
+        == 0
     )
     first = exported.read_text().splitlines()[0]
     exported.write_text(first + "\n" + '{"question": "no rating"}\n')
 
-    code, out, err = _run(capsys, "eval", "feedback", str(exported), "--data-dir", str(rated))
+    code, out, err = run_flat(capsys, "eval", "feedback", str(exported), "--data-dir", str(rated))
 
     assert code == 2 and out == ""
     assert f"{exported}, line 2, is not a rated answer" in err

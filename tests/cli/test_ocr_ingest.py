@@ -10,16 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from docchat.cli import main
+from tests.cli.run import run
 from tests.conftest import SHARED_PDFS, squash
 
 pytestmark = pytest.mark.slow
 OCRMYPDF = SHARED_PDFS / "ocrmypdf-test-resources" / "tests" / "resources"
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    code = main(list(argv))
-    return code, capsys.readouterr().out
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +26,7 @@ def scans(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _cited(capsys: pytest.CaptureFixture[str], data: str, question: str) -> list[dict[str, str]]:
-    code, out = _run(capsys, "ask", question, "--data-dir", data, "--json")
+    code, out, _ = run(capsys, "ask", question, "--data-dir", data, "--json")
     assert code == 0
     answer = json.loads(out)
     assert answer["mode"] == "extractive"
@@ -46,17 +41,17 @@ def test_ocr_ingest_indexes_scans_and_answers_from_their_pages(
 
     # When both scans are ingested (linn.pdf: one scanned page; multipage.pdf: 6 pages, one of
     # them with a text layer)
-    code, out = _run(capsys, "ingest", str(scans), "--data-dir", data)
+    code, out, _ = run(capsys, "ingest", str(scans), "--data-dir", data)
 
     # Then both are indexed, with the OCR'd pages counted
     assert code == 0, out
-    code, out = _run(capsys, "status", "--json", "--data-dir", data)
+    code, out, _ = run(capsys, "status", "--json", "--data-dir", data)
     by_name = {Path(d["source"]).name: d for d in json.loads(out)["documents"]}
     assert by_name["linn.pdf"]["status"] == "INDEXED"
     assert (by_name["linn.pdf"]["pages"], by_name["linn.pdf"]["pages_ocr"]) == (1, 1)
     assert by_name["multipage.pdf"]["status"] == "INDEXED"
     assert (by_name["multipage.pdf"]["pages"], by_name["multipage.pdf"]["pages_ocr"]) == (6, 5)
-    code, out = _run(capsys, "status", "--data-dir", data)
+    code, out, _ = run(capsys, "status", "--data-dir", data)
     assert re.search(r"│\s+6 \(5 OCR\)\s+│", out), out
 
     # And questions about the scanned text are answered with citations of the right pages

@@ -10,13 +10,8 @@ import json
 import pytest
 
 from docchat.cli import main
+from tests.cli.run import run
 from tests.officegen import office_folder
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +28,7 @@ def test_a_folder_ingest_indexes_every_readable_file_and_fails_the_others_with_r
 ) -> None:
     data, expected = indexed
 
-    code, out, err = _run(capsys, "status", "--json", "--data-dir", data)
+    code, out, err = run(capsys, "status", "--json", "--data-dir", data)
 
     assert code == 0, err
     records = {r["file_name"]: r for r in json.loads(out)["documents"]}
@@ -84,7 +79,7 @@ def test_answers_cite_the_section_slide_and_sheet_with_verbatim_quotes(
 ) -> None:
     data, _ = indexed
 
-    code, out, err = _run(capsys, "ask", question, "--json", "--doc", doc, "--data-dir", data)
+    code, out, err = run(capsys, "ask", question, "--json", "--doc", doc, "--data-dir", data)
 
     assert code == 0, err
     answer = json.loads(out)
@@ -92,7 +87,7 @@ def test_answers_cite_the_section_slide_and_sheet_with_verbatim_quotes(
     assert cited, answer["citations"]
     assert cited[0]["quote"] == quote
     assert cited[0].get("table_header", []) == header
-    _, text, _ = _run(capsys, "text", doc, "--json", "--data-dir", data)
+    _, text, _ = run(capsys, "text", doc, "--json", "--data-dir", data)
     page = next(p for p in json.loads(text) if p["page"] == cited[0]["page"])
     assert page["label"] == label
     assert quote in page["text"]
@@ -103,7 +98,7 @@ def test_text_names_each_location_by_its_label(
 ) -> None:
     data, _ = indexed
 
-    code, out, err = _run(capsys, "text", "deck.pptx", "--data-dir", data)
+    code, out, err = run(capsys, "text", "deck.pptx", "--data-dir", data)
 
     assert code == 0, err
     assert "--- Quarterly results 1 (deck.pptx), Slide 1: Quarterly results 1 ---" in out

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from docchat.cli import common as cli
 from docchat.cli import main
+from tests.cli.run import run
 from tests.pdfgen import make_pdf
 
 SPOOFED = "report\u202egnp.pdf"  # reads as "reportfdp.png"
@@ -22,12 +23,6 @@ ESCAPED = "report<U+202E>gnp.pdf"
 LONG = "Quarterly financial statements and management discussion 2024 Q3 final version.pdf"
 # Unicode's Bidi_Control characters (ALM, LRM, RLM, embeddings, overrides, isolates).
 BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def _flat(text: str) -> str:
@@ -63,7 +58,7 @@ def test_ingest_shows_a_bidi_name_escaped(
     (tmp_path / SPOOFED).write_bytes(make_pdf([[("body", "The bell rings at noon.")]]))
     (tmp_path / "notes\u202etxt.pdf").write_bytes(b"%PDF-1.7\nnot really")
 
-    code, out, err = _run(capsys, "ingest", str(tmp_path), "--data-dir", str(tmp_path / "d"))
+    code, out, err = run(capsys, "ingest", str(tmp_path), "--data-dir", str(tmp_path / "d"))
 
     # Then the progress, the summary and the failure name them with the control escaped
     assert code == 1
@@ -75,14 +70,14 @@ def test_ingest_shows_a_bidi_name_escaped(
 def test_status_ask_and_text_show_a_bidi_name_escaped(
     data: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _, listed, _ = _run(capsys, "status", "--json", "--data-dir", data)
+    _, listed, _ = run(capsys, "status", "--json", "--data-dir", data)
     [spoofed] = [d for d in json.loads(listed)["documents"] if d["file_name"] == SPOOFED]
 
     shown = {
-        "status": _run(capsys, "status", "--data-dir", data)[1],
-        "ask": _run(capsys, "ask", "When does the lighthouse bell ring?", "--data-dir", data)[1],
-        "search": _run(capsys, "search", "lighthouse bell", "--data-dir", data)[1],
-        "text": _run(capsys, "text", spoofed["doc_id"], "--data-dir", data)[1],
+        "status": run(capsys, "status", "--data-dir", data)[1],
+        "ask": run(capsys, "ask", "When does the lighthouse bell ring?", "--data-dir", data)[1],
+        "search": run(capsys, "search", "lighthouse bell", "--data-dir", data)[1],
+        "text": run(capsys, "text", spoofed["doc_id"], "--data-dir", data)[1],
     }
 
     assert ESCAPED in shown["status"]
@@ -102,7 +97,7 @@ def test_an_error_naming_a_file_shows_its_name_escaped(
     # (and "[draft]" is the name's, not Rich markup)
     missing = tmp_path / "other [draft]\u202efdp.exe.pdf"
 
-    code, _, err = _run(capsys, "ingest", str(missing), "--data-dir", str(tmp_path / "d"))
+    code, _, err = run(capsys, "ingest", str(missing), "--data-dir", str(tmp_path / "d"))
 
     assert code == 2
     assert "other [draft]<U+202E>fdp.exe.pdf" in err and not BIDI.search(err)
@@ -111,7 +106,7 @@ def test_an_error_naming_a_file_shows_its_name_escaped(
 def test_status_reads_in_80_columns(
     data: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    documents = json.loads(_run(capsys, "status", "--json", "--data-dir", data)[1])["documents"]
+    documents = json.loads(run(capsys, "status", "--json", "--data-dir", data)[1])["documents"]
     # Given a terminal 80 columns wide
     printed = _terminal(monkeypatch, 80)
 
@@ -150,7 +145,7 @@ def test_a_name_with_a_zero_width_character_is_shown_escaped(
     assert main(["ingest", str(tmp_path), "--data-dir", data]) == 0
     capsys.readouterr()
 
-    code, out, _ = _run(capsys, "status", "--data-dir", data)
+    code, out, _ = run(capsys, "status", "--data-dir", data)
 
     # Then the one with the invisible character says it has one
     assert code == 0

@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
-from docchat.cli import main
 from docchat.errors import StorageFullError
 from docchat.sources import sync as sync_module
 from docchat.wiring.local import local_app
 from tests.chatkit import ServedApp
+from tests.cli.run import run
 from tests.cli.website import DOCX, PDF, Page, Site, page, serving
 from tests.conftest import REPO
 
@@ -66,20 +66,14 @@ def _site(files: tuple[bytes, bytes]) -> Site:
     )
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def _search(capsys: pytest.CaptureFixture[str], data: str, query: str) -> list[str]:
-    code, out, err = _run(capsys, "search", query, "--json", "--top-k", "3", "--data-dir", data)
+    code, out, err = run(capsys, "search", query, "--json", "--top-k", "3", "--data-dir", data)
     assert code == 0, err
     return [row["source"] for row in json.loads(out)]
 
 
 def _last_sync(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, object]:
-    code, out, err = _run(capsys, "sources", "--json", "--data-dir", data)
+    code, out, err = run(capsys, "sources", "--json", "--data-dir", data)
     assert code == 0, err
     (source,) = json.loads(out)
     last: dict[str, object] = source["last_sync"]
@@ -88,7 +82,7 @@ def _last_sync(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, objec
 
 def _documents(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, dict[str, object]]:
     """The index's documents by source: each one's record as `docchat status --json` has it."""
-    code, out, err = _run(capsys, "status", "--json", "--data-dir", data)
+    code, out, err = run(capsys, "status", "--json", "--data-dir", data)
     assert code == 0, err
     return {d["source"]: d for d in json.loads(out)["documents"]}
 
@@ -116,9 +110,9 @@ def test_sync_indexes_pages_and_files_citing_their_urls_and_skips_unchanged(
     data = str(tmp_path / "data")
     with serving(_site(files)) as site:
         add = ["sources", "add", "web", site.url("/"), "--depth", "1", "--rate", "0"]
-        assert _run(capsys, *add, "--name", "harbour", "--data-dir", data)[0] == 0
+        assert run(capsys, *add, "--name", "harbour", "--data-dir", data)[0] == 0
 
-        code, out, err = _run(capsys, "sync", "--data-dir", data)
+        code, out, err = run(capsys, "sync", "--data-dir", data)
 
         assert code == 0, out + err
         last = _last_sync(capsys, data)
@@ -143,14 +137,14 @@ def test_sync_indexes_pages_and_files_citing_their_urls_and_skips_unchanged(
         assert _search(capsys, data, "moor the dinghy at pontoon seven")[0] == site.url(
             "/guide.html"
         )
-        code, answered, err = _run(
+        code, answered, err = run(
             capsys, "ask", "Where do I moor the dinghy?", "--json", "--data-dir", data
         )
         assert code == 0, err
         citations = json.loads(answered)["citations"]
         assert citations
         assert {c["source"] for c in citations} == {site.url("/guide.html")}
-        code, answered, err = _run(capsys, "ask", "Where do I moor the dinghy?", "--data-dir", data)
+        code, answered, err = run(capsys, "ask", "Where do I moor the dinghy?", "--data-dir", data)
         assert code == 0, err
         assert f"({site.url('/guide.html')})" in answered  # the Sources line names the URL
         revisions = _documents(capsys, data)
@@ -158,7 +152,7 @@ def test_sync_indexes_pages_and_files_citing_their_urls_and_skips_unchanged(
 
         # When: the site has not changed since.
         site.requests.clear()
-        code, out, err = _run(capsys, "sync", "harbour", "--data-dir", data)
+        code, out, err = run(capsys, "sync", "harbour", "--data-dir", data)
 
         # Then: every page is asked for conditionally, and nothing is ingested again.
         assert code == 0, out + err
@@ -182,12 +176,12 @@ def test_sync_reingests_a_changed_page_and_removes_pages_gone_from_the_site(
     data = str(tmp_path / "data")
     with serving(_site(files)) as site:
         other = ["sources", "add", "web", site.url("/guide.html"), "--depth", "0"]
-        assert _run(capsys, *other, "--data-dir", data)[0] == 0  # another source, not synced
+        assert run(capsys, *other, "--data-dir", data)[0] == 0  # another source, not synced
         site.pages["/"] = Page(page("Home", "Harbour index.", "/links.html"))
         site.pages["/links.html"] = Page(page("Links", "All pages.", "/guide.html", "/notes"))
         add = ["sources", "add", "web", site.url("/"), "--depth", "2", "--rate", "0"]
-        assert _run(capsys, *add, "--name", "deep", "--data-dir", data)[0] == 0
-        assert _run(capsys, "sync", "deep", "--data-dir", data)[0] == 0
+        assert run(capsys, *add, "--name", "deep", "--data-dir", data)[0] == 0
+        assert run(capsys, "sync", "deep", "--data-dir", data)[0] == 0
         assert set(_documents(capsys, data)) == {
             site.url(p) for p in ("/", "/links.html", "/guide.html", "/notes")
         }
@@ -198,7 +192,7 @@ def test_sync_reingests_a_changed_page_and_removes_pages_gone_from_the_site(
         site.pages["/guide.html"] = Page(page("Mooring guide", "Moor the ketch at pontoon nine."))
         site.pages["/"] = Page(page("Home", "Harbour index.", "/links.html", "/guide.html"))
         del site.pages["/links.html"]
-        code, out, err = _run(capsys, "sync", "deep", "--data-dir", data)
+        code, out, err = run(capsys, "sync", "deep", "--data-dir", data)
 
         # Then
         assert code == 0, out + err
@@ -218,17 +212,17 @@ def test_sync_reingests_a_changed_page_and_removes_pages_gone_from_the_site(
         assert site.url("/notes") not in found
 
         # When: the source is removed, its documents go with it; the other source stays.
-        code, out, err = _run(capsys, "sources", "rm", "deep", "--data-dir", data)
+        code, out, err = run(capsys, "sources", "rm", "deep", "--data-dir", data)
 
         assert code == 0, err
         assert "removed deep and 2 documents synced from it" in out
         assert _documents(capsys, data) == {}
-        code, out, _ = _run(capsys, "sources", "--json", "--data-dir", data)
+        code, out, _ = run(capsys, "sources", "--json", "--data-dir", data)
         assert [s["source"]["name"] for s in json.loads(out)] == ["127.0.0.1-" + site.base[17:]]
 
 
 def _last_sync_of(capsys: pytest.CaptureFixture[str], data: str, name: str) -> dict[str, object]:
-    code, out, err = _run(capsys, "sources", "--json", "--data-dir", data)
+    code, out, err = run(capsys, "sources", "--json", "--data-dir", data)
     assert code == 0, err
     (last,) = [s["last_sync"] for s in json.loads(out) if s["source"]["name"] == name]
     found: dict[str, object] = last
@@ -243,13 +237,13 @@ def test_sync_reports_a_failing_page_and_keeps_what_is_indexed(
         site.pages["/"] = Page(page("Home", "Harbour index.", "/guide.html", "/broken.html"))
         site.pages["/broken.html"] = Page(b"", status=500)
         add = ["sources", "add", "web", site.url("/"), "--rate", "0", "--name", "h"]
-        assert _run(capsys, *add, "--data-dir", data)[0] == 0
+        assert run(capsys, *add, "--data-dir", data)[0] == 0
 
-        code, out, err = _run(capsys, "sync", "--data-dir", data)
+        code, out, err = run(capsys, "sync", "--data-dir", data)
 
         assert code == 1, out + err
         assert set(_documents(capsys, data)) == {site.url("/"), site.url("/guide.html")}
-        code, out, err = _run(capsys, "sources", "--data-dir", data)
+        code, out, err = run(capsys, "sources", "--data-dir", data)
         assert code == 0, err
         broken = site.url("/broken.html")
         assert (
@@ -261,7 +255,7 @@ def test_sync_reports_a_failing_page_and_keeps_what_is_indexed(
         # When: the whole site fails (robots.txt too).
         for served in site.pages.values():
             served.status = 503
-        code, out, err = _run(capsys, "sync", "h", "--data-dir", data)
+        code, out, err = run(capsys, "sync", "h", "--data-dir", data)
 
         # Then: the sync fails, and what it had indexed stays.
         assert code == 1, out + err
@@ -288,10 +282,10 @@ def test_sync_reads_a_sitemap_index_and_honours_max_pages_and_rate(
         )
         site.pages["/pages.xml"] = Page(f"<urlset {ns}>{locs}</urlset>".encode(), "text/xml")
         add = ["sources", "add", "web", site.url("/sitemap.xml"), "--depth", "0"]
-        code, _, err = _run(capsys, *add, "--max-pages", "3", "--rate", "0.05", "--data-dir", data)
+        code, _, err = run(capsys, *add, "--max-pages", "3", "--rate", "0.05", "--data-dir", data)
         assert code == 0, err
 
-        code, out, err = _run(capsys, "sync", "--data-dir", data)
+        code, out, err = run(capsys, "sync", "--data-dir", data)
 
         assert code == 0, out + err
         assert set(_documents(capsys, data)) == {
@@ -326,9 +320,9 @@ def test_sources_refuses_bad_input_with_exit_status_2(
 ) -> None:
     data = str(tmp_path / "data")
     add = ["sources", "add", "web", "http://127.0.0.1:9/", "--name", "site", "--data-dir", data]
-    assert _run(capsys, *add)[0] == 0
+    assert run(capsys, *add)[0] == 0
 
-    code, out, err = _run(capsys, *argv, "--data-dir", data)
+    code, out, err = run(capsys, *argv, "--data-dir", data)
 
     assert code == 2, out + err
     assert says in " ".join(err.split())
@@ -347,11 +341,11 @@ def test_sync_refuses_a_file_over_the_size_limit_and_a_start_robots_disallows(
     with serving(_site(files)) as site:
         site.pages["/"] = Page(page("Home", "Harbour index.", "/docs/report.pdf"))
         add = ["sources", "add", "web", site.url("/"), "--rate", "0", "--name", "h"]
-        assert _run(capsys, *add, "--data-dir", data)[0] == 0
+        assert run(capsys, *add, "--data-dir", data)[0] == 0
         secret = ["sources", "add", "web", site.url("/private/"), "--rate", "0", "--name", "p"]
-        assert _run(capsys, *secret, "--data-dir", data)[0] == 0
+        assert run(capsys, *secret, "--data-dir", data)[0] == 0
 
-        code, out, err = _run(capsys, "sync", "--data-dir", data)
+        code, out, err = run(capsys, "sync", "--data-dir", data)
 
         assert code == 1, out + err
         assert set(_documents(capsys, data)) == {site.url("/")}
@@ -375,8 +369,8 @@ def test_a_sync_stopped_by_a_full_disk_keeps_what_was_indexed_and_says_why(
     with serving(_site(files)) as site:
         site.pages["/"] = Page(page("Home", "Harbour index.", "/guide.html", "/notes"))
         add = ["sources", "add", "web", site.url("/"), "--rate", "0", "--name", "h"]
-        assert _run(capsys, *add, "--data-dir", data)[0] == 0
-        assert _run(capsys, "sync", "--data-dir", data)[0] == 0
+        assert run(capsys, *add, "--data-dir", data)[0] == 0
+        assert run(capsys, "sync", "--data-dir", data)[0] == 0
         before = _documents(capsys, data)
         # The disk fills while the second page is written (the first is ingested for real).
         real = sync_module.ingest_bytes
@@ -392,7 +386,7 @@ def test_a_sync_stopped_by_a_full_disk_keeps_what_was_indexed_and_says_why(
         site.pages["/"] = Page(page("Home", "Harbour index, now longer.", "/guide.html"))
         site.pages["/guide.html"] = Page(page("Mooring guide", "Moor the ketch at pontoon nine."))
 
-        code, out, err = _run(capsys, "sync", "--data-dir", data)
+        code, out, err = run(capsys, "sync", "--data-dir", data)
 
         assert code == 2, out + err
         assert "the disk holding the index is full" in err
@@ -424,8 +418,8 @@ def test_the_viewer_shows_a_synced_pdf_until_the_site_drops_it(
     )
     with serving(site) as web:
         add = ["sources", "add", "web", web.url("/"), "--rate", "0", "--data-dir", str(data)]
-        assert _run(capsys, *add)[0] == 0
-        assert _run(capsys, "sync", "--data-dir", str(data))[0] == 0
+        assert run(capsys, *add)[0] == 0
+        assert run(capsys, "sync", "--data-dir", str(data))[0] == 0
         doc_id = _documents(capsys, str(data))[web.url("/docs/report.pdf")]["doc_id"]
         with _served(data, monkeypatch) as app:
             file = f"{app}/documents/{doc_id}/file"
@@ -438,7 +432,7 @@ def test_the_viewer_shows_a_synced_pdf_until_the_site_drops_it(
 
             # When the site no longer links to it and the source is synced again
             site.pages["/"] = Page(page("Harbour", "No reports this year."))
-            assert _run(capsys, "sync", "--data-dir", str(data))[0] == 0
+            assert run(capsys, "sync", "--data-dir", str(data))[0] == 0
 
             # Then the document is gone, and so is its copy
             assert httpx.get(file, timeout=10).status_code == 404
@@ -459,8 +453,8 @@ def test_health_reports_each_sources_last_sync_and_failure(
     )
     with serving(site) as web:
         add = ["sources", "add", "web", web.url("/"), "--rate", "0", "--name", "harbour"]
-        assert _run(capsys, *add, "--collection", "docks", "--data-dir", str(data))[0] == 0
-        assert _run(capsys, "sync", "--data-dir", str(data))[0] == 1
+        assert run(capsys, *add, "--collection", "docks", "--data-dir", str(data))[0] == 0
+        assert run(capsys, "sync", "--data-dir", str(data))[0] == 1
         with _served(data, monkeypatch) as app:
             # When /health is asked, as `docchat serve` answers it
             health = httpx.get(f"{app}/health", timeout=10)

@@ -8,14 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from docchat.cli import main
+from tests.cli.run import run
 from tests.cli.website import Page, Site, page, serving
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_a_broken_link_is_skipped_and_the_sync_succeeds(
@@ -27,13 +21,13 @@ def test_a_broken_link_is_skipped_and_the_sync_succeeds(
     site.pages["/guide.html"] = Page(page("Guide", "The harbour opens at dawn."))
     with serving(site):
         add = ["sources", "add", "web", site.url("/"), "--rate", "0", "--name", "h"]
-        assert _run(capsys, *add, "--data-dir", data)[0] == 0
+        assert run(capsys, *add, "--data-dir", data)[0] == 0
 
-        code, out, err = _run(capsys, "sync", "--data-dir", data)
+        code, out, err = run(capsys, "sync", "--data-dir", data)
 
         assert code == 0, out + err
         assert f"{site.url('/missing.html')}: skipped: 404" in out + err
-        code, out, err = _run(capsys, "status", "--json", "--data-dir", data)
+        code, out, err = run(capsys, "status", "--json", "--data-dir", data)
         assert code == 0, err
         sources = {d["source"] for d in json.loads(out)["documents"]}
         assert sources == {site.url("/"), site.url("/guide.html")}

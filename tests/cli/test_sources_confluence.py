@@ -17,11 +17,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from docchat.cli import main
 from docchat.cli import sources as cli_sources
 from docchat.sources import confluence as confluence_module
 from tests.cli.confluencesite import SITE, Confluence, recorded
 from tests.cli.graphsite import file_bytes, serving
+from tests.cli.run import run
 from tests.cli.test_sources import _served
 from tests.conftest import REPO
 from tests.officegen import docx_file
@@ -102,29 +102,19 @@ def space(
         yield site
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse refusing the command line
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    assert TOKEN not in captured.out + captured.err
-    return code, captured.out, captured.err
-
-
 def _added(capsys: pytest.CaptureFixture[str], data: str) -> None:
     argv = [*ADD, "--token-env", VAR, "--name", "eng", "--collection", "eng-docs"]
-    code, _, err = _run(capsys, *argv, "--data-dir", data)
+    code, _, err = run(capsys, *argv, "--data-dir", data)
     assert code == 0, err
 
 
 def _synced(capsys: pytest.CaptureFixture[str], data: str) -> tuple[int, str]:
-    code, out, err = _run(capsys, "sync", "--data-dir", data)
+    code, out, err = run(capsys, "sync", "--data-dir", data)
     return code, out + err
 
 
 def _last(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, object]:
-    code, out, err = _run(capsys, "sources", "--json", "--data-dir", data)
+    code, out, err = run(capsys, "sources", "--json", "--data-dir", data)
     assert code == 0, err
     (source,) = json.loads(out)
     last: dict[str, object] = source["last_sync"]
@@ -136,13 +126,13 @@ def _counts(last: dict[str, object]) -> tuple[object, ...]:
 
 
 def _documents(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, dict[str, object]]:
-    code, out, err = _run(capsys, "status", "--json", "--data-dir", data)
+    code, out, err = run(capsys, "status", "--json", "--data-dir", data)
     assert code == 0, err
     return {d["source"]: d for d in json.loads(out)["documents"]}
 
 
 def _found(capsys: pytest.CaptureFixture[str], data: str, query: str) -> str:
-    code, out, err = _run(capsys, "search", query, "--json", "--data-dir", data)
+    code, out, err = run(capsys, "search", query, "--json", "--data-dir", data)
     assert code == 0, err
     source: str = json.loads(out)[0]["source"]
     return source
@@ -180,7 +170,7 @@ def test_sync_ingests_pages_and_readable_attachments_cited_by_their_web_addresse
     assert _found(capsys, data, "second Tuesday freeze review") == RELEASE
     assert _found(capsys, data, "Beautiful is better than ugly") == HANDBOOK_URL
     assert _found(capsys, data, "Opening paragraph of chapter") == CHECKLIST_URL
-    out = _run(capsys, "sources", "--data-dir", data)[1]
+    out = run(capsys, "sources", "--data-dir", data)[1]
     assert f"eng: confluence {SITE}/wiki/spaces/ENG (collection eng-docs, as {EMAIL}" in out
     assert f"the API token in ${VAR}" in out
     assert TOKEN not in (Path(data) / "sources.json").read_text(encoding="utf-8")
@@ -413,7 +403,7 @@ def test_sources_add_confluence_refuses_bad_input_with_exit_status_2(
     data = str(tmp_path / "data")
     _added(capsys, data)
 
-    code, out, err = _run(capsys, "sources", "add", "confluence", *argv, "--data-dir", data)
+    code, out, err = run(capsys, "sources", "add", "confluence", *argv, "--data-dir", data)
 
     assert code == 2, out + err
     assert says in " ".join(err.split())

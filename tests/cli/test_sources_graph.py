@@ -15,11 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from docchat.cli import main
 from docchat.cli import sources as cli_sources
 from docchat.sources import graph as graph_module
 from docchat.sources.store import load_sources
 from tests.cli.graphsite import Graph, file_bytes, recorded, serving
+from tests.cli.run import run
 from tests.cli.test_sources import _served
 from tests.conftest import REPO
 
@@ -84,24 +84,14 @@ def drive(
         yield graph
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse refusing the command line
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    assert SECRET not in captured.out + captured.err
-    return code, captured.out, captured.err
-
-
 def _added(capsys: pytest.CaptureFixture[str], data: str, *where: str) -> None:
     argv = [*ADD, "--secret-env", VAR, *where, "--name", "team", "--collection", "team-docs"]
-    code, _, err = _run(capsys, *argv, "--data-dir", data)
+    code, _, err = run(capsys, *argv, "--data-dir", data)
     assert code == 0, err
 
 
 def _last(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, object]:
-    code, out, err = _run(capsys, "sources", "--json", "--data-dir", data)
+    code, out, err = run(capsys, "sources", "--json", "--data-dir", data)
     assert code == 0, err
     (source,) = json.loads(out)
     last: dict[str, object] = source["last_sync"]
@@ -113,7 +103,7 @@ def _counts(last: dict[str, object]) -> tuple[object, ...]:
 
 
 def _documents(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, dict[str, object]]:
-    code, out, err = _run(capsys, "status", "--json", "--data-dir", data)
+    code, out, err = run(capsys, "status", "--json", "--data-dir", data)
     assert code == 0, err
     return {d["source"]: d for d in json.loads(out)["documents"]}
 
@@ -132,7 +122,7 @@ def test_sync_lists_the_drive_by_pages_then_asks_for_changes_and_deletions(
     data = str(tmp_path / "data")
     _added(capsys, data, "--drive", DRIVE)
 
-    code, out, err = _run(capsys, "sync", "--data-dir", data)
+    code, out, err = run(capsys, "sync", "--data-dir", data)
 
     # Then: the token, the feed's two pages (nextLink), one download, through the 302 to the
     # pre-authenticated URL on another host, which is not sent the token
@@ -154,12 +144,12 @@ def test_sync_lists_the_drive_by_pages_then_asks_for_changes_and_deletions(
     documents = _documents(capsys, data)
     assert list(documents) == [WEB_URL]
     assert documents[WEB_URL]["collections"] == ["team-docs"]
-    code, out, err = _run(
+    code, out, err = run(
         capsys, "search", "Beautiful is better than ugly", "--json", "--data-dir", data
     )
     assert code == 0, err
     assert json.loads(out)[0]["source"] == WEB_URL
-    code, answered, err = _run(
+    code, answered, err = run(
         capsys, "ask", "What is better than ugly?", "--json", "--data-dir", data
     )
     assert code == 0, err
@@ -170,19 +160,19 @@ def test_sync_lists_the_drive_by_pages_then_asks_for_changes_and_deletions(
     drive.requests.clear()
     drive.route(AFTER_FIRST, recorded("delta-changed"))
     drive.route(DOWNLOAD, file_bytes(pdfs[1]))
-    code, out, err = _run(capsys, "sync", "team", "--data-dir", data)
+    code, out, err = run(capsys, "sync", "team", "--data-dir", data)
 
     # Then: only the changes are asked for, and the document is re-read
     assert code == 0, out + err
     assert drive.asked() == [TOKEN, AFTER_FIRST, CONTENT, DOWNLOAD]
     assert _counts(_last(capsys, data)) == (1, 0, 0, 0)
     assert _documents(capsys, data)[WEB_URL]["revision"] == 2
-    code, out, err = _run(capsys, "search", "Lorem ipsum dolor", "--json", "--data-dir", data)
+    code, out, err = run(capsys, "search", "Lorem ipsum dolor", "--json", "--data-dir", data)
     assert json.loads(out)[0]["source"] == WEB_URL
 
     # When: the file is deleted from the drive
     drive.route(AFTER_CHANGE, recorded("delta-deleted"))
-    code, out, err = _run(capsys, "sync", "--data-dir", data)
+    code, out, err = run(capsys, "sync", "--data-dir", data)
 
     # Then: its document is removed, and the next sync starts from the newest delta link
     assert code == 0, out + err
@@ -202,7 +192,7 @@ def test_sync_waits_as_retry_after_says_and_gives_up_after_three_retries(
     _added(capsys, data, "--drive", DRIVE)
     drive.route(FIRST, recorded("throttled"), recorded("delta-first"))
 
-    code, out, err = _run(capsys, "sync", "--data-dir", data)
+    code, out, err = run(capsys, "sync", "--data-dir", data)
 
     assert code == 0, out + err
     assert waits == [2.128]
@@ -212,7 +202,7 @@ def test_sync_waits_as_retry_after_says_and_gives_up_after_three_retries(
     # When: Graph goes on throttling the changes asked for
     drive.requests.clear()
     drive.route(AFTER_FIRST, recorded("throttled"))
-    code, out, err = _run(capsys, "sync", "--data-dir", data)
+    code, out, err = run(capsys, "sync", "--data-dir", data)
 
     # Then: asked four times in all, the sync fails, and nothing indexed is lost
     assert code == 1, out + err
@@ -235,13 +225,13 @@ def test_refused_credentials_fail_the_sync_with_what_to_do_and_lose_nothing(
 ) -> None:
     data = str(tmp_path / "data")
     _added(capsys, data, "--drive", DRIVE)
-    assert _run(capsys, "sync", "--data-dir", data)[0] == 0
+    assert run(capsys, "sync", "--data-dir", data)[0] == 0
     before = _documents(capsys, data)
 
     # When: Graph refuses the token (expired), even one asked for again
     drive.requests.clear()
     drive.route(AFTER_FIRST, recorded("expired-token"))
-    code, out, err = _run(capsys, "sync", "--data-dir", data)
+    code, out, err = run(capsys, "sync", "--data-dir", data)
 
     # Then
     assert code == 1, out + err
@@ -258,7 +248,7 @@ def test_refused_credentials_fail_the_sync_with_what_to_do_and_lose_nothing(
 
     # When: the token endpoint refuses the app
     drive.route(TOKEN, recorded("token-refused"))
-    code, out, err = _run(capsys, "sync", "--data-dir", data)
+    code, out, err = run(capsys, "sync", "--data-dir", data)
 
     assert code == 1, out + err
     assert _last(capsys, data)["last_failure"] == (
@@ -270,14 +260,14 @@ def test_refused_credentials_fail_the_sync_with_what_to_do_and_lose_nothing(
     # When: the secret is not in the environment
     monkeypatch.delenv(VAR)
     drive.requests.clear()
-    code, out, err = _run(capsys, "sync", "--data-dir", data)
+    code, out, err = run(capsys, "sync", "--data-dir", data)
 
     assert code == 1, out + err
     assert drive.requests == []
     assert _last(capsys, data)["last_failure"] == (
         f"${VAR} is not set: export the client secret of app {CLIENT} as {VAR} and sync again"
     )
-    code, out, err = _run(capsys, "sources", "--data-dir", data)
+    code, out, err = run(capsys, "sources", "--data-dir", data)
     assert f"last failure: ${VAR} is not set" in out
     assert _documents(capsys, data) == before
     assert SECRET not in caplog.text
@@ -288,13 +278,13 @@ def test_a_stale_delta_link_starts_a_full_listing_again(
 ) -> None:
     data = str(tmp_path / "data")
     _added(capsys, data, "--drive", DRIVE)
-    assert _run(capsys, "sync", "--data-dir", data)[0] == 0
+    assert run(capsys, "sync", "--data-dir", data)[0] == 0
 
     # When: Graph says the delta link is too old (410), with a fresh listing's URL
     drive.requests.clear()
     drive.route(AFTER_FIRST, recorded("resync"))
     drive.route(FRESH, recorded("delta-first"))
-    code, out, err = _run(capsys, "sync", "--data-dir", data)
+    code, out, err = run(capsys, "sync", "--data-dir", data)
 
     # Then: the drive is listed again from there; the unchanged file is not downloaded
     assert code == 0, out + err
@@ -309,12 +299,12 @@ def test_a_full_listing_after_a_resync_removes_what_the_drive_no_longer_holds(
 ) -> None:
     data = str(tmp_path / "data")
     _added(capsys, data, "--drive", DRIVE)
-    assert _run(capsys, "sync", "--data-dir", data)[0] == 0
+    assert run(capsys, "sync", "--data-dir", data)[0] == 0
 
     # When: after a 410 the fresh listing holds nothing (its file was deleted meanwhile)
     drive.route(AFTER_FIRST, recorded("resync"))
     drive.route(FRESH, recorded("delta-latest"))
-    code, out, err = _run(capsys, "sync", "--data-dir", data)
+    code, out, err = run(capsys, "sync", "--data-dir", data)
 
     # Then
     assert code == 0, out + err
@@ -334,7 +324,7 @@ def test_a_file_over_the_size_limit_is_reported_and_not_downloaded(
     monkeypatch.setattr(graph_module, "MAX_UPLOAD_BYTES", 80_099)  # delta-first's size: 80100
     _added(capsys, data, "--drive", DRIVE)
 
-    code, out, err = _run(capsys, "sync", "--data-dir", data)
+    code, out, err = run(capsys, "sync", "--data-dir", data)
 
     assert code == 1, out + err
     assert CONTENT not in drive.asked()
@@ -363,7 +353,7 @@ def test_a_site_is_synced_from_its_default_library_and_health_shows_no_secret(
     drive.route(f"GET /v1.0/sites/{site_id}/drive", recorded("drive"))
     _added(capsys, str(data), "--site", site + "/")
 
-    code, out, err = _run(capsys, "sync", "--data-dir", str(data))
+    code, out, err = run(capsys, "sync", "--data-dir", str(data))
 
     assert code == 0, out + err
     assert drive.asked()[:4] == [
@@ -372,7 +362,7 @@ def test_a_site_is_synced_from_its_default_library_and_health_shows_no_secret(
         f"GET /v1.0/sites/{site_id}/drive",
         FIRST,
     ]
-    code, out, err = _run(capsys, "sources", "--data-dir", str(data))
+    code, out, err = run(capsys, "sources", "--data-dir", str(data))
     assert f"team: sharepoint {site} (collection team-docs, tenant {TENANT}" in out
     assert f"its secret in ${VAR}" in out
     with _served(data, monkeypatch) as app:
@@ -410,7 +400,7 @@ def test_sources_add_sharepoint_refuses_bad_input_with_exit_status_2(
     data = str(tmp_path / "data")
     _added(capsys, data, "--drive", DRIVE)
 
-    code, out, err = _run(capsys, "sources", "add", "sharepoint", *argv, "--data-dir", data)
+    code, out, err = run(capsys, "sources", "add", "sharepoint", *argv, "--data-dir", data)
 
     assert code == 2, out + err
     assert says in " ".join(err.split())
@@ -424,7 +414,7 @@ def test_a_link_off_graph_is_not_followed(
     _added(capsys, data, "--drive", DRIVE)
     drive.base = drive.download_base  # the feed's links now name another host: localhost
 
-    code, out, err = _run(capsys, "sync", "--data-dir", data)
+    code, out, err = run(capsys, "sync", "--data-dir", data)
 
     # Then: the token goes nowhere but Graph; the listing is not complete, nor kept as done
     assert code == 1, out + err

@@ -12,6 +12,7 @@ import pytest
 from docchat.cli import main
 from docchat.ingest.decision import doc_id_for
 from docchat.ingest.local import source_of
+from tests.cli.run import run
 from tests.pdfgen import make_pdf
 
 ODD_NAMES = ["Q3 [draft] résumé #2.pdf", "契約書 (final).pdf", "--notes.pdf"]
@@ -20,12 +21,6 @@ PAGES = [
     [("h2", "Winter"), ("body", "In winter the last ferry leaves at six.")],
     [("h2", "Fares"), ("body", "A return ticket costs twelve euros.")],
 ]
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +45,7 @@ def test_text_json_by_file_name_lists_each_page(
     data, _ = indexed
 
     # "--" ends the options: a name that starts with "-" is a name.
-    code, out, err = _run(capsys, "text", "--json", "--data-dir", data, "--", name)
+    code, out, err = run(capsys, "text", "--json", "--data-dir", data, "--", name)
 
     assert code == 0, err
     pages = json.loads(out)
@@ -69,9 +64,9 @@ def test_text_by_id_and_by_path_with_a_page_range(
     data, files = indexed
     doc_id = doc_id_for(source_of(files[1]))
 
-    by_id = _run(capsys, "text", doc_id, "--pages", "2-3", "--json", "--data-dir", data)
-    by_path = _run(capsys, "text", str(files[1]), "--pages", "2-", "--json", "--data-dir", data)
-    one = _run(capsys, "text", doc_id, "--pages", "3", "--json", "--data-dir", data)
+    by_id = run(capsys, "text", doc_id, "--pages", "2-3", "--json", "--data-dir", data)
+    by_path = run(capsys, "text", str(files[1]), "--pages", "2-", "--json", "--data-dir", data)
+    one = run(capsys, "text", doc_id, "--pages", "3", "--json", "--data-dir", data)
 
     assert [p["page"] for p in json.loads(by_id[1])] == [2, 3]
     assert [p["page"] for p in json.loads(by_path[1])] == [2, 3, 4]
@@ -85,7 +80,7 @@ def test_text_plain_names_title_file_and_page(
 ) -> None:
     data, _ = indexed
 
-    code, out, _ = _run(capsys, "text", ODD_NAMES[0], "--pages", "2", "--data-dir", data)
+    code, out, _ = run(capsys, "text", ODD_NAMES[0], "--pages", "2", "--data-dir", data)
 
     assert code == 0
     assert out == (
@@ -113,7 +108,7 @@ def test_text_unknown_document_or_page_says_what_to_do(
 ) -> None:
     data, _ = indexed
 
-    code, out, err = _run(capsys, "text", doc, "--pages", pages, "--data-dir", data)
+    code, out, err = run(capsys, "text", doc, "--pages", pages, "--data-dir", data)
 
     assert (code, out) == (2, "")
     assert message in " ".join(err.split())
@@ -150,9 +145,9 @@ def test_text_of_a_document_that_failed_to_index_says_why(
     empty = tmp_path / "empty.pdf"
     empty.write_bytes(b"")
     data = str(tmp_path / "data")
-    assert _run(capsys, "ingest", str(empty), "--data-dir", data)[0] == 1
+    assert run(capsys, "ingest", str(empty), "--data-dir", data)[0] == 1
 
-    code, _, err = _run(capsys, "text", "empty.pdf", "--data-dir", data)
+    code, _, err = run(capsys, "text", "empty.pdf", "--data-dir", data)
 
     said = " ".join(err.split())
     assert code == 2
@@ -169,8 +164,8 @@ def test_text_of_document_indexed_before_pages_were_kept_says_to_ingest_again(
         db.execute("DROP TABLE pages")
         db.execute("UPDATE meta SET value = '4' WHERE key = 'schema'")
 
-    code, _, err = _run(capsys, "text", ODD_NAMES[1], "--data-dir", data)
-    status = json.loads(_run(capsys, "status", "--json", "--data-dir", data)[1])
+    code, _, err = run(capsys, "text", ODD_NAMES[1], "--data-dir", data)
+    status = json.loads(run(capsys, "status", "--json", "--data-dir", data)[1])
 
     assert code == 2
     assert "was not kept" in err
@@ -185,9 +180,9 @@ def test_status_shows_each_documents_id_and_file_name_whole(
     # and `--doc` cannot take), and read "[draft]" in "Q3 [draft] résumé #2.pdf" as markup.
     data, files = indexed
 
-    status = json.loads(_run(capsys, "status", "--json", "--data-dir", data)[1])
-    table = _run(capsys, "status", "--data-dir", data)[1]
-    _, summary, progress = _run(capsys, "ingest", str(files[0]), "--data-dir", data)
+    status = json.loads(run(capsys, "status", "--json", "--data-dir", data)[1])
+    table = run(capsys, "status", "--data-dir", data)[1]
+    _, summary, progress = run(capsys, "ingest", str(files[0]), "--data-dir", data)
 
     assert sorted(d["file_name"] for d in status["documents"]) == sorted(ODD_NAMES)
     assert all(d["title"] == "Ferry timetable" for d in status["documents"])

@@ -17,6 +17,15 @@ import pytest
 from docchat.config import Settings
 from docchat.serve.access import UsersFile, token_sha256
 from docchat.serve.mcp import mcp_http_app
+from docchat.sources.store import (
+    GraphSource,
+    SourceEntry,
+    SourcesFile,
+    SyncReport,
+    WebSource,
+    now,
+    save_sources,
+)
 from docchat.wiring.local import guarded_local_app
 from tests.api.collectionkit import (
     ANA_ASKS_BRIDGES,
@@ -64,6 +73,7 @@ class Local:
     url: str
     ids: dict[str, str]
     mcp_url: str
+    data_dir: Path
 
     def call(self, method: str, path: str, user: dict[str, str], **kwargs: Any) -> httpx.Response:
         headers = {**user, **kwargs.pop("headers", {})}
@@ -89,7 +99,10 @@ def local(tmp_path: Path) -> Iterator[Local]:
     served_mcp.start()
     try:
         yield Local(
-            f"http://127.0.0.1:{served.port}", ids, f"http://127.0.0.1:{served_mcp.port}/mcp"
+            f"http://127.0.0.1:{served.port}",
+            ids,
+            f"http://127.0.0.1:{served_mcp.port}/mcp",
+            data_dir,
         )
     finally:
         served.stop()
@@ -248,3 +261,47 @@ def test_registry_items_without_collections_read_as_default() -> None:
         # A move writes the attribute; the entry then reads as moved
         registry.update("d1", "v1", collections=["finance"])
         assert registry.documents()[0].collections == ["finance"]
+
+
+def test_each_user_sees_the_synced_sources_of_the_collections_they_read(local: Local) -> None:
+    # Given a web site synced into ferries (its last sync had a failure) and a SharePoint
+    # drive, never synced, into bridges
+    data_dir = local.data_dir
+    report = SyncReport(at=now(), fetched=3, failed=1, last_failure="https://f.example/x: 500")
+    ferries = WebSource(name="timetable", url="https://f.example/", collection="ferries")
+    bridges = GraphSource(
+        name="plans",
+        tenant="contoso",
+        client_id="app-1",
+        secret_env="PLANS_SECRET",
+        drive="b!abc",
+        collection="bridges",
+    )
+    save_sources(
+        data_dir,
+        SourcesFile(
+            sources={
+                "timetable": SourceEntry(source=ferries, last_sync=report),
+                "plans": SourceEntry(source=bridges),
+            }
+        ),
+    )
+
+    def names(user: dict[str, str], query: str = "") -> list[str]:
+        response = local.call("GET", f"/sources{query}", user)
+        assert response.status_code == 200, response.text
+        assert "PLANS_SECRET" not in response.text and "app-1" not in response.text
+        return [s["name"] for s in response.json()["sources"]]
+
+    # Then each reader sees their own collection's source, an admin both
+    assert names(ANA) == ["timetable"] and names(BO) == ["plans"]
+    assert sorted(names(ROOT)) == ["plans", "timetable"]
+    assert names(ANA, "?collection=bridges") == [] and names(ROOT, "?collection=bridges") == [
+        "plans"
+    ]
+    # with what its last sync did, the failure a person can act on included
+    (shown,) = local.call("GET", "/sources", ANA).json()["sources"]
+    assert shown["url"] == "https://f.example/" and shown["collection"] == "ferries"
+    assert shown["last_sync"]["fetched"] == 3 and shown["last_sync"]["failed"] == 1
+    assert shown["last_sync"]["last_failure"] == "https://f.example/x: 500"
+    assert local.call("GET", "/sources", {}).status_code == 401

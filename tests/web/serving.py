@@ -20,6 +20,7 @@ from docchat.llm import Message
 from docchat.search.library import Library
 from docchat.serve.access import AccessOf, local_admin
 from docchat.serve.app import SignIn, create_app
+from docchat.sources.store import sources_health
 from tests.chatkit import SEARCH, ServedApp, tuned_config
 from tests.conftest import WordEmbedder
 
@@ -81,6 +82,7 @@ class LocalServer:
             sign_in=sign_in,
             conversations=lambda: self.conversations,
             access_of=access_of,
+            sources=lambda: sources_health(data_dir),  # as `docchat serve` says them
         )
         self.served = ServedApp(gate(app))
 

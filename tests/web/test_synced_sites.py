@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from docchat.sources.store import SourceEntry, WebSource
+from docchat.sources.store import SourceEntry, SourcesFile, WebSource, save_sources
 from docchat.sources.sync import Syncer
 from tests.cli.website import Page, Site, page, serving
 from tests.conftest import WordEmbedder
@@ -25,8 +25,11 @@ ANSWER_TIMEOUT_MS = 20_000
 def synced(tmp_path: Path) -> Iterator[tuple[LocalServer, Site]]:
     site = Site(
         pages={
-            "/": Page(page("Harbour handbook", "Welcome to the harbour.", "/guide.html")),
+            "/": Page(
+                page("Harbour handbook", "Welcome to the harbour.", "/guide.html", "/tides.html")
+            ),
             "/guide.html": Page(page("Mooring guide", "Moor the dinghy at pontoon seven.")),
+            "/tides.html": Page(page("Tides", "Spring tides."), status=503),
         }
     )
     with LocalServer(tmp_path / "data") as server, serving(site) as web:
@@ -35,7 +38,8 @@ def synced(tmp_path: Path) -> Iterator[tuple[LocalServer, Site]]:
             shelf=server.uploads.shelf, embedder=WordEmbedder(), settings=server.uploads.settings
         )
         report = syncer.sync(entry).last_sync
-        assert report is not None and report.fetched == 2, report
+        assert report is not None and (report.fetched, report.failed) == (2, 1), report
+        save_sources(server.uploads.settings.data_dir, SourcesFile(sources={"harbour": entry}))
         yield server, web
 
 
@@ -66,4 +70,29 @@ def test_a_synced_page_is_named_by_its_address_and_its_quote_links_to_it(
     expect(origin).to_have_attribute("target", "_blank")
     expect(origin).to_have_attribute("rel", "noopener noreferrer")
     expect(origin).to_have_text(f"{host}guide.html")
+    page.context.close()
+
+
+def test_the_documents_panel_shows_each_source_and_its_last_failure(
+    browser: Any, synced: tuple[LocalServer, Site]
+) -> None:
+    server, web = synced
+    page = browser.new_context().new_page()
+    page.goto(server.url)
+
+    # The panel lists the site the collection's documents are synced from
+    source = page.locator("#sources li.source")
+    expect(source).to_have_count(1)
+    expect(source.locator(".source-name")).to_have_text("harbour")
+    expect(source.locator(".badge")).to_have_text("web")
+    link = source.locator("a.source-url")
+    expect(link).to_have_attribute("href", web.url("/"))
+    expect(link).to_have_attribute("rel", "noopener noreferrer")
+    # with what its last sync did, and the page that failed with the reason
+    expect(source.locator(".source-sync")).to_contain_text("2 documents · last sync")
+    expect(source.locator(".source-sync")).to_contain_text(
+        "2 fetched, 0 unchanged, 0 removed, 1 failed"
+    )
+    expect(source.locator(".source-failure")).to_contain_text(f"{web.url('/tides.html')}: 503")
+
     page.context.close()

@@ -2,8 +2,9 @@
 // together and to the page's controls. Each module holds one concern: auth.js (sign-in),
 // api.js (the API client), config.js (GET /config), chat.js (the conversation and its scope),
 // stream.js and events.js (the answer's events), messages.js (an answer on the page),
-// collections.js (the collection picker), documents.js and uploads.js (the documents panel), conversations.js (saved conversations), viewer.js and
-// highlight.js (a cited PDF), dom.js, names.js and errors.js (shared helpers).
+// collections.js (the collection picker), documents.js, uploads.js and sources.js (the documents
+// panel), conversations.js (saved conversations), viewer.js and highlight.js (a cited PDF),
+// dom.js, names.js and errors.js (shared helpers).
 
 import { onSessionEnd, signIn, signOut, startAuth } from "./auth.js";
 import {
@@ -19,6 +20,7 @@ import {
   docsOpen, listedCount, onDocsChanged, onSelectionChanged, refreshDocs, setDocsOpen, showUploadError,
   stopPolling,
 } from "./documents.js";
+import { refreshSources } from "./sources.js";
 import { uploadFile } from "./uploads.js";
 import { openLinkedPage } from "./viewer.js";
 
@@ -93,6 +95,7 @@ function wirePanel() {
   $("docs").querySelector("h2").tabIndex = -1;
   onDocsChanged(renderSuggestions);
   onDocsChanged(() => showCount(listedCount()));
+  onDocsChanged(refreshSources);
   wireCollections();
   onCollectionChosen(() => {
     showUpload();

@@ -10,11 +10,9 @@ site, as the password of basic auth; no outcome, error or log carries it."""
 from __future__ import annotations
 
 import html
-import os
 import re
-import time
-from collections.abc import Callable, Generator, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -34,6 +32,7 @@ from docchat.sources.crawl import (
     size_said,
 )
 from docchat.sources.store import ConfluenceSource, PageState
+from docchat.sources.walk import ServiceWalk, Stopped
 
 #: Results asked for per listing page (the most v2 gives).
 LIMIT = 250
@@ -45,29 +44,12 @@ def api_root(site: str) -> str:
     return site
 
 
-class _Stopped(Exception):
-    """The space's sync cannot go on: why, for the sync's report."""
-
-    def __init__(self, failed: Failed) -> None:
-        super().__init__(failed.reason)
-        self.failed = failed
-
-
 @dataclass
-class SpacePages:
+class SpacePages(ServiceWalk[ConfluenceSource]):
     """One sync of a Confluence space `source`, given what the last sync knew of each page and
-    attachment (`known`)."""
+    attachment (`known`). Its `cursor` stays "": Confluence v2 gives no delta token, so each
+    sync lists the space whole, and `complete` is True once that listing reached its end."""
 
-    source: ConfluenceSource
-    known: Mapping[str, PageState]
-    #: Where the next sync starts: nowhere, as Confluence v2 gives no delta token.
-    cursor: str = ""
-    session: requests.Session = field(default_factory=requests.Session)
-    sleep: Callable[[float], None] = time.sleep
-    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
-    #: True once the listing of every page and attachment reached its end: what it did not
-    #: list is gone from the space.
-    complete: bool = False
     _token: str = ""
 
     def outcomes(self) -> Iterator[Outcome]:
@@ -86,7 +68,7 @@ class SpacePages:
                     yield from self._page(page, base, by_item)
                 url = self._next(listing)
             self.complete = True
-        except _Stopped as stopped:
+        except Stopped as stopped:
             self.complete = False
             yield stopped.failed
 
@@ -155,7 +137,7 @@ class SpacePages:
         not sent the credentials for)."""
         with self._request(where, stream=True) as response:
             if response.status_code == 401:
-                raise _Stopped(Failed(url, self._refused(response)))
+                raise Stopped(Failed(url, self._refused(response)))
             if response.status_code != 200:
                 said = response.reason or "no reason given"
                 return Failed(url, f"{url}: the download failed ({response.status_code} {said})")
@@ -188,7 +170,7 @@ class SpacePages:
             f"{where}: Confluence lists no space {self.source.space} that {email} may read: check "
             "the space key (in the space's address) and that the account can view the space"
         )
-        raise _Stopped(Failed(where, reason))
+        raise Stopped(Failed(where, reason))
 
     def _web_base(self, listing: dict[str, Any]) -> str:
         """Where the listing's web links are relative to (its `_links.base`): the site's."""
@@ -208,18 +190,18 @@ class SpacePages:
         if link.startswith(self._api() + "/"):
             return link
         where = self.source.where
-        raise _Stopped(Failed(where, f"{where}: Confluence gave a link off the site, not followed"))
+        raise Stopped(Failed(where, f"{where}: Confluence gave a link off the site, not followed"))
 
     def _json(self, url: str) -> dict[str, Any]:
-        """A v2 resource as JSON, or _Stopped saying why not."""
+        """A v2 resource as JSON, or Stopped saying why not."""
         with self._request(url) as response:
             if response.status_code == 200:
                 found = json_object(response)
                 if found:
                     return found
                 reason = f"{self.source.where}: Confluence answered with no JSON object: sync again"
-                raise _Stopped(Failed(self.source.where, reason))
-            raise _Stopped(Failed(self.source.where, self._failure(response)))
+                raise Stopped(Failed(self.source.where, reason))
+            raise Stopped(Failed(self.source.where, self._failure(response)))
 
     def _failure(self, response: requests.Response) -> str:
         """Why a Confluence request failed, and what to do about it."""
@@ -264,7 +246,7 @@ class SpacePages:
                 )
             except requests.RequestException as exc:
                 said = f"cannot reach {self.source.site} ({type(exc).__name__}): sync again later"
-                raise _Stopped(Failed(self.source.where, f"{self.source.where}: {said}")) from exc
+                raise Stopped(Failed(self.source.where, f"{self.source.where}: {said}")) from exc
             if response.status_code in THROTTLED and attempt < RETRIES:
                 response.close()
                 self.sleep(wait_asked(response, attempt))
@@ -283,7 +265,7 @@ class SpacePages:
                 f"${var} is not set: export the Confluence API token of {email} as {var} and "
                 "sync again"
             )
-            raise _Stopped(Failed(self.source.where, reason))
+            raise Stopped(Failed(self.source.where, reason))
         return token
 
     def _scrubbed(self, text: str) -> str:

@@ -7,10 +7,8 @@ token endpoint; no outcome, error or log carries it."""
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -30,17 +28,10 @@ from docchat.sources.crawl import (
     size_said,
 )
 from docchat.sources.store import GRAPH_URL, GraphSource, PageState
+from docchat.sources.walk import ServiceWalk, Stopped
 
 LOGIN_URL = "https://login.microsoftonline.com"
 SCOPE = "https://graph.microsoft.com/.default"
-
-
-class _Stopped(Exception):
-    """The drive's sync cannot go on: why, for the sync's report."""
-
-    def __init__(self, failed: Failed) -> None:
-        super().__init__(failed.reason)
-        self.failed = failed
 
 
 class _Resync(Exception):
@@ -52,19 +43,10 @@ class _Resync(Exception):
 
 
 @dataclass
-class DriveDelta:
+class DriveDelta(ServiceWalk[GraphSource]):
     """One sync of a drive `source`, from `cursor` (the last sync's delta link; "" lists the whole
     drive), given what the last sync knew of each file (`known`)."""
 
-    source: GraphSource
-    known: Mapping[str, PageState]
-    cursor: str = ""
-    session: requests.Session = field(default_factory=requests.Session)
-    sleep: Callable[[float], None] = time.sleep
-    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
-    #: True once a full listing reached its end: the files it did not list are gone from the
-    #: drive. A listing of changes says what was deleted and is never complete in that sense.
-    complete: bool = False
     _secret: str = ""
     _token: str = ""
     _drive: str = ""
@@ -92,7 +74,7 @@ class DriveDelta:
                 if not url:
                     self.cursor = self._link(page.get("@odata.deltaLink")) or self.cursor
                     self.complete = full
-        except _Stopped as stopped:
+        except Stopped as stopped:
             self.complete = False
             yield stopped.failed
 
@@ -142,7 +124,7 @@ class DriveDelta:
         response = self._request("GET", str(given), signed=signed, stream=True)
         with response:
             if response.status_code == 401 and signed:
-                raise _Stopped(Failed(url, self._refused(response)))
+                raise Stopped(Failed(url, self._refused(response)))
             if response.status_code != 200:
                 said = _error_code(response) or response.reason or "no reason given"
                 return Failed(url, f"{url}: the download failed ({response.status_code} {said})")
@@ -170,7 +152,7 @@ class DriveDelta:
             drive = self._json(f"{_graph()}/sites/{quote(site, safe=',')}/drive")
             self._drive = str(drive.get("id", ""))
             if not self._drive:
-                raise _Stopped(Failed(self.source.where, f"{self.source.where}: no drive found"))
+                raise Stopped(Failed(self.source.where, f"{self.source.where}: no drive found"))
         return self._drive
 
     def _link(self, link: object) -> str:
@@ -180,11 +162,11 @@ class DriveDelta:
         if not link.startswith(_graph() + "/"):
             where = self.source.where
             said = f"{where}: Graph gave a link off {_graph()}, not followed"
-            raise _Stopped(Failed(where, said))
+            raise Stopped(Failed(where, said))
         return link
 
     def _json(self, url: str) -> dict[str, Any]:
-        """A Graph resource as JSON, or _Stopped / _Resync saying why not."""
+        """A Graph resource as JSON, or Stopped / _Resync saying why not."""
         with self._request("GET", url) as response:
             status = response.status_code
             if status == 200:
@@ -192,10 +174,10 @@ class DriveDelta:
                 if found:
                     return found
                 reason = f"{self.source.where}: Graph answered with no JSON object: sync again"
-                raise _Stopped(Failed(self.source.where, reason))
+                raise Stopped(Failed(self.source.where, reason))
             if status == 410:
                 raise _Resync(self._link(response.headers.get("Location", "")))
-            raise _Stopped(Failed(self.source.where, self._failure(response)))
+            raise Stopped(Failed(self.source.where, self._failure(response)))
 
     def _failure(self, response: requests.Response) -> str:
         """Why a Graph request failed, and what to do about it."""
@@ -241,7 +223,7 @@ class DriveDelta:
                 )
             except requests.RequestException as exc:
                 said = f"cannot reach Microsoft Graph ({type(exc).__name__}): sync again later"
-                raise _Stopped(Failed(self.source.where, f"{self.source.where}: {said}")) from exc
+                raise Stopped(Failed(self.source.where, f"{self.source.where}: {said}")) from exc
             if response.status_code in THROTTLED and attempt < RETRIES:
                 response.close()
                 self.sleep(wait_asked(response, attempt))
@@ -270,7 +252,7 @@ class DriveDelta:
             response = self.session.post(url, data=form, timeout=TIMEOUT)
         except requests.RequestException as exc:
             said = f"cannot reach {_login()} ({type(exc).__name__}): sync again later"
-            raise _Stopped(Failed(self.source.where, said)) from exc
+            raise Stopped(Failed(self.source.where, said)) from exc
         with response:
             answer = json_object(response)
         token = answer.get("access_token")
@@ -284,12 +266,12 @@ class DriveDelta:
             f"the client secret in ${self.source.secret_env} and that app "
             f"{self.source.client_id} is registered in tenant {self.source.tenant}"
         )
-        raise _Stopped(Failed(self.source.where, reason))
+        raise Stopped(Failed(self.source.where, reason))
 
     def _secret_from_environment(self) -> str:
         secret = self.environ.get(self.source.secret_env, "")
         if not secret:
-            raise _Stopped(
+            raise Stopped(
                 Failed(
                     self.source.where,
                     f"${self.source.secret_env} is not set: export the client secret of app "

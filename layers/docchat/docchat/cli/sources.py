@@ -1,7 +1,7 @@
 """`docchat sources` (list, add, rm) and `docchat sync`: web sites, Microsoft Graph drives
-(SharePoint document libraries, OneDrives) and Confluence Cloud spaces synced into the data
-directory's documents (docchat.sources), through the same ingestion and removal as `docchat
-ingest` / `rm`."""
+(SharePoint document libraries, OneDrives), Confluence Cloud spaces and Google Drive shared
+drives or folders synced into the data directory's documents (docchat.sources), through the
+same ingestion and removal as `docchat ingest` / `rm`."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from docchat.sources.crawl import checked_url
 from docchat.sources.store import (
     AnySource,
     ConfluenceSource,
+    GoogleDriveSource,
     GraphSource,
     SourceEntry,
     WebSource,
@@ -74,6 +75,7 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
     graph.add_argument("--name", default=None, help="the source's name (default: from the site)")
     add_collection_option(graph, "the collection its documents go to", many=False)
     _add_confluence_parser(kinds, common_parser)
+    _add_gdrive_parser(kinds, common_parser)
     rm = actions.add_parser(
         "rm", parents=[common_parser], help="forget a source and remove its documents"
     )
@@ -105,6 +107,27 @@ def _add_confluence_parser(
     )
     confluence.add_argument("--name", default=None, help="the source's name (default: site-space)")
     add_collection_option(confluence, "the collection its documents go to", many=False)
+
+
+def _add_gdrive_parser(
+    kinds: argparse._SubParsersAction[argparse.ArgumentParser],
+    common_parser: argparse.ArgumentParser,
+) -> None:
+    """`docchat sources add gdrive --key-env (--drive | --folder)`."""
+    gdrive = kinds.add_parser(
+        "gdrive", parents=[common_parser], help="a Google Drive shared drive, or a folder"
+    )
+    gdrive.add_argument(
+        "--key-env",
+        required=True,
+        metavar="VAR",
+        help="the environment variable holding the service account's JSON key (never stored)",
+    )
+    where = gdrive.add_mutually_exclusive_group(required=True)
+    where.add_argument("--drive", help="a shared drive's id (in its address, /drive/folders/ID)")
+    where.add_argument("--folder", help="a folder's id: the folder and its subfolders")
+    gdrive.add_argument("--name", default=None, help="the source's name (default: gdrive-ID)")
+    add_collection_option(gdrive, "the collection its documents go to", many=False)
 
 
 def _count(value: str) -> int:
@@ -162,6 +185,12 @@ def _described(entry: SourceEntry) -> list[str]:
                 f"{s.name}: {s.kind} {s.where} (collection {s.collection or 'default'}, as "
                 f"{s.email}, the API token in ${s.token_env})"
             ]
+        case GoogleDriveSource():
+            what = "shared drive" if s.shared_drive else "folder and its subfolders"
+            lines = [
+                f"{s.name}: {s.kind} {what} {s.where} (collection {s.collection or 'default'}, "
+                f"as the service account whose key is in ${s.key_env})"
+            ]
     done = entry.last_sync
     if done is None:
         return [*lines, "  never synced: run `docchat sync`"]
@@ -182,6 +211,7 @@ def _add(args: argparse.Namespace, settings: Settings) -> int:
         "web": _web,
         "sharepoint": _graph,
         "confluence": _confluence,
+        "gdrive": _gdrive,
     }
     source = makers[args.kind](args)
     with changing_sources(settings.data_dir) as sources:  # a sync running keeps this one
@@ -274,11 +304,23 @@ def _confluence(args: argparse.Namespace) -> ConfluenceSource:
     )
 
 
+def _gdrive(args: argparse.Namespace) -> GoogleDriveSource:
+    place = (args.drive or args.folder or "").strip()
+    return _built(
+        GoogleDriveSource,
+        name=args.name or f"gdrive-{_slug(place)[:40]}".strip("-."),
+        key_env=args.key_env,
+        shared_drive=place if args.drive else "",
+        folder=place if args.folder else "",
+        collection=args.collection or "",
+    )
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
 
 
-_S = TypeVar("_S", WebSource, GraphSource, ConfluenceSource)
+_S = TypeVar("_S", WebSource, GraphSource, ConfluenceSource, GoogleDriveSource)
 
 
 def _built(model: type[_S], **fields: object) -> _S:
@@ -328,6 +370,9 @@ _HINTS = {
     "space": "give the space's key, as its address shows it (/wiki/spaces/KEY)",
     "email": "give the email address of the Atlassian account the API token belongs to",
     "token_env": "give the NAME of an environment variable (letters, digits, '_'), not the token",
+    "key_env": "give the NAME of an environment variable (letters, digits, '_'), not the key",
+    "shared_drive": "give the shared drive's id, as its address shows it (/drive/folders/ID)",
+    "folder": "give the folder's id, as its address shows it (/drive/folders/ID)",
 }
 
 

@@ -1,9 +1,10 @@
 """The sources a data directory syncs (`docchat sources`), in its sources.json: each source's
 configuration (a web site, a Microsoft Graph drive: a SharePoint document library or a
-OneDrive, or a Confluence space), what its last sync found, and what each page or file was when
-it was last fetched (its validators, for a conditional GET, a drive's unchanged file or a
-Confluence page's version, and its links, for a page that answers 304 Not Modified), and where a
-drive's next sync resumes (its delta link).
+OneDrive, a Confluence space, or a Google Drive shared drive or folder), what its last sync
+found, and what each page or file was when it was last fetched (its validators, for a
+conditional GET, a drive's unchanged file or a Confluence page's version, and its links, for a
+page that answers 304 Not Modified), and where a drive's next sync resumes (its delta link, or
+Google Drive's page token of changes).
 A file of its own beside the index, replaced whole (write, then rename), so a sync killed
 half-way leaves the previous file. Each change is made under a lock, so two docchat processes
 (a sync and a `docchat sources add`) cannot lose each other's; one source is synced or removed
@@ -97,13 +98,43 @@ class ConfluenceSource(BaseModel):
         return f"{self.site}/wiki/spaces/{self.space}"
 
 
-AnySource = Annotated[WebSource | GraphSource | ConfluenceSource, Field(discriminator="kind")]
+GOOGLE_ID_PATTERN = r"^[A-Za-z0-9_-]{0,200}$"
+
+
+class GoogleDriveSource(BaseModel):
+    """A Google Drive shared drive, or a folder with its subfolders, to sync, read as a service
+    account whose JSON key is read from the environment variable `key_env` when a sync runs,
+    never kept here."""
+
+    kind: Literal["gdrive"] = "gdrive"
+    name: str = Field(pattern=NAME_PATTERN)
+    key_env: str = Field(pattern=ENV_PATTERN)
+    shared_drive: str = Field("", pattern=GOOGLE_ID_PATTERN)
+    folder: str = Field("", pattern=GOOGLE_ID_PATTERN)
+    collection: str = ""
+
+    @model_validator(mode="after")
+    def _one_place(self) -> GoogleDriveSource:
+        if bool(self.shared_drive) == bool(self.folder):
+            raise ValueError("give either a shared drive id or a folder id, not both or neither")
+        return self
+
+    @property
+    def where(self) -> str:
+        """The shared drive's or the folder's address in Drive (both open at /drive/folders/)."""
+        return f"https://drive.google.com/drive/folders/{self.shared_drive or self.folder}"
+
+
+AnySource = Annotated[
+    WebSource | GraphSource | ConfluenceSource | GoogleDriveSource, Field(discriminator="kind")
+]
 
 
 class PageState(BaseModel):
     """One fetched page or file as the last sync left it (a drive's file: its item id, and its
     cTag, or its eTag where the delta feed gives no cTag, in `etag`; a Confluence page or
-    attachment: its id, and its version number in `etag`)."""
+    attachment: its id, and its version number in `etag`; a Google Drive file: its id, and its
+    md5Checksum, or a Google Doc's modifiedTime, in `etag`)."""
 
     url: str
     doc_id: str
@@ -130,7 +161,8 @@ class SourceEntry(BaseModel):
     source: AnySource
     pages: dict[str, PageState] = {}
     last_sync: SyncReport | None = None
-    #: Where the next sync starts: a drive's delta link ("" for a web site, crawled whole).
+    #: Where the next sync starts: a drive's delta link, Google Drive's page token of changes
+    #: ("" for a web site, crawled whole).
     cursor: str = ""
 
     @field_validator("source", mode="before")
@@ -230,8 +262,8 @@ def now() -> datetime:
 
 def sources_health(data_dir: Path) -> dict[str, object]:
     """What /health says of the data directory's sources: each one's last sync, its counts and
-    its last failure (never a credential: a drive's secret or a Confluence token is not in
-    sources.json)."""
+    its last failure (never a credential: a drive's secret, a Confluence token or a service
+    account's key is not in sources.json)."""
     listed = []
     for name, entry in load_sources(data_dir).sources.items():
         done = entry.last_sync

@@ -1,8 +1,9 @@
 """Syncing one source into the index: each page or file the crawl (a web site), the delta feed
-(a Graph drive) or the listing of a space (Confluence) fetches goes through the local runner
-(`ingest_bytes`, the same as `docchat ingest`) into the source's collection, with its URL (a
-drive file's webUrl, a Confluence page's web link) as the document's source; a page gone from
-the site or the space, or a file deleted from the drive, is removed as `docchat rm` removes a
+(a Graph drive), the listing of a space (Confluence) or Google Drive's changes fetch goes
+through the local runner (`ingest_bytes`, the same as `docchat ingest`) into the source's
+collection, with its URL (a drive file's webUrl, a Confluence page's web link, a Google Drive
+file's webViewLink) as the document's source; a page gone from the site or the space, or a file
+deleted from the drive, is removed as `docchat rm` removes a
 document (`Shelf.remove`). Nothing already indexed is lost to a failing page or sync."""
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ from docchat.sources.crawl import (
     NotModified,
     Outcome,
 )
+from docchat.sources.gdrive import DriveChanges
 from docchat.sources.graph import DriveDelta
 from docchat.sources.store import (
     ConfluenceSource,
+    GoogleDriveSource,
     GraphSource,
     PageState,
     SourceEntry,
@@ -54,6 +57,7 @@ _NOT_REACHED = {
     "web": "no longer linked",
     "sharepoint": "not in the drive",
     "confluence": "not in the space",
+    "gdrive": "not in the shared drive or folder",
 }
 
 
@@ -132,6 +136,10 @@ class Syncer:
                 )
             case ConfluenceSource():
                 return SpacePages(entry.source, entry.pages, session=session, sleep=self.sleep)
+            case GoogleDriveSource():
+                return DriveChanges(
+                    entry.source, entry.pages, entry.cursor, session=session, sleep=self.sleep
+                )
 
     def _settle(self, outcome: Outcome, entry: SourceEntry, tally: _Tally) -> None:
         url = outcome.url

@@ -10,7 +10,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx
@@ -45,11 +45,15 @@ def _until(condition: Callable[[], bool], what: str, timeout: float = 60) -> Non
 
 @contextmanager
 def _stopped(pid: int) -> Iterator[None]:
+    """Worker `pid` stopped (SIGSTOP) for the block, so that the other takes the connections. One
+    stopped past uvicorn's health check (5 s; an answer can take that long on a busy machine) is
+    killed and replaced by the server, as a hung worker is: then there is nothing to continue."""
     os.kill(pid, signal.SIGSTOP)
     try:
         yield
     finally:
-        os.kill(pid, signal.SIGCONT)
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
 
 
 def _client(port: int) -> httpx.Client:

@@ -477,3 +477,11 @@ class SourceError(DocchatError):
     """A source to sync (`docchat sources`) is misconfigured or unknown: the message says which."""
 
     code = "source"
+
+
+@registered
+class SecretError(DocchatError):
+    """A secret a stack's source syncs with cannot be read (missing, refused, empty): the message
+    names the secret and what to do; it never holds the secret's value."""
+
+    code = "secret_unavailable"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Literal
 from urllib.parse import unquote_plus
 
-from pydantic import BaseModel, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 
 class ObjectRef(BaseModel):
@@ -196,3 +196,18 @@ class ExecutionFailure(BaseModel):
     input: str
     error: str = ""
     cause: str = ""
+
+
+class ScheduledSync(BaseModel):
+    """What starts the sync function: the Input its EventBridge Scheduler schedule sends
+    (template.yaml, SyncFunction), each value a context attribute the scheduler fills in
+    (https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-schedule-context-attributes.html),
+    or `{}` / `{"source": NAME}` from a manual invoke, which syncs every source or only NAME."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    schedule_arn: str = Field("", alias="schedule-arn")
+    scheduled_time: str = Field("", alias="scheduled-time")
+    execution_id: str = Field("", alias="execution-id")
+    attempt_number: str = Field("", alias="attempt-number")
+    source: str = ""

@@ -347,6 +347,30 @@ class Objects(Protocol):
     def keys(self, bucket: str, prefix: str) -> list[str]: ...
 
 
+class SyncedObjects(Protocol):
+    """Object storage a stack's sync reads source definitions from and writes synced files to."""
+
+    def read(self, bucket: str, key: str) -> bytes: ...
+
+    def write_bytes(
+        self, bucket: str, key: str, data: bytes, *, metadata: Mapping[str, str]
+    ) -> None: ...
+
+    def write_json(self, bucket: str, key: str, value: object) -> None: ...
+
+    def delete(self, bucket: str, key: str) -> None: ...
+
+    def keys(self, bucket: str, prefix: str) -> list[str]: ...
+
+
+class Secrets(Protocol):
+    """Where a stack keeps the credentials its sources sync with (Secrets Manager)."""
+
+    def secret(self, name: str) -> str:
+        """The secret's text, or SecretError saying why it cannot be read."""
+        ...
+
+
 class Registry(DocumentCatalog, Protocol):
     """The cloud's catalog as the pipeline writes it: conditional writes that order concurrent
     runs (an older S3 event never overwrites a newer one's claim)."""

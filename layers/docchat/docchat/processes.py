@@ -176,6 +176,13 @@ class CleanupSettings(Documents, Artifacts, SearchIndex):
     artifacts of a document's versions."""
 
 
+class SyncSettings(Artifacts):
+    """Sync: the stack's sources (defined, and their state kept, in the artifacts bucket) into
+    the documents bucket."""
+
+    documents_bucket: NonEmpty
+
+
 class ChatSettings(Documents, SearchIndex, ModelChoice):
     """The chat function: search, answers, uploads, the viewer, sign-in, saved conversations."""
 
@@ -223,5 +230,6 @@ FUNCTIONS: dict[str, type[Declared]] = {
     "mark_failed": CleanupSettings,
     "remove": CleanupSettings,
     "watchdog": CleanupSettings,
+    "sync": SyncSettings,
     "chat": ChatSettings,
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,12 @@ class S3Objects:
     def write_json(self, bucket: str, key: str, value: Any) -> None:
         body = json.dumps(value, ensure_ascii=False).encode()
         self._s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType="application/json")
+
+    def write_bytes(
+        self, bucket: str, key: str, data: bytes, *, metadata: Mapping[str, str]
+    ) -> None:
+        """Write `data` whole under `key`, with `metadata` as the object's user metadata."""
+        self._s3.put_object(Bucket=bucket, Key=key, Body=data, Metadata=dict(metadata))
 
     def read_json(self, bucket: str, key: str) -> Any:
         return json.loads(self.read(bucket, key))

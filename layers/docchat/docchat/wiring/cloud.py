@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from docchat.adapters.opensearch_index import OpenSearchIndex
     from docchat.adapters.s3_objects import S3Objects
     from docchat.adapters.s3_uploads import S3Files, S3Uploads
+    from docchat.adapters.secrets_manager import SecretsManagerSecrets
     from docchat.adapters.step_functions import StepFunctionsExecutions
     from docchat.answer.backend import ChatBackend
     from docchat.ingest.pagetext import S3PageStore
@@ -111,6 +112,17 @@ class CloudServices:
 
         return StepFunctionsExecutions(
             boto3.client("stepfunctions", region_name=self.view(Aws).region or None)
+        )
+
+    @cached_property
+    def secrets(self) -> SecretsManagerSecrets:
+        """The credentials the stack's sources sync with, read by name."""
+        import boto3
+
+        from docchat.adapters.secrets_manager import SecretsManagerSecrets
+
+        return SecretsManagerSecrets(
+            boto3.client("secretsmanager", region_name=self.view(Aws).region or None)
         )
 
     @cached_property
@@ -320,6 +332,13 @@ def cloud_app() -> FastAPI:
     # Who is asking (the authorizer's claims), and which collections they may read: data in
     # the artifacts bucket (docchat.serve.access).
     groups = GroupsSource(lambda: live.objects, settings.artifacts_bucket)
+
+    def sources() -> dict[str, Any]:
+        """The stack's sources and their last syncs, for an admin's /health."""
+        from docchat.sources.stack import stack_sources_health
+
+        return stack_sources_health(live.objects, settings.artifacts_bucket)
+
     return create_app(
         lambda: live.backend,
         uploads=uploads,
@@ -330,4 +349,5 @@ def cloud_app() -> FastAPI:
         page_origins=page_origins,
         access_of=cognito_access_for(groups.mapping, cloud_user_for(settings.api_auth)),
         model_lifecycle=model_lifecycle(live),
+        sources=sources if settings.artifacts_bucket else None,
     )

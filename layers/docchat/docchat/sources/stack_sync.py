@@ -1,0 +1,255 @@
+"""Syncing the stack's sources into the documents bucket (the sync function): each page or file a
+source's walk fetches (the same web crawl, drive delta feed or space listing a local sync reads)
+is written as an object under the key that places it in the source's collection
+(`collections/<collection>/sources/<name>/...`, or `sources/<name>/...` in the default one); a
+page gone from the source has its object deleted. S3's events then drive the ingestion pipeline
+and Remove, as for any upload: the pipeline, collections and deletion stay the one path.
+
+What a page was (its validators, its content hash, its object's key) is kept in the artifacts
+bucket beside the source's definition, so a sync with nothing changed writes nothing. A source
+that cannot be synced (its definition, its secret, its site) records why in its last run and the
+other sources are synced all the same. The secret is read when its source's sync starts, handed
+only to the walker, and taken out of every reason kept or returned."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+from urllib.parse import quote
+
+import requests
+from pydantic import BaseModel
+
+from docchat.errors import ObjectMissingError, SecretError, SourceError
+from docchat.ingest.decision import doc_id_for
+from docchat.models import COLLECTIONS_PREFIX
+from docchat.ports import Secrets, SyncedObjects
+from docchat.sources.confluence import SpacePages
+from docchat.sources.crawl import (
+    Crawler,
+    Deleted,
+    Disallowed,
+    Failed,
+    Fetched,
+    Gone,
+    NotModified,
+    Outcome,
+)
+from docchat.sources.graph import DriveDelta
+from docchat.sources.stack import (
+    DEFINITIONS,
+    STACK_SECRET,
+    StackSource,
+    StackState,
+    StoredObject,
+    defined_names,
+    definition_key,
+    parsed_definition,
+    read_state,
+    write_state,
+)
+from docchat.sources.store import (
+    ConfluenceSource,
+    GraphSource,
+    PageState,
+    SyncReport,
+    WebSource,
+    now,
+)
+
+#: The user metadata a synced object carries: the address its content was fetched from.
+SOURCE_URL = "docchat-source-url"
+#: S3 keeps at most 2 KB of user metadata; a longer address is left out.
+_LONGEST_URL = 1800
+
+
+class Walk(Protocol):
+    complete: bool
+    cursor: str
+
+    def outcomes(self) -> Iterator[Outcome]: ...
+
+
+class SourceSynced(SyncReport):
+    """One source's run, as the sync function returns it."""
+
+    name: str
+
+
+class SyncRun(BaseModel):
+    """What one invocation of the sync function did, source by source."""
+
+    sources: list[SourceSynced]
+
+
+@dataclass
+class _Run:
+    """One source's sync as it goes."""
+
+    defined: StackSource
+    state: StackState
+    report: SyncReport
+    secret: str = ""
+    reached: set[str] = field(default_factory=set)
+
+    def failed(self, reason: str) -> None:
+        self.report.failed += 1
+        self.report.last_failure = self.scrubbed(reason)
+
+    def scrubbed(self, text: str) -> str:
+        said = self.defined.said(text)
+        return said.replace(self.secret, "***") if self.secret else said
+
+
+@dataclass(frozen=True)
+class StackSyncer:
+    """What the stack's syncs read and write with."""
+
+    objects: SyncedObjects
+    secrets: Secrets
+    documents_bucket: str
+    artifacts_bucket: str
+    session: requests.Session | None = None
+    sleep: Callable[[float], None] = time.sleep
+
+    def sync(self, only: str = "") -> SyncRun:
+        """Every defined source synced (or only the one called `only`), one after another."""
+        names = defined_names(self.objects.keys(self.artifacts_bucket, DEFINITIONS))
+        if only:
+            if only not in names:
+                known = ", ".join(names) or "none yet"
+                raise SourceError(
+                    f"there is no source called {only!r} on the stack (sources: {known}): "
+                    f"write its definition to s3://{self.artifacts_bucket}/{definition_key(only)}"
+                )
+            names = [only]
+        return SyncRun(sources=[self.sync_source(name) for name in names])
+
+    def sync_source(self, name: str) -> SourceSynced:
+        """The source `name` synced; its state (what was done, however it ended) is saved."""
+        state = read_state(self.objects, self.artifacts_bucket, name)
+        report = SyncReport(at=now())
+        try:
+            data = self.objects.read(self.artifacts_bucket, definition_key(name))
+            defined = parsed_definition(name, data)
+            secret = self.secrets.secret(defined.secret) if defined.secret else ""
+        except (SourceError, SecretError, ObjectMissingError) as exc:
+            report.failed, report.last_failure = 1, str(exc)
+        else:
+            run = _Run(defined, state, report, secret)
+            try:
+                self._walked(run)
+            except Exception as exc:  # kept as the run's reason; the other sources go on
+                run.failed(f"the sync stopped: {type(exc).__name__}: {exc}")
+        state.last_sync = report
+        write_state(self.objects, self.artifacts_bucket, name, state)
+        return SourceSynced(name=name, **report.model_dump())
+
+    def _walked(self, run: _Run) -> None:
+        state, source = run.state, run.defined.source
+        prefix = key_prefix(source)
+        if state.prefix != prefix:  # a new collection: every page is written there again
+            state.pages = {url: PageState(url=url, doc_id="") for url in state.pages}
+            state.cursor, state.prefix = "", prefix
+        walk = self._walk(run)
+        for outcome in walk.outcomes():
+            self._settle(outcome, run)
+        if walk.complete:
+            for url in [u for u in state.objects if u not in run.reached]:
+                self._remove(url, run)
+        if not run.report.failed:
+            state.cursor = walk.cursor
+
+    def _walk(self, run: _Run) -> Walk:
+        session = self.session or requests.Session()
+        pages, cursor, source = run.state.pages, run.state.cursor, run.defined.source
+        environ = {STACK_SECRET: run.secret}
+        match source:
+            case WebSource():
+                return Crawler(source, pages, session=session, sleep=self.sleep)
+            case GraphSource():
+                return DriveDelta(
+                    source, pages, cursor, session=session, sleep=self.sleep, environ=environ
+                )
+            case ConfluenceSource():
+                return SpacePages(source, pages, session=session, sleep=self.sleep, environ=environ)
+
+    def _settle(self, outcome: Outcome, run: _Run) -> None:
+        url = outcome.url
+        match outcome:
+            case Fetched():
+                run.reached.add(url)
+                self._store(outcome, run)
+            case NotModified() if url in run.state.objects:
+                run.reached.add(url)
+                run.report.unchanged += 1
+            case NotModified():  # validators without an object (state started over)
+                run.state.pages.pop(url, None)
+                run.failed(f"{url}: answered 304 with no copy kept: sync again")
+            case Gone() if url in run.state.objects:
+                self._remove(url, run)
+            case Gone():
+                run.failed(f"{url}: {outcome.status}, a broken link on the site")
+            case Deleted():
+                self._remove(url, run)
+            case Failed():
+                run.reached.add(url)  # its object is kept until it answers again
+                run.failed(outcome.reason)
+            case Disallowed():
+                run.report.skipped += 1
+                run.report.skip_note = f"{url}: {outcome.reason}"
+
+    def _store(self, page: Fetched, run: _Run) -> None:
+        """Write the page's object unless the bucket holds these bytes under its key already."""
+        key = object_key(run.defined.source, page.url, page.name)
+        digest = hashlib.sha256(page.data).hexdigest()
+        known = run.state.objects.get(page.url)
+        if known is not None and known.key == key and known.sha256 == digest:
+            run.report.unchanged += 1
+        else:
+            self.objects.write_bytes(
+                self.documents_bucket, key, page.data, metadata=_metadata(page.url)
+            )
+            if known is not None and known.key != key:
+                self.objects.delete(self.documents_bucket, known.key)
+            run.report.fetched += 1
+        run.state.objects[page.url] = StoredObject(key=key, sha256=digest)
+        run.state.pages[page.url] = PageState(
+            url=page.url,
+            doc_id=doc_id_for(f"{self.documents_bucket}/{key}"),
+            etag=page.etag,
+            last_modified=page.last_modified,
+            links=list(page.links),
+            item_id=page.item_id,
+        )
+
+    def _remove(self, url: str, run: _Run) -> None:
+        run.state.pages.pop(url, None)
+        known = run.state.objects.pop(url, None)
+        if known is None:
+            return
+        self.objects.delete(self.documents_bucket, known.key)
+        run.report.removed += 1
+
+
+def key_prefix(source: WebSource | GraphSource | ConfluenceSource) -> str:
+    """Where a source's objects go: its collection's prefix (models.collection_of_key), then
+    `sources/<name>/`."""
+    collection = f"{COLLECTIONS_PREFIX}{source.collection}/" if source.collection else ""
+    return f"{collection}sources/{source.name}/"
+
+
+def object_key(source: WebSource | GraphSource | ConfluenceSource, url: str, name: str) -> str:
+    """The object a page or file is written to: one folder per address (so two pages both read
+    as `index.html` never share a key), then the file name it is read as (its type)."""
+    folder = hashlib.sha256(url.encode()).hexdigest()[:16]
+    return f"{key_prefix(source)}{folder}/{name}"
+
+
+def _metadata(url: str) -> dict[str, str]:
+    """The object's user metadata: its address, percent-encoded (S3 keeps ASCII only)."""
+    address = quote(url, safe=":/?#[]@!$&'()*+,;=%~")
+    return {SOURCE_URL: address} if len(address) <= _LONGEST_URL else {}

@@ -16,7 +16,7 @@ from docchat.errors import ConfigError
 from docchat.processes import FUNCTIONS, ChatSettings, Declared
 from docchat.wiring.cloud import CloudServices, cloud_app, services
 from tests.conftest import REPO
-from tests.functions.conftest import FUNCTIONS as HANDLERS
+from tests.functions.conftest import FUNCTIONS as PIPELINE
 from tests.functions.conftest import FakeContext, _load_handler
 
 # A handler that fails before its work has no metrics to flush: Powertools warns about that.
@@ -26,6 +26,8 @@ POWERTOOLS = {
     "POWERTOOLS_METRICS_NAMESPACE": "docchat-test",
     "POWERTOOLS_LOG_LEVEL": "CRITICAL",
 }
+#: Every handler in functions/ but the chat app: the pipeline's steps, the watchdog, the sync.
+HANDLERS = (*PIPELINE, "sync")
 #: What only the CLI and `docchat serve` read: no function's view declares these.
 LOCAL_ONLY = {"data_dir", "api_token", "allowed_hosts", "web_url"}
 

@@ -134,6 +134,7 @@ ACTIONS: dict[tuple[str, str], str] = {
     ("bedrock", "GetFoundationModel"): "bedrock:GetFoundationModel",
     ("stepfunctions", "DescribeExecution"): "states:DescribeExecution",
     ("stepfunctions", "StartExecution"): "states:StartExecution",
+    ("secretsmanager", "GetSecretValue"): "secretsmanager:GetSecretValue",
 }
 
 
@@ -183,6 +184,11 @@ def authorizations(call: Call) -> list[Request]:
         return [Request(action, "*"), Request("bedrock:InvokeModel", model)]
     if call.service == "bedrock":
         return [Request(action, model_arn(p["modelIdentifier"], region))]
+    if call.service == "secretsmanager":
+        # By name, the ARN is the name and six random characters Secrets Manager adds.
+        secret = str(p["SecretId"])
+        arn = f"arn:aws:secretsmanager:{region}:{ACCOUNT}:secret:{secret}-AbCdEf"
+        return [Request(action, secret if secret.startswith("arn:") else arn)]
     if call.operation == "DescribeExecution":
         return [Request(action, p["executionArn"])]
     return [Request(action, p["stateMachineArn"])]

@@ -50,6 +50,7 @@ from tests.functions.conftest import (
 )
 from tests.infra.iam import Call, Recorder, Request, Role, authorizations, model_arn
 from tests.infra.intrinsics import Stack
+from tests.infra.sync_run import synced_sources
 from tests.infra.test_sam_transform import _translate
 from tests.pdfgen import make_pdf, scanned_copy
 
@@ -69,6 +70,7 @@ FUNCTIONS = {
     "mark_failed": "MarkFailedFunction",
     "remove": "RemoveFunction",
     "watchdog": "WatchdogFunction",
+    "sync": "SyncFunction",
     "chat": "ChatFunction",
 }
 #: The template's resources under the names the tests give them.
@@ -109,12 +111,12 @@ EXPLAINED: dict[tuple[str, str], str] = {
     ("convert", "s3:ListBucket"): _LIST_FOR_404,
     ("ocr", "s3:ListBucket"): _LIST_FOR_404,
     ("remove", "s3:ListBucket"): _LIST_FOR_404,
-    # A document's first notes, access/groups.json on a stack nobody mapped, a page not kept.
+    # A document's first notes. (The chat function lists sources/ for /health.)
     ("chunk", "s3:ListBucket"): _LIST_FOR_404,
-    ("chat", "s3:ListBucket"): _LIST_FOR_404,
     # SAM's statement for EventInvokeConfig's OnFailure queue: Lambda itself sends a failed
     # asynchronous event there with the function's role; the code never calls SQS.
     ("watchdog", "sqs:SendMessage"): "Lambda's on-failure destination, sent by Lambda",
+    ("sync", "sqs:SendMessage"): "Lambda's on-failure destination, sent by Lambda",
 }
 #: Calls made outside botocore, checked against the role like recorded ones.
 CHAT_PROFILE = (
@@ -330,6 +332,9 @@ def _chat(monkeypatch: pytest.MonkeyPatch, recorder: Recorder, index: Any, doc_i
     # the admin's export held the rating just made, and clearing cleared it
     assert [r.status_code for r in replies[9:12]] == [200, 200, 200], replies[10].text
     assert '"rating":"up"' in replies[10].text and replies[11].json() == {"cleared": 1}
+    # /health shows the stack's sources and their last syncs (read from the artifacts bucket)
+    shown = replies[13].json()["checks"]["sources"]["sources"]
+    assert [(s["name"], s["documents"]) for s in shown] == [("handbook", 1), ("wiki", 0)], shown
     services.cache_clear()
 
 
@@ -362,6 +367,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Call]]:
 
         monkeypatch.setattr(LambdaSimpleBackend, "invoke", invoke)
         doc_id = _ingestion(pipeline, recorder)
+        synced_sources(monkeypatch, recorder)
         _chat(monkeypatch, recorder, pipeline.services.index, doc_id)
         yield recorder.calls
 

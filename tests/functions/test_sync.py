@@ -1,0 +1,253 @@
+"""The sync function (functions/sync) over moto's S3 and Secrets Manager: a web source defined in
+the artifacts bucket is crawled from a real site on 127.0.0.1 (tests/cli/website.py) into the
+documents bucket under its collection's prefix, where S3's events hand it to the pipeline; a
+Confluence source's token comes from Secrets Manager (tests/cli/confluencesite.py answers as the
+REST API does). What each source's last run did, and why it failed, is what /health shows."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from docchat.models import collection_of_key
+from docchat.sources import confluence as confluence_module
+from docchat.sources.stack import stack_sources_health
+from docchat.sources.stack_sync import SOURCE_URL
+from tests.cli.confluencesite import SITE, Confluence, recorded
+from tests.cli.graphsite import serving as serving_api
+from tests.cli.website import Page, Site, page, serving
+from tests.conftest import REPO
+from tests.functions.conftest import ARTIFACTS_BUCKET, DOCS_BUCKET, REGION, FakeContext
+from tests.functions.conftest import _load_handler as load_handler
+
+EVENT = json.loads((REPO / "events" / "sync.json").read_text())
+TOKEN = "FAKE-confluence-token-for-tests-only-0000"
+EMAIL = "dana@example.com"
+SPACES = "GET /wiki/api/v2/spaces?keys=ENG"
+PREFIX = "collections/harbour/sources/handbook/"
+
+
+@dataclass
+class Stack:
+    s3: Any
+    secrets: Any
+    handler: Any
+
+    def define(self, name: str, definition: dict[str, Any]) -> None:
+        body = json.dumps(definition).encode()
+        self.s3.put_object(Bucket=ARTIFACTS_BUCKET, Key=f"sources/{name}.json", Body=body)
+
+    def sync(self, event: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+        result = self.handler.handler(EVENT if event is None else event, FakeContext("sync"))
+        return {s["name"]: s for s in result["sources"]}
+
+    def stored(self) -> list[str]:
+        listed = self.s3.list_objects_v2(Bucket=DOCS_BUCKET).get("Contents", [])
+        return sorted(item["Key"] for item in listed)
+
+    def versions(self) -> int:
+        """Every version and delete marker the documents bucket holds: one per write or delete."""
+        listed = self.s3.list_object_versions(Bucket=DOCS_BUCKET)
+        return len(listed.get("Versions", [])) + len(listed.get("DeleteMarkers", []))
+
+    def health(self) -> dict[str, Any]:
+        from docchat.adapters.s3_objects import S3Objects
+
+        return stack_sources_health(S3Objects(self.s3), ARTIFACTS_BUCKET)
+
+
+@pytest.fixture
+def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_NAMESPACE": "docchat-test",
+        "POWERTOOLS_LOG_LEVEL": "DEBUG",
+        "DOCCHAT_DOCUMENTS_BUCKET": DOCS_BUCKET,
+        "DOCCHAT_ARTIFACTS_BUCKET": ARTIFACTS_BUCKET,
+    }.items():
+        monkeypatch.setenv(name, value)
+    from docchat.wiring.cloud import services
+
+    with mock_aws():
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket=DOCS_BUCKET)
+        s3.put_bucket_versioning(Bucket=DOCS_BUCKET, VersioningConfiguration={"Status": "Enabled"})
+        s3.create_bucket(Bucket=ARTIFACTS_BUCKET)
+        services.cache_clear()
+        yield Stack(s3, boto3.client("secretsmanager", region_name=REGION), load_handler("sync"))
+        services.cache_clear()
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    """A home page linking to a guide and to notes served without validators."""
+    served = Site(
+        pages={
+            "/robots.txt": Page(b"User-agent: *\nDisallow: /private\n", "text/plain"),
+            "/": Page(page("Harbour handbook", "Welcome aboard.", "/guide.html", "/notes")),
+            "/guide.html": Page(page("Mooring guide", "Moor at pontoon seven.")),
+            "/notes": Page(page("Tide notes", "Spring tides flood the slipway."), validator="none"),
+        }
+    )
+    with serving(served):
+        yield served
+
+
+def _web(site: Site) -> dict[str, Any]:
+    return {"kind": "web", "url": site.url("/"), "rate": 0, "collection": "harbour"}
+
+
+def test_sync_writes_a_sites_pages_under_its_collection_and_a_second_run_writes_nothing(
+    stack: Stack, site: Site
+) -> None:
+    # Given a web source defined in the artifacts bucket, going to the collection "harbour"
+    stack.define("handbook", _web(site))
+
+    # When the schedule's event starts the sync function
+    first = stack.sync()
+
+    # Then each page is an object under the collection's prefix, read as HTML, with its address
+    keys = stack.stored()
+    assert sorted(k.rsplit("/", 1)[-1] for k in keys) == ["guide.html", "index.html", "notes.html"]
+    assert all(k.startswith(PREFIX) and collection_of_key(k) == "harbour" for k in keys), keys
+    addresses = {
+        stack.s3.head_object(Bucket=DOCS_BUCKET, Key=k)["Metadata"][SOURCE_URL] for k in keys
+    }
+    assert addresses == {site.url("/"), site.url("/guide.html"), site.url("/notes")}
+    assert (first["handbook"]["fetched"], first["handbook"]["failed"]) == (3, 0)
+
+    # When it runs again with nothing changed on the site
+    writes = stack.versions()
+    again = stack.sync()
+
+    # Then nothing is written: pages with validators answer 304, the one without is the same bytes
+    assert stack.versions() == writes
+    counts = again["handbook"]
+    assert (counts["fetched"], counts["unchanged"], counts["removed"]) == (0, 3, 0)
+
+
+def test_sync_rewrites_a_changed_page_and_deletes_the_object_of_a_page_gone_from_the_site(
+    stack: Stack, site: Site
+) -> None:
+    stack.define("handbook", _web(site))
+    stack.sync()
+    keys = stack.stored()
+    guide = next(k for k in keys if k.endswith("/guide.html"))
+    notes = next(k for k in keys if k.endswith("/notes.html"))
+
+    # When the guide is taken off the site (still linked: 404) and the notes change
+    del site.pages["/guide.html"]
+    site.pages["/notes"] = Page(page("Tide notes", "Neap tides spare it."), validator="none")
+    counts = stack.sync()["handbook"]
+
+    # Then the guide's object is deleted (a delete marker: Remove takes it out of the index) and
+    # the notes' object holds the new page
+    assert guide not in stack.stored()
+    markers = stack.s3.list_object_versions(Bucket=DOCS_BUCKET, Prefix=guide)["DeleteMarkers"]
+    assert [m["IsLatest"] for m in markers] == [True]
+    body = stack.s3.get_object(Bucket=DOCS_BUCKET, Key=notes)["Body"].read()
+    assert b"Neap tides spare it." in body
+    assert (counts["fetched"], counts["removed"], counts["failed"]) == (1, 1, 0)
+
+
+def _confluence(secret: str = "docchat/wiki") -> dict[str, Any]:
+    return {"kind": "confluence", "site": SITE, "space": "ENG", "email": EMAIL, "secret": secret}
+
+
+def test_a_missing_secret_fails_the_source_in_one_line_naming_it_and_health_shows_why(
+    stack: Stack, site: Site
+) -> None:
+    # Given a Confluence source whose secret was never created, beside a web source
+    stack.define("wiki", _confluence())
+    stack.define("handbook", _web(site))
+
+    ran = stack.sync()
+
+    # Then that source fails with a reason naming the secret and how to create it; the other
+    # source is synced all the same
+    missing = (
+        "the secret docchat/wiki does not exist in Secrets Manager: create it (aws "
+        "secretsmanager create-secret --name docchat/wiki --secret-string ...) in the stack's "
+        "Region and account"
+    )
+    assert (ran["wiki"]["failed"], ran["wiki"]["last_failure"]) == (1, missing)
+    assert ran["handbook"]["fetched"] == 3
+    shown = {s["name"]: s for s in stack.health()["sources"]}
+    assert shown["wiki"]["last_sync"]["last_failure"] == missing
+    assert shown["wiki"]["url"] == f"{SITE}/wiki/spaces/ENG"
+    assert (shown["handbook"]["collection"], shown["handbook"]["documents"]) == ("harbour", 3)
+
+
+def test_a_definition_naming_a_secret_outside_docchat_is_refused_with_what_to_write(
+    stack: Stack,
+) -> None:
+    stack.define("wiki", _confluence(secret="prod/wiki"))
+
+    ran = stack.sync()
+
+    assert ran["wiki"]["last_failure"] == (
+        "sources/wiki.json: a confluence source names the Secrets Manager secret its credential "
+        'is in, under docchat/ (the only secrets the sync function may read): add "secret": '
+        '"docchat/wiki"'
+    )
+    assert stack.health()["sources"][0]["problem"] == ran["wiki"]["last_failure"]
+
+
+def test_a_refused_token_fails_in_one_line_and_the_token_is_never_logged_or_returned(
+    stack: Stack,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Every record at INFO, the level Lambda gives the function (template.yaml sets no
+    # ApplicationLogLevel); at DEBUG botocore itself logs the bodies of AWS's answers.
+    caplog.set_level(logging.INFO)
+    # Given a Confluence source whose token, in Secrets Manager, the site refuses
+    stack.secrets.create_secret(Name="docchat/wiki", SecretString=TOKEN)
+    stack.define("wiki", _confluence())
+    api = Confluence()
+    api.route(SPACES, recorded("unauthorized"))
+    with serving_api(api):
+        monkeypatch.setattr(confluence_module, "api_root", lambda _site: api.base)
+        ran = stack.sync()
+
+    # Then the reason says which secret holds the refused token and what to check
+    refused = (
+        "the Confluence API token in the Secrets Manager secret docchat/wiki was refused (401 "
+        f"Unauthorized): check that it is an API token of {EMAIL} for {SITE}, not expired or "
+        "revoked, and sync again"
+    )
+    assert ran["wiki"]["last_failure"] == refused
+    assert api.asked() == [SPACES]
+    # And the token was sent (basic auth) but is nowhere else: not in the logs, the result,
+    # the kept state or /health
+    basic = base64.b64encode(f"{EMAIL}:{TOKEN}".encode()).decode()
+    assert [r.headers.get("Authorization") for r in api.requests] == [f"Basic {basic}"]
+    state = stack.s3.get_object(Bucket=ARTIFACTS_BUCKET, Key="sources/state/wiki.json")
+    out = capsys.readouterr()
+    records = "\n".join(str(vars(r)) for r in caplog.records)
+    assert "source synced" in records and "docchat/wiki" in records  # the run's lines were kept
+    for text in (out.out, out.err, records, json.dumps(ran), state["Body"].read().decode()):
+        assert TOKEN not in text
+    assert TOKEN not in json.dumps(stack.health())
+
+
+def test_a_manual_invoke_syncs_one_named_source(stack: Stack, site: Site) -> None:
+    stack.define("handbook", _web(site))
+    stack.define("wiki", _confluence())
+
+    ran = stack.sync({"source": "handbook"})
+
+    assert list(ran) == ["handbook"]

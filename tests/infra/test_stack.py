@@ -255,7 +255,7 @@ def test_stack_every_function_logs_to_a_group_with_retention() -> None:
     resources = _stack(LogRetentionDays="14").resources()
     functions = {n: r for n, r in resources.items() if r["Type"] == "AWS::Lambda::Function"}
 
-    assert len(functions) == 11
+    assert len(functions) == 12  # nine steps, the watchdog, the sync, the chat
     for name, function in functions.items():
         group = function["Properties"]["LoggingConfig"]["LogGroup"]
         assert group.startswith("<") and group.endswith(">"), (name, group)

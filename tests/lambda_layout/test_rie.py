@@ -118,8 +118,9 @@ def test_rie_covers_every_handler_with_its_sample_event() -> None:
     handlers = {p.parent.name for p in (REPO / "functions").glob("*/app.py")}
     events = {p.stem for p in (REPO / "events").glob("*.json")}
     # The OCR function is a container image, not in `sam build`'s output here:
-    # test_ocr_image.py runs it with events/ocr.json.
-    assert handlers == events == set(PIPELINE_ORDER) | {"ocr"}
+    # test_ocr_image.py runs it with events/ocr.json. The sync function (issue 47) is not run
+    # under the emulator yet: tests/functions/test_sync.py runs its handler with events/sync.json.
+    assert handlers == events == set(PIPELINE_ORDER) | {"ocr", "sync"}
 
 
 def test_rie_register_claims_the_uploaded_pdf(steps: dict[str, Step]) -> None:

@@ -60,6 +60,7 @@ from docchat.errors import (
     RerankError,
     SearchIndexError,
     SearchIndexUnavailableError,
+    SecretError,
     SourceError,
     StaleWriteError,
     StorageError,
@@ -114,6 +115,7 @@ STATUS: dict[type[DocchatError], int] = {
     CallerUnknownError: 401,
     CollectionNameError: 400,
     SourceError: 400,  # local mode's sources; no route raises it
+    SecretError: 502,  # a stack's source's secret (the sync function); no route raises it
     AccessDeniedError: 403,
     CloudServiceError: 502,
     CloudThrottledError: 503,

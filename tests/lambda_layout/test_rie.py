@@ -97,6 +97,7 @@ def _doc() -> dict[str, str]:
         "bucket": DOCS_BUCKET,
         "key": PDF_KEY,
         "execution_id": EXECUTION,
+        "source_url": "",  # an upload, not a page the sync wrote
     }
 
 

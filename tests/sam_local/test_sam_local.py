@@ -35,7 +35,7 @@ BATCH_KEY = f"artifacts/{DOC_ID}/{VERSION}/chunks/00000.json"
 # The bucket and key the sample events name (tests/lambda_layout/conftest.py puts the PDF there).
 DOC = {
     "doc_id": DOC_ID, "version": VERSION, "bucket": "docchat-documents-example",
-    "key": "reports/dmca.pdf", "execution_id": EXECUTION,
+    "key": "reports/dmca.pdf", "execution_id": EXECUTION, "source_url": "",
 }  # fmt: skip
 
 

@@ -266,6 +266,9 @@ class RegistryEntry(DocumentRecord):
     sequencer: str = ""
     execution_id: str = ""
     index: str = ""
+    #: The object (bucket/key) a synced document is in, its source being its page's URL
+    #: (docchat.ingest.synced); empty when the source is the object.
+    stored_at: str = ""
 
 
 class Passage(BaseModel):

@@ -80,6 +80,8 @@ class DocRef(BaseModel):
     bucket: str
     key: str
     execution_id: str = ""
+    #: A synced object's page address (docchat.ingest.synced): its chunks' source.
+    source_url: str = ""
 
 
 class RegisterResult(BaseModel):

@@ -48,6 +48,17 @@ class S3Objects:
             digest.update(part)
         return digest.hexdigest()
 
+    def metadata(self, bucket: str, key: str) -> dict[str, str]:
+        """The object's user metadata (HeadObject's `Metadata`); a missing object raises
+        `ObjectMissingError`."""
+        try:
+            answer = self._s3.head_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            if _code(exc) in _MISSING:
+                raise ObjectMissingError(f"s3://{bucket}/{key} no longer exists") from exc
+            raise _translated(exc, bucket, key) from exc
+        return {str(k): str(v) for k, v in answer.get("Metadata", {}).items()}
+
     def write_json(self, bucket: str, key: str, value: Any) -> None:
         body = json.dumps(value, ensure_ascii=False).encode()
         self._s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType="application/json")

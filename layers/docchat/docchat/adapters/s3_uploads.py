@@ -33,6 +33,7 @@ from docchat.models import (
     UploadTicket,
     collection_name,
     collections_of,
+    is_url,
 )
 from docchat.ports import Registry, Writer
 
@@ -111,7 +112,9 @@ class S3Uploads:
             raise DocumentNotFoundError(
                 f"no document with id {doc_id!r}: GET /documents lists them"
             )
-        bucket, _, key = record.source.partition("/")
+        # A synced page's source is its URL; its registry entry knows its object.
+        entry = self.registry.get(doc_id) if is_url(record.source) else None
+        bucket, _, key = (entry.stored_at if entry else record.source).partition("/")
         if bucket != self.bucket or not key:
             raise UploadError(
                 f"document {doc_id} comes from {record.source!r}, outside the documents bucket "

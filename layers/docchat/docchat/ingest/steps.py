@@ -29,6 +29,7 @@ from docchat.ingest.notes import CLOUD_CONCURRENCY, ChunkNotes, StoredNotes
 from docchat.ingest.ocr import OcrOptions
 from docchat.ingest.pagetext import drop_pages, pages_document
 from docchat.ingest.stages import convert_document, embed_chunks
+from docchat.ingest.synced import is_synced_key, source_url
 from docchat.models import (
     Chunk,
     DocStatus,
@@ -88,8 +89,11 @@ def register(
     ref = task.event.object_ref()
     doc_id = doc_id_for(ref.source)
     sequencer = normalized_sequencer(ref.sequencer)
+    synced = is_synced_key(ref.key)
     try:
         version = objects.sha256(ref.bucket, ref.key)
+        # A page the stack's sync wrote is the page's document, as a local sync's is.
+        url = source_url(ref.key, objects.metadata(ref.bucket, ref.key)) if synced else ""
     except ObjectMissingError:
         return RegisterResult(action="skip", reason="the object was deleted before it was read")
     current = registry.get(doc_id)
@@ -105,7 +109,7 @@ def register(
         return RegisterResult(action="skip", reason=decision.reason)
     record = DocumentRecord(
         doc_id=doc_id,
-        source=ref.source,
+        source=url or ref.source,
         title=PurePosixPath(ref.key).stem,
         version=version,
         status=DocStatus.QUEUED,
@@ -114,6 +118,8 @@ def register(
         # admin, it stays moved when a new version arrives).
         collections=current.collections if current else [collection_of_key(ref.key)],
     )
+    if url:  # where DELETE /documents/{id} finds its object (S3Uploads.remove)
+        record = RegistryEntry(**record.model_dump(), stored_at=ref.source)
     try:
         registry.claim(record, sequencer=sequencer, execution_id=task.execution_id)
     except StaleWriteError:
@@ -124,6 +130,7 @@ def register(
         bucket=ref.bucket,
         key=ref.key,
         execution_id=task.execution_id,
+        source_url=url,
     )
     return RegisterResult(action="process", doc=doc)
 
@@ -266,7 +273,7 @@ def chunk(
         pages,
         doc_id=doc.doc_id,
         version=doc.version,
-        source=f"{doc.bucket}/{doc.key}",
+        source=doc.source_url or f"{doc.bucket}/{doc.key}",
         title=result.title,
         chunk_size=settings.chunk_size,
         chunk_overlap=settings.chunk_overlap,

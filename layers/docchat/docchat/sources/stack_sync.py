@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from docchat.errors import ObjectMissingError, SecretError, SourceError
 from docchat.ingest.decision import doc_id_for
+from docchat.ingest.synced import LONGEST_URL, SOURCE_URL
 from docchat.models import COLLECTIONS_PREFIX
 from docchat.ports import Secrets, SyncedObjects
 from docchat.sources.confluence import SpacePages
@@ -59,11 +60,6 @@ from docchat.sources.store import (
     WebSource,
     now,
 )
-
-#: The user metadata a synced object carries: the address its content was fetched from.
-SOURCE_URL = "docchat-source-url"
-#: S3 keeps at most 2 KB of user metadata; a longer address is left out.
-_LONGEST_URL = 1800
 
 
 class Walk(Protocol):
@@ -252,4 +248,4 @@ def object_key(source: WebSource | GraphSource | ConfluenceSource, url: str, nam
 def _metadata(url: str) -> dict[str, str]:
     """The object's user metadata: its address, percent-encoded (S3 keeps ASCII only)."""
     address = quote(url, safe=":/?#[]@!$&'()*+,;=%~")
-    return {SOURCE_URL: address} if len(address) <= _LONGEST_URL else {}
+    return {SOURCE_URL: address} if len(address) <= LONGEST_URL else {}

@@ -213,15 +213,24 @@ def test_a_refused_token_fails_in_one_line_and_the_token_is_never_logged_or_retu
 ) -> None:
     # Every record at INFO, the level Lambda gives the function (template.yaml sets no
     # ApplicationLogLevel); at DEBUG botocore itself logs the bodies of AWS's answers.
+    # The function's logger is set here: it keeps the level of the first test that made it
+    # (the pipeline's tests run at WARNING).
+    from docchat.wiring.lambda_handler import logger
+
     caplog.set_level(logging.INFO)
+    level = logger.log_level
+    logger.setLevel(logging.INFO)
     # Given a Confluence source whose token, in Secrets Manager, the site refuses
     stack.secrets.create_secret(Name="docchat/wiki", SecretString=TOKEN)
     stack.define("wiki", _confluence())
     api = Confluence()
     api.route(SPACES, recorded("unauthorized"))
-    with serving_api(api):
-        monkeypatch.setattr(confluence_module, "api_root", lambda _site: api.base)
-        ran = stack.sync()
+    try:
+        with serving_api(api):
+            monkeypatch.setattr(confluence_module, "api_root", lambda _site: api.base)
+            ran = stack.sync()
+    finally:
+        logger.setLevel(level)
 
     # Then the reason says which secret holds the refused token and what to check
     refused = (
@@ -242,6 +251,50 @@ def test_a_refused_token_fails_in_one_line_and_the_token_is_never_logged_or_retu
     for text in (out.out, out.err, records, json.dumps(ran), state["Body"].read().decode()):
         assert TOKEN not in text
     assert TOKEN not in json.dumps(stack.health())
+
+
+@pytest.mark.parametrize("token", [TOKEN, 'FAKE-"quoted"\\token/with-escapes-0001'])
+def test_at_debug_no_log_record_result_state_or_health_holds_the_secret(
+    stack: Stack,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    token: str,
+) -> None:
+    # Every record of every logger at DEBUG, as an operator turning on debug logs gets them:
+    # botocore's (it logs each answer's body), urllib3's, moto's, the function's own
+    from docchat.wiring.lambda_handler import logger
+
+    # Given a Confluence source whose token, in Secrets Manager, the site refuses (stored
+    # before the capture starts: the test's own CreateSecret is not the function's)
+    stack.secrets.create_secret(Name="docchat/wiki", SecretString=token)
+    stack.define("wiki", _confluence())
+    caplog.set_level(logging.DEBUG)
+    level = logger.log_level
+    logger.setLevel(logging.DEBUG)
+    api = Confluence()
+    api.route(SPACES, recorded("unauthorized"))
+    try:
+        with serving_api(api):
+            monkeypatch.setattr(confluence_module, "api_root", lambda _site: api.base)
+            ran = stack.sync()
+    finally:
+        logger.setLevel(level)
+
+    # Then the token was read and sent, and botocore did log at DEBUG
+    assert ran["wiki"]["last_failure"].startswith("the Confluence API token in the Secrets")
+    basic = base64.b64encode(f"{EMAIL}:{token}".encode()).decode()
+    assert [r.headers.get("Authorization") for r in api.requests] == [f"Basic {basic}"]
+    assert any(r.name.startswith("botocore") and r.levelno == logging.DEBUG for r in caplog.records)
+    # But the token, as itself or JSON-escaped, is in no record, output, result, state or /health
+    shown = logging.Formatter("%(name)s %(message)s")
+    records = "\n".join(f"{shown.format(r)} {vars(r)}" for r in caplog.records)
+    out = capsys.readouterr()
+    state = stack.s3.get_object(Bucket=ARTIFACTS_BUCKET, Key="sources/state/wiki.json")
+    texts = (out.out, out.err, records, json.dumps(ran), state["Body"].read().decode())
+    for text in (*texts, json.dumps(stack.health())):
+        for spelled in {token, json.dumps(token)[1:-1], repr(json.dumps(token)[1:-1].encode())}:
+            assert spelled.strip("b'") not in text
 
 
 def test_a_manual_invoke_syncs_one_named_source(stack: Stack, site: Site) -> None:

@@ -1,5 +1,6 @@
 """Secrets in AWS Secrets Manager: the credentials a stack's sources sync with, read by name when
-a sync starts. Neither a value nor AWS's own message about one is ever put in an error."""
+a sync starts. Neither a value nor AWS's own message about one is ever put in an error, and no
+log record holds one (docchat.adapters.redaction), even botocore's at DEBUG."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from docchat.adapters.redaction import hide, install
 from docchat.errors import SecretError
 
 _MISSING = frozenset({"ResourceNotFoundException"})
@@ -20,6 +22,8 @@ class SecretsManagerSecrets:
 
     def __init__(self, client: Any) -> None:
         self._client = client
+        # Before the first GetSecretValue: at DEBUG botocore logs its answer's body.
+        install()
 
     def secret(self, name: str) -> str:
         """The secret's SecretString (its current version), or SecretError saying what to fix."""
@@ -34,6 +38,7 @@ class SecretsManagerSecrets:
                 f"its secret string (aws secretsmanager put-secret-value --secret-id {name} "
                 "--secret-string ...)"
             )
+        hide(text.strip())
         return text.strip()
 
 

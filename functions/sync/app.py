@@ -24,6 +24,9 @@ def _run(event: dict[str, Any]) -> SyncRun:
     for done in run.sources:
         counts = done.model_dump(mode="json", exclude={"name", "at", "skip_note"})
         logger.info("source synced", extra={"source": done.name, **counts})
+    for gone in run.removed_sources:
+        counts = gone.model_dump(mode="json", exclude={"name"})
+        logger.info("source removed", extra={"source": gone.name, **counts})
     return run
 
 

@@ -297,6 +297,36 @@ def test_at_debug_no_log_record_result_state_or_health_holds_the_secret(
             assert spelled.strip("b'") not in text
 
 
+def test_a_removed_definition_has_the_objects_its_syncs_wrote_deleted_and_its_state_forgotten(
+    stack: Stack, site: Site
+) -> None:
+    # Given two sources of one site synced, and an upload beside them in the collection
+    stack.define("handbook", _web(site))
+    stack.define("tides", {**_web(site), "collection": "tides"})
+    upload = "collections/harbour/uploads/k1/notes.pdf"
+    stack.s3.put_object(Bucket=DOCS_BUCKET, Key=upload, Body=b"%PDF-1.7 kept")
+    stack.sync()
+    kept = [k for k in stack.stored() if not k.startswith(PREFIX)]
+    assert len(stack.stored()) - len(kept) == 3
+
+    # When the operator deletes the definition of one, and the schedule runs
+    stack.s3.delete_object(Bucket=ARTIFACTS_BUCKET, Key="sources/handbook.json")
+    ran = stack.handler.handler(EVENT, FakeContext("sync"))
+
+    # Then its three objects are deleted (delete markers: Remove takes them out of the index),
+    # nothing else is, and its state is gone; the other source is synced as ever
+    assert stack.stored() == kept and upload in kept
+    markers = stack.s3.list_object_versions(Bucket=DOCS_BUCKET, Prefix=PREFIX)["DeleteMarkers"]
+    assert len([m for m in markers if m["IsLatest"]]) == 3
+    assert ran["removed_sources"] == [{"name": "handbook", "removed": 3, "last_failure": ""}]
+    assert [s["name"] for s in ran["sources"]] == ["tides"]
+    states = stack.s3.list_objects_v2(Bucket=ARTIFACTS_BUCKET, Prefix="sources/state/")
+    assert [o["Key"] for o in states["Contents"]] == ["sources/state/tides.json"]
+    assert [s["name"] for s in stack.health()["sources"]] == ["tides"]
+    # And the next run has nothing left to remove
+    assert stack.handler.handler(EVENT, FakeContext("sync"))["removed_sources"] == []
+
+
 def test_a_manual_invoke_syncs_one_named_source(stack: Stack, site: Site) -> None:
     stack.define("handbook", _web(site))
     stack.define("wiki", _confluence())

@@ -20,7 +20,8 @@ from tests.infra.iam import Recorder
 
 def synced_sources(monkeypatch: pytest.MonkeyPatch, recorder: Recorder) -> None:
     """The sync function's calls: a web site synced into a collection, then synced again with a
-    page gone (its object deleted); a Confluence source whose secret does not exist."""
+    page gone (its object deleted); a Confluence source whose secret does not exist; a source
+    synced into the default collection, then removed (its objects and its state deleted)."""
     monkeypatch.setenv("DOCCHAT_DOCUMENTS_BUCKET", DOCS_BUCKET)
     site = Site(
         pages={
@@ -36,6 +37,7 @@ def synced_sources(monkeypatch: pytest.MonkeyPatch, recorder: Recorder) -> None:
             web = {"url": site.url("/"), "rate": 0, "collection": "harbour"}
             for name, definition in {
                 "handbook": web,
+                "retired": {**web, "collection": ""},
                 "wiki": {**wiki, "email": "dana@example.com", "secret": "docchat/wiki"},
             }.items():
                 body = json.dumps(definition).encode()
@@ -44,5 +46,8 @@ def synced_sources(monkeypatch: pytest.MonkeyPatch, recorder: Recorder) -> None:
             with recorder.running("sync"):
                 ran = handler.handler({}, FakeContext("sync"))
             site.pages.pop("/guide.html", None)
+            with recorder.harness():
+                s3.delete_object(Bucket=ARTIFACTS_BUCKET, Key="sources/retired.json")
     counts = {s["name"]: (s["fetched"], s["removed"], s["failed"]) for s in ran["sources"]}
     assert counts == {"handbook": (0, 1, 0), "wiki": (0, 0, 1)}, ran
+    assert ran["removed_sources"] == [{"name": "retired", "removed": 2, "last_failure": ""}]

@@ -87,6 +87,18 @@ def defined_names(keys: list[str]) -> list[str]:
     return sorted(names)
 
 
+def undefined_names(keys: list[str]) -> list[str]:
+    """The names of the sources with a state among `keys` (`sources/state/<name>.json`) but no
+    definition: sources an operator removed."""
+    defined = set(defined_names(keys))
+    names = []
+    for key in keys:
+        rest = key.removeprefix(STATES)
+        if key.startswith(STATES) and "/" not in rest and rest.endswith(".json"):
+            names.append(rest.removesuffix(".json"))
+    return sorted(set(names) - defined)
+
+
 def parsed_definition(name: str, data: bytes) -> StackSource:
     """The source `sources/<name>.json` defines, or SourceError naming what to fix in it."""
     where = definition_key(name)

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from docchat.errors import ObjectMissingError, SecretError, SourceError
 from docchat.ingest.decision import doc_id_for
-from docchat.ingest.synced import LONGEST_URL, SOURCE_URL
+from docchat.ingest.synced import LONGEST_URL, SOURCE_URL, is_synced_key
 from docchat.models import COLLECTIONS_PREFIX
 from docchat.ports import Secrets, SyncedObjects
 from docchat.sources.confluence import SpacePages
@@ -50,6 +50,8 @@ from docchat.sources.stack import (
     definition_key,
     parsed_definition,
     read_state,
+    state_key,
+    undefined_names,
     write_state,
 )
 from docchat.sources.store import (
@@ -75,10 +77,20 @@ class SourceSynced(SyncReport):
     name: str
 
 
+class SourceRemoved(BaseModel):
+    """A source whose definition was deleted: how many of the objects its syncs wrote were
+    deleted (the pipeline's Remove takes them out of the index), and why not all, if not."""
+
+    name: str
+    removed: int = 0
+    last_failure: str = ""
+
+
 class SyncRun(BaseModel):
     """What one invocation of the sync function did, source by source."""
 
     sources: list[SourceSynced]
+    removed_sources: list[SourceRemoved] = []
 
 
 @dataclass
@@ -112,8 +124,10 @@ class StackSyncer:
     sleep: Callable[[float], None] = time.sleep
 
     def sync(self, only: str = "") -> SyncRun:
-        """Every defined source synced (or only the one called `only`), one after another."""
-        names = defined_names(self.objects.keys(self.artifacts_bucket, DEFINITIONS))
+        """Every defined source synced (or only the one called `only`), one after another;
+        then, unless only one was asked for, each source whose definition is gone removed."""
+        keys = self.objects.keys(self.artifacts_bucket, DEFINITIONS)
+        names = defined_names(keys)
         if only:
             if only not in names:
                 known = ", ".join(names) or "none yet"
@@ -122,7 +136,27 @@ class StackSyncer:
                     f"write its definition to s3://{self.artifacts_bucket}/{definition_key(only)}"
                 )
             names = [only]
-        return SyncRun(sources=[self.sync_source(name) for name in names])
+        synced = [self.sync_source(name) for name in names]
+        gone = [] if only else [self.remove_source(name) for name in undefined_names(keys)]
+        return SyncRun(sources=synced, removed_sources=gone)
+
+    def remove_source(self, name: str) -> SourceRemoved:
+        """The objects the syncs of `name` (whose definition is gone) wrote, as its state
+        records them, deleted from the documents bucket, then its state; what could not be
+        deleted stays in its state for the next run."""
+        state = read_state(self.objects, self.artifacts_bucket, name)
+        done = SourceRemoved(name=name)
+        try:
+            for url, known in list(state.objects.items()):
+                if is_synced_key(known.key):  # never anything but where the sync writes
+                    self.objects.delete(self.documents_bucket, known.key)
+                    done.removed += 1
+                del state.objects[url]
+            self.objects.delete(self.artifacts_bucket, state_key(name))
+        except Exception as exc:  # kept as the reason; the next run deletes the rest
+            done.last_failure = f"the removal stopped: {type(exc).__name__}: {exc}"
+            write_state(self.objects, self.artifacts_bucket, name, state)
+        return done
 
     def sync_source(self, name: str) -> SourceSynced:
         """The source `name` synced; its state (what was done, however it ended) is saved."""

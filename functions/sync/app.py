@@ -21,6 +21,8 @@ def _run(event: dict[str, Any]) -> SyncRun:
         artifacts_bucket=settings.artifacts_bucket,
     )
     run = syncer.sync(task.source)
+    if run.left_to_another:
+        logger.info("sync skipped", extra={"reason": run.left_to_another})
     for done in run.sources:
         counts = done.model_dump(mode="json", exclude={"name", "at", "skip_note"})
         logger.info("source synced", extra={"source": done.name, **counts})

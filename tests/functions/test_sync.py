@@ -9,6 +9,9 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -325,6 +328,61 @@ def test_a_removed_definition_has_the_objects_its_syncs_wrote_deleted_and_its_st
     assert [s["name"] for s in stack.health()["sources"]] == ["tides"]
     # And the next run has nothing left to remove
     assert stack.handler.handler(EVENT, FakeContext("sync"))["removed_sources"] == []
+
+
+def test_a_run_starting_while_another_syncs_leaves_the_sources_to_it(
+    stack: Stack, site: Site
+) -> None:
+    # Given a run held up by a slow page (a long crawl)
+    stack.define("handbook", _web(site))
+    slow = site.pages["/guide.html"]
+    slow.hold = threading.Event()
+    first: dict[str, Any] = {}
+    running = threading.Thread(target=lambda: first.update(stack.sync()))
+    running.start()
+    deadline = time.monotonic() + 30
+    while "/guide.html" not in site.paths() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "/guide.html" in site.paths(), site.paths()
+    writes = stack.versions()
+
+    # When the next scheduled run starts
+    second = stack.handler.handler(EVENT, FakeContext("sync"))
+
+    # Then it ends at once, saying it left the sources to the running one, having written
+    # and deleted nothing
+    assert second["sources"] == [] and second["removed_sources"] == []
+    assert re.fullmatch(
+        r"another sync, started \S+Z, holds the sources \(its lease runs until \S+Z\): this run "
+        r"left them to it",
+        second["left_to_another"],
+    ), second
+    assert stack.versions() == writes
+    # And the running one finishes its work, then lets the next run sync
+    slow.hold.set()
+    running.join(timeout=60)
+    assert first["handbook"]["fetched"] == 3
+    third = stack.handler.handler(EVENT, FakeContext("sync"))
+    assert third["left_to_another"] == "" and third["sources"][0]["unchanged"] == 3
+
+
+def test_a_lease_left_by_a_stopped_run_is_taken_over_once_it_expires(
+    stack: Stack, site: Site
+) -> None:
+    # Given the lease of a run Lambda stopped (a timeout) 17 minutes ago, past its expiry
+    stack.define("handbook", _web(site))
+    started = time.time() - 17 * 60
+    lease = {"run": "stopped", "started": started, "until": started + 16 * 60}
+    stack.s3.put_object(
+        Bucket=ARTIFACTS_BUCKET, Key="sources/state/sync.lease", Body=json.dumps(lease)
+    )
+
+    # When the schedule runs, Then it takes the sources over, and releases them when done
+    ran = stack.handler.handler(EVENT, FakeContext("sync"))
+
+    assert ran["left_to_another"] == "" and ran["sources"][0]["fetched"] == 3
+    states = stack.s3.list_objects_v2(Bucket=ARTIFACTS_BUCKET, Prefix="sources/state/")
+    assert [o["Key"] for o in states["Contents"]] == ["sources/state/handbook.json"]
 
 
 def test_a_manual_invoke_syncs_one_named_source(stack: Stack, site: Site) -> None:

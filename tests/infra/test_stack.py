@@ -385,3 +385,13 @@ def test_stack_sets_each_function_the_settings_it_cannot_run_without(name: str, 
         f"DOCCHAT_{n.upper()}" for n in Settings.model_fields
     }
     assert unknown == set(), resource
+
+
+def test_stack_sync_lease_outlasts_the_longest_sync_run() -> None:
+    # A lease younger than the function's timeout may be a live run's: only an older one is
+    # taken over (docchat.sources.lease), so the lease must outlast the timeout.
+    from docchat.sources.lease import LEASE_S
+
+    function = _stack().resources()["SyncFunction"]["Properties"]
+
+    assert int(function["Timeout"]) < LEASE_S

@@ -115,3 +115,35 @@ def test_s3_objects_sha256_streams_the_body(stubbed: tuple[S3Objects, Stubber]) 
     assert objects.sha256(BUCKET, KEY) == (
         "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
     )
+
+
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [
+        # The key exists (412 Precondition Failed), or another conditional write to the key
+        # raced this one (409 Conflict): S3 user guide, "How to prevent object overwrites with
+        # conditional writes", https://docs.aws.amazon.com/AmazonS3/latest/userguide/
+        # conditional-writes.html, read 2026-12-07. moto answers the 412, never the 409.
+        ("PreconditionFailed", 412),
+        ("ConditionalRequestConflict", 409),
+    ],
+)
+def test_a_create_only_write_that_s3_refuses_answers_none(
+    stubbed: tuple[S3Objects, Stubber], code: str, status: int
+) -> None:
+    objects, stubber = stubbed
+    stubber.add_client_error(
+        "put_object",
+        service_error_code=code,
+        service_message="At least one of the pre-conditions you specified did not hold",
+        http_status_code=status,
+        expected_params={
+            "Bucket": BUCKET,
+            "Key": "sources/state/sync.lease",
+            "Body": b'{"run": "r"}',
+            "ContentType": "application/json",
+            "IfNoneMatch": "*",
+        },
+    )
+
+    assert objects.create_json(BUCKET, "sources/state/sync.lease", {"run": "r"}) is None

@@ -366,6 +366,23 @@ class SyncedObjects(Protocol):
 
     def keys(self, bucket: str, prefix: str) -> list[str]: ...
 
+    def create_json(self, bucket: str, key: str, value: object) -> str | None:
+        """Write `value` only if `key` has no object: its ETag, or None if one exists."""
+        ...
+
+    def read_tagged(self, bucket: str, key: str) -> tuple[bytes, str]:
+        """The object's bytes and its ETag."""
+        ...
+
+    def replace_json(self, bucket: str, key: str, value: object, *, etag: str) -> str | None:
+        """Write `value` only if the object is still the one tagged `etag`: the new ETag, or
+        None if it changed or is gone."""
+        ...
+
+    def delete_if(self, bucket: str, key: str, *, etag: str) -> bool:
+        """Delete the object only if it is still the one tagged `etag`."""
+        ...
+
 
 class Secrets(Protocol):
     """Where a stack keeps the credentials its sources sync with (Secrets Manager)."""

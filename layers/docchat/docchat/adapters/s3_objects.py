@@ -18,6 +18,12 @@ _CHUNK = 1 << 20
 # GetObject answers a missing key with NoSuchKey; HeadObject has no body, so only its status.
 _MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
 _DENIED = frozenset({"AccessDenied", "403", "Forbidden"})
+#: A conditional request whose condition did not hold (412), whose object is gone (If-Match on
+#: a missing key: 404), or that raced another conditional write (409): S3 user guide, "How to
+#: prevent object overwrites with conditional writes" (read 2026-12-07).
+_NOT_AS_EXPECTED = frozenset(
+    {"PreconditionFailed", "412", "ConditionalRequestConflict", "409", *_MISSING}
+)
 
 
 class S3Objects:
@@ -68,6 +74,49 @@ class S3Objects:
     ) -> None:
         """Write `data` whole under `key`, with `metadata` as the object's user metadata."""
         self._s3.put_object(Bucket=bucket, Key=key, Body=data, Metadata=dict(metadata))
+
+    def create_json(self, bucket: str, key: str, value: Any) -> str | None:
+        """Write `value` only if `key` has no object (If-None-Match: *): its ETag, or None when
+        S3 answers that one exists (412) or another conditional write raced this one (409)."""
+        body = json.dumps(value, ensure_ascii=False).encode()
+        return self._conditional_put(bucket, key, body, IfNoneMatch="*")
+
+    def read_tagged(self, bucket: str, key: str) -> tuple[bytes, str]:
+        try:
+            answer = self._s3.get_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            if _code(exc) in _MISSING:
+                raise ObjectMissingError(f"s3://{bucket}/{key} no longer exists") from exc
+            raise _translated(exc, bucket, key) from exc
+        data: bytes = answer["Body"].read()
+        return data, str(answer["ETag"])
+
+    def replace_json(self, bucket: str, key: str, value: Any, *, etag: str) -> str | None:
+        """Write `value` only if the object is still the one tagged `etag` (If-Match): the new
+        ETag, or None when it changed (412), is gone (404) or another write raced (409)."""
+        body = json.dumps(value, ensure_ascii=False).encode()
+        return self._conditional_put(bucket, key, body, IfMatch=etag)
+
+    def delete_if(self, bucket: str, key: str, *, etag: str) -> bool:
+        """Delete the object only if it is still the one tagged `etag` (If-Match)."""
+        try:
+            self._s3.delete_object(Bucket=bucket, Key=key, IfMatch=etag)
+        except ClientError as exc:
+            if _code(exc) in _NOT_AS_EXPECTED:
+                return False
+            raise _translated(exc, bucket, key) from exc
+        return True
+
+    def _conditional_put(self, bucket: str, key: str, body: bytes, **condition: str) -> str | None:
+        try:
+            answer = self._s3.put_object(
+                Bucket=bucket, Key=key, Body=body, ContentType="application/json", **condition
+            )
+        except ClientError as exc:
+            if _code(exc) in _NOT_AS_EXPECTED:
+                return None
+            raise _translated(exc, bucket, key) from exc
+        return str(answer["ETag"])
 
     def read_json(self, bucket: str, key: str) -> Any:
         return json.loads(self.read(bucket, key))

@@ -40,6 +40,7 @@ from docchat.sources.crawl import (
     Outcome,
 )
 from docchat.sources.graph import DriveDelta
+from docchat.sources.lease import Busy, release_lease, take_lease
 from docchat.sources.stack import (
     DEFINITIONS,
     STACK_SECRET,
@@ -87,10 +88,12 @@ class SourceRemoved(BaseModel):
 
 
 class SyncRun(BaseModel):
-    """What one invocation of the sync function did, source by source."""
+    """What one invocation of the sync function did, source by source; or, when another run
+    holds the sources (docchat.sources.lease), nothing, and `left_to_another` says so."""
 
     sources: list[SourceSynced]
     removed_sources: list[SourceRemoved] = []
+    left_to_another: str = ""
 
 
 @dataclass
@@ -122,10 +125,21 @@ class StackSyncer:
     artifacts_bucket: str
     session: requests.Session | None = None
     sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.time
 
     def sync(self, only: str = "") -> SyncRun:
         """Every defined source synced (or only the one called `only`), one after another;
-        then, unless only one was asked for, each source whose definition is gone removed."""
+        then, unless only one was asked for, each source whose definition is gone removed.
+        Nothing, while another run holds the sources."""
+        taken = take_lease(self.objects, self.artifacts_bucket, now=self.clock())
+        if isinstance(taken, Busy):
+            return SyncRun(sources=[], left_to_another=taken.said)
+        try:
+            return self._sync(only)
+        finally:
+            release_lease(self.objects, self.artifacts_bucket, taken)
+
+    def _sync(self, only: str) -> SyncRun:
         keys = self.objects.keys(self.artifacts_bucket, DEFINITIONS)
         names = defined_names(keys)
         if only:

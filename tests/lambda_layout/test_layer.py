@@ -33,11 +33,20 @@ LOCAL_ONLY = (
     "adapters/sqlite_index",
     "adapters/sqlite_conversations.py",
     "adapters/sqlite_errors.py",
-    "sources",
+    # The local sync; the other sources modules are the stack's sync's (functions/sync) too.
+    "sources/sync.py",
 )
 # The Convert function ships the Office and HTML readers itself
 # (functions/convert/requirements.txt).
 CONVERT_ONLY = ("docchat.ingest.formats.",)  # its modules; the package itself needs none
+# The sync function ships the walkers' HTML parser itself (functions/sync/requirements.txt):
+# these import it; the chat function's /health reads the stack's sources without them.
+SYNC_ONLY = (
+    "docchat.sources.crawl",
+    "docchat.sources.confluence",
+    "docchat.sources.graph",
+    "docchat.sources.stack_sync",
+)
 
 PROBE = """
 import importlib, json, pkgutil, sys
@@ -82,7 +91,7 @@ def test_layer_leaves_out_what_docchat_never_imports(layout: Layout) -> None:
 def test_layer_every_module_imports_in_the_lambda_layout(layout: Layout) -> None:
     # Given the chat function's task root (fastapi, uvicorn, anthropic) and the layers at /opt
     # When every docchat module is imported with the runtime's Python
-    result = _probe(layout, "chat", PROBE, *CONVERT_ONLY)
+    result = _probe(layout, "chat", PROBE, *CONVERT_ONLY, *SYNC_ONLY)
 
     # Then all import, and none of the dependencies left out is needed
     assert result.returncode == 0, result.stderr[-3000:]
@@ -90,6 +99,24 @@ def test_layer_every_module_imports_in_the_lambda_layout(layout: Layout) -> None
     assert report["failed"] == {}
     loaded = {name for name in report["loaded"] for top in NEVER_IMPORTED if name == top}
     assert not loaded, f"imported at run time: {loaded}"
+
+
+SYNC_PROBE = """
+import importlib, sys
+sys.path[:0] = [sys.argv[1], "/opt/python"]
+for name in sys.argv[2:]:
+    importlib.import_module(name)
+print(sys.modules["selectolax"].__file__)
+"""
+
+
+def test_the_sync_function_imports_its_walkers_from_what_it_ships(layout: Layout) -> None:
+    # Given the sync function's task root and the layers at /opt, When the modules the layer
+    # probe leaves out for it are imported, Then they import, selectolax from the function's zip
+    result = _probe(layout, "sync", SYNC_PROBE, *SYNC_ONLY)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().startswith(str(layout.task_root("sync"))), result.stdout
 
 
 def test_layer_carries_the_viewers_pdfjs_with_its_licence(layout: Layout) -> None:

@@ -11,6 +11,7 @@ examples/pdfs/dmca.pdf. tests/lambda_layout/harness.py says what is emulated and
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 from boto3.dynamodb.types import TypeDeserializer
 
+from tests.cli.website import Page, Site, page, serving
 from tests.conftest import EXAMPLES, REPO
 from tests.lambda_layout.bedrock_stub import BedrockStub
 from tests.lambda_layout.conftest import DOCS_BUCKET, PDF_KEY, Stack, make_stack
@@ -40,7 +42,10 @@ PIPELINE_ORDER = (
     "mark_failed",
     "watchdog",
     "remove",
+    "sync",
 )
+#: The site the sync function's sample event syncs (a web source defined before it runs).
+SITE = Site(pages={"/": Page(page("Harbour handbook", "Moor at pontoon seven."))})
 
 
 def _event(name: str) -> Any:
@@ -83,10 +88,18 @@ def steps(emulator: Emulator, stack: Stack, moto_endpoint: str) -> dict[str, Ste
     """Each sample event sent once, in pipeline order, to its built function. The object is
     deleted before Remove runs, as it is before S3 sends Object Deleted."""
     done = {}
+    s3 = moto_client("s3", moto_endpoint)
     for name in PIPELINE_ORDER:
         if name == "remove":
-            moto_client("s3", moto_endpoint).delete_object(Bucket=DOCS_BUCKET, Key=PDF_KEY)
-        done[name] = Step(emulator.invoke(name, _event(name)), _item(moto_endpoint, stack.table))
+            s3.delete_object(Bucket=DOCS_BUCKET, Key=PDF_KEY)
+        with serving(SITE) if name == "sync" else contextlib.nullcontext():
+            if name == "sync":
+                web = {"kind": "web", "url": SITE.url("/"), "rate": 0, "collection": "harbour"}
+                s3.put_object(
+                    Bucket=stack.artifacts, Key="sources/handbook.json", Body=json.dumps(web)
+                )
+            invocation = emulator.invoke(name, _event(name))
+        done[name] = Step(invocation, _item(moto_endpoint, stack.table))
     return done
 
 
@@ -119,9 +132,8 @@ def test_rie_covers_every_handler_with_its_sample_event() -> None:
     handlers = {p.parent.name for p in (REPO / "functions").glob("*/app.py")}
     events = {p.stem for p in (REPO / "events").glob("*.json")}
     # The OCR function is a container image, not in `sam build`'s output here:
-    # test_ocr_image.py runs it with events/ocr.json. The sync function (issue 47) is not run
-    # under the emulator yet: tests/functions/test_sync.py runs its handler with events/sync.json.
-    assert handlers == events == set(PIPELINE_ORDER) | {"ocr", "sync"}
+    # test_ocr_image.py runs it with events/ocr.json.
+    assert handlers == events == set(PIPELINE_ORDER) | {"ocr"}
 
 
 def test_rie_register_claims_the_uploaded_pdf(steps: dict[str, Step]) -> None:
@@ -210,6 +222,25 @@ def test_rie_mark_failed_and_watchdog_leave_an_indexed_document_alone(
 def test_rie_remove_forgets_the_deleted_pdf(steps: dict[str, Step]) -> None:
     assert steps["remove"].ok() == {"doc_id": DOC_ID, "status": "removed", "detail": ""}
     assert steps["remove"].item_after is None
+
+
+def test_rie_sync_writes_the_defined_sites_page_into_its_collection(
+    steps: dict[str, Step], stack: Stack, moto_endpoint: str
+) -> None:
+    # The scheduler's event (events/sync.json) syncs every source defined in the artifacts
+    # bucket: the site's one page becomes an object under the collection's prefix, with its
+    # address in the object's metadata, and the run's lease is released
+    result = steps["sync"].ok()
+    [synced] = result["sources"]
+    assert (synced["name"], synced["fetched"], synced["failed"]) == ("handbook", 1, 0), result
+    assert (result["removed_sources"], result["left_to_another"]) == ([], "")
+    s3 = moto_client("s3", moto_endpoint)
+    [key] = [o["Key"] for o in s3.list_objects_v2(Bucket=DOCS_BUCKET)["Contents"]]
+    assert key.startswith("collections/harbour/sources/handbook/") and key.endswith("/index.html")
+    metadata = s3.head_object(Bucket=DOCS_BUCKET, Key=key)["Metadata"]
+    assert metadata == {"docchat-source-url": SITE.url("/")}
+    states = s3.list_objects_v2(Bucket=stack.artifacts, Prefix="sources/state/")["Contents"]
+    assert [o["Key"] for o in states] == ["sources/state/handbook.json"]
 
 
 def test_rie_handler_error_fails_the_invocation(emulator: Emulator) -> None:

@@ -25,6 +25,7 @@ from infra.sam_local import daemon, image, layers, sam, template
 from infra.sam_local.tools import SetupError, cache_dir
 
 from docchat.ingest.decision import doc_id_for
+from tests.cli.website import Page, Site, page, serving
 from tests.conftest import EXAMPLES, REPO
 from tests.infra import intrinsics
 from tests.infra.test_statemachine import CloudFormationLoader
@@ -42,7 +43,7 @@ DOC_ID = "dmca-75433a68"
 # object is deleted before Remove, as it is before S3 sends Object Deleted.
 ORDER = (
     "register", "convert", "ocr", "chunk", "embed", "index", "finalize", "mark_failed",
-    "watchdog", "remove",
+    "watchdog", "remove", "sync",
 )  # fmt: skip
 CHAT_READY_WITHIN_S = 90
 
@@ -228,11 +229,15 @@ def _invoke_all(
                 built["Resources"][logical_id]["Properties"].get("Timeout", 300)
             )) + 180  # fmt: skip
             step_started = time.monotonic()
-            invoked = sam.sam_local_invoke(
-                built_path, logical_id, REPO / "events" / f"{name}.json", env_vars=env_vars,
-                layer_cache=work / "layers", python_bin=python_bin, aws_endpoint=moto,
-                timeout=timeout,
-            )  # fmt: skip
+            with (
+                _source_site(gateway, s3, stack.artifacts)
+                if name == "sync" else contextlib.nullcontext("")
+            ) as site_url:  # fmt: skip
+                invoked = sam.sam_local_invoke(
+                    built_path, logical_id, REPO / "events" / f"{name}.json",
+                    env_vars=env_vars, layer_cache=work / "layers", python_bin=python_bin,
+                    aws_endpoint=moto, timeout=timeout,
+                )  # fmt: skip
             steps[name] = {
                 "function": logical_id,
                 "returncode": invoked.returncode,
@@ -241,6 +246,14 @@ def _invoke_all(
                 "item_after": registry_item(moto, stack.table),
                 "seconds": round(time.monotonic() - step_started, 1),
             }
+            if name == "sync":
+                steps[name]["site"] = site_url
+                steps[name]["objects"] = {
+                    item["Key"]: s3.head_object(Bucket=DOCS_BUCKET, Key=item["Key"])["Metadata"]
+                    for item in s3.list_objects_v2(Bucket=DOCS_BUCKET).get("Contents", [])
+                }
+                listed = s3.list_objects_v2(Bucket=stack.artifacts, Prefix="sources/state/")
+                steps[name]["states"] = [item["Key"] for item in listed.get("Contents", [])]
             if name == "ocr":
                 key = json.loads((REPO / "events" / "ocr.json").read_text())["range"]["key"]
                 with contextlib.suppress(Exception):
@@ -271,6 +284,18 @@ def _invoke_all(
             "ingestion": ingestion,
             "env_vars": per_function,
         }
+
+
+@contextlib.contextmanager
+def _source_site(gateway: str, s3: Any, artifacts: str) -> Iterator[str]:
+    """A web site on loopback, relayed to the Docker bridge for the sync function's container,
+    defined as the source "handbook" of the collection "harbour": its address as defined."""
+    site = Site(pages={"/": Page(page("Harbour handbook", "Moor at pontoon seven."))})
+    with serving(site), Relay(gateway, int(site.base.rsplit(":", 1)[1])) as relay:
+        url = f"{relay.endpoint}/"
+        web = {"kind": "web", "url": url, "rate": 0, "collection": "harbour"}
+        s3.put_object(Bucket=artifacts, Key="sources/handbook.json", Body=json.dumps(web))
+        yield url
 
 
 def documents() -> dict[str, bytes]:

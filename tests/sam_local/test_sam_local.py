@@ -71,9 +71,7 @@ def check_every_function_is_invoked_with_its_sample_event(
 ) -> None:
     handlers = {p.parent.name for p in (REPO / "functions").glob("*/app.py")}
     events = {p.stem for p in (REPO / "events").glob("*.json")}
-    # The sync function (issue 47) is not invoked under sam local yet: tests/functions/
-    # test_sync.py runs its handler with events/sync.json against moto and a site on 127.0.0.1.
-    assert handlers == events == set(sam_run["steps"]) | {"sync"}
+    assert handlers == events == set(sam_run["steps"])
     # and the build holds every function of the template, the OCR image and chat included
     assert set(sam_run["functions"]) == handlers | {"chat"}
 
@@ -139,6 +137,23 @@ def check_mark_failed_and_watchdog_leave_an_indexed_document_alone(
 def check_remove_forgets_the_deleted_pdf(sam_run: dict[str, Any]) -> None:
     assert _ok(sam_run, "remove") == {"doc_id": DOC_ID, "status": "removed", "detail": ""}
     assert sam_run["steps"]["remove"]["item_after"] is None
+
+
+def check_sync_writes_the_defined_sites_page_into_its_collection(
+    sam_run: dict[str, Any],
+) -> None:
+    # The scheduler's event syncs the web source defined in the artifacts bucket (a site on
+    # loopback, relayed to the container): its one page is an object under the collection's
+    # prefix with its address in the metadata; the run's lease is released
+    result = _ok(sam_run, "sync")
+    [synced] = result["sources"]
+    assert (synced["name"], synced["fetched"], synced["failed"]) == ("handbook", 1, 0), result
+    assert (result["removed_sources"], result["left_to_another"]) == ([], "")
+    step = sam_run["steps"]["sync"]
+    [(key, metadata)] = step["objects"].items()
+    assert key.startswith("collections/harbour/sources/handbook/") and key.endswith("/index.html")
+    assert metadata == {"docchat-source-url": step["site"]}
+    assert step["states"] == ["sources/state/handbook.json"]
 
 
 def check_chat_run_sh_gets_ready_without_the_web_adapter(

@@ -22,7 +22,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from docchat.errors import SourceError
-from docchat.ingest.claims import locked
 
 FILE_NAME = "sources.json"
 #: Held while a process changes sources.json, and while it syncs or removes a source.
@@ -231,6 +230,10 @@ def syncing(data_dir: Path, name: str) -> Iterator[bool]:
 
 @contextmanager
 def _held(path: Path, *, wait: bool) -> Iterator[bool]:
+    # Local mode's file locks (ingest.claims is not in the Lambda layer, where the stack's
+    # sources use these models but never a data directory).
+    from docchat.ingest.claims import locked
+
     try:
         handle = locked(path, wait=wait)
     except OSError:  # a directory this process cannot write: saving there says so

@@ -392,3 +392,17 @@ def test_a_manual_invoke_syncs_one_named_source(stack: Stack, site: Site) -> Non
     ran = stack.sync({"source": "handbook"})
 
     assert list(ran) == ["handbook"]
+
+
+def test_a_google_drive_definition_is_refused_naming_where_it_is_synced(stack: Stack) -> None:
+    # A kind the stack does not sync yet, though the local docchat does
+    stack.define("team", {"kind": "gdrive", "key_env": "KEY", "folder": "1abc"})
+
+    ran = stack.sync()
+
+    assert ran["team"]["last_failure"] == (
+        "sources/team.json: Google Drive is synced by a local docchat only so far "
+        "(`docchat sources add gdrive`, docs/local.md): the stack syncs web, sharepoint and "
+        "confluence sources"
+    )
+    assert stack.health()["sources"][0]["problem"] == ran["team"]["last_failure"]

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from docchat.errors import CollectionNameError, ObjectMissingError, SourceError
 from docchat.models import collection_name
 from docchat.ports import SyncedObjects
 from docchat.sources.store import (
-    AnySource,
     ConfluenceSource,
     GraphSource,
     PageState,
@@ -34,7 +33,9 @@ SECRET_PREFIX = "docchat/"
 #: the walkers read it from a mapping the sync fills, never from the environment.
 STACK_SECRET = "STACK_SECRET"
 _SECRET_FIELD = {"sharepoint": "secret_env", "confluence": "token_env"}
-_ANY_SOURCE: TypeAdapter[WebSource | GraphSource | ConfluenceSource] = TypeAdapter(AnySource)
+#: The kinds the stack syncs (a Google Drive source is a local docchat's only, so far).
+StackKind = Annotated[WebSource | GraphSource | ConfluenceSource, Field(discriminator="kind")]
+_ANY_SOURCE: TypeAdapter[WebSource | GraphSource | ConfluenceSource] = TypeAdapter(StackKind)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,11 @@ def parsed_definition(name: str, data: bytes) -> StackSource:
         raise SourceError(
             f"{where} names the source {raw['name']!r}: a definition's name is its key's, "
             f"rename the object to sources/{raw['name']}.json or drop the name"
+        )
+    if raw["kind"] == "gdrive":
+        raise SourceError(
+            f"{where}: Google Drive is synced by a local docchat only so far (`docchat sources "
+            "add gdrive`, docs/local.md): the stack syncs web, sharepoint and confluence sources"
         )
     secret = _secret_of(raw, where)
     try:

@@ -152,3 +152,30 @@ def test_mcp_over_the_stage_sees_only_the_callers_collection(cloud: Cloud) -> No
     ferries, bridges = cloud.ids["ferries"], cloud.ids["bridges"]
     headers = {"authorization": cloud.tokens["ana"]}
     check_mcp(mcp_session(cloud.mcp_url, headers, ferries, bridges), ferries, bridges)
+
+
+def test_each_cognito_group_sees_the_stacks_sources_of_its_collections(cloud: Cloud) -> None:
+    # Given a web source defined for ferries and a definition that is not JSON
+    s3 = boto3.client("s3", region_name=REGION)
+    site = {"kind": "web", "url": "https://f.example/", "collection": "ferries"}
+    s3.put_object(Bucket=ARTIFACTS, Key="sources/timetable.json", Body=json.dumps(site).encode())
+    s3.put_object(Bucket=ARTIFACTS, Key="sources/broken.json", Body=b"{not json")
+
+    def names(user: str) -> list[str]:
+        response = cloud.call("GET", "/sources", user)
+        assert response.status_code == 200, response.text
+        return [s["name"] for s in response.json()["sources"]]
+
+    # Then the ferry team and an admin see it, the bridge team does not, and the broken
+    # definition is not listed (an admin's /health says why)
+    assert names("ana") == ["timetable"] and names("root") == ["timetable"]
+    assert names("bo") == []
+    (shown,) = cloud.call("GET", "/sources", "ana").json()["sources"]
+    assert shown == {
+        "name": "timetable",
+        "kind": "web",
+        "url": "https://f.example/",
+        "collection": "ferries",
+        "documents": 0,
+        "last_sync": None,
+    }

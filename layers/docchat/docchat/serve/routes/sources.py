@@ -58,6 +58,8 @@ def sources(
     listed = [] if synced is None else synced()["sources"]
     shown = []
     for found in listed:
+        if "problem" in found:  # a stack's definition that cannot be read: /health says why
+            continue
         info = SourceInfo.model_validate(
             {**found, "collection": found["collection"] or DEFAULT_COLLECTION}
         )

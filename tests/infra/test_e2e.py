@@ -129,9 +129,9 @@ def _checks(*names: str) -> int:
     return sum((REPO / "tests" / "e2e" / name).read_text().count("\ndef test_") for name in names)
 
 
-# The checks in tests/e2e that need a Microsoft tenant or a Confluence site rather than a stack:
-# skipped without one.
-TENANT_CHECKS = _checks("test_sharepoint.py", "test_confluence.py")
+# The checks in tests/e2e that need a Microsoft tenant, a Confluence site or a Google Drive rather
+# than a stack: skipped without one.
+TENANT_CHECKS = _checks("test_sharepoint.py", "test_confluence.py", "test_gdrive.py")
 # Every other check needs the stack: each is skipped without one, and fails without it.
 STACK_CHECKS = _checks(*(p.name for p in REPO.glob("tests/e2e/test_*.py"))) - TENANT_CHECKS
 

@@ -33,8 +33,12 @@ LOCAL_ONLY = (
     "adapters/sqlite_index",
     "adapters/sqlite_conversations.py",
     "adapters/sqlite_errors.py",
-    # The local sync; the other sources modules are the stack's sync's (functions/sync) too.
+    # The local sync, and Google Drive, which only it syncs; the other sources modules are the
+    # stack's sync's (functions/sync) too.
     "sources/sync.py",
+    "sources/gdrive.py",
+    "sources/driveanswers.py",
+    "sources/serviceaccount.py",
 )
 # The Convert function ships the Office and HTML readers itself
 # (functions/convert/requirements.txt).
@@ -46,6 +50,7 @@ SYNC_ONLY = (
     "docchat.sources.confluence",
     "docchat.sources.graph",
     "docchat.sources.stack_sync",
+    "docchat.sources.walk",
 )
 
 PROBE = """

@@ -18,7 +18,7 @@ from docchat.errors import StorageFullError
 from docchat.sources import sync as sync_module
 from docchat.wiring.local import local_app
 from tests.chatkit import ServedApp
-from tests.cli.run import run
+from tests.cli.run import last_sync, run, status_documents
 from tests.cli.website import DOCX, PDF, Page, Site, page, serving
 from tests.conftest import REPO
 
@@ -72,21 +72,6 @@ def _search(capsys: pytest.CaptureFixture[str], data: str, query: str) -> list[s
     return [row["source"] for row in json.loads(out)]
 
 
-def _last_sync(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, object]:
-    code, out, err = run(capsys, "sources", "--json", "--data-dir", data)
-    assert code == 0, err
-    (source,) = json.loads(out)
-    last: dict[str, object] = source["last_sync"]
-    return last
-
-
-def _documents(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, dict[str, object]]:
-    """The index's documents by source: each one's record as `docchat status --json` has it."""
-    code, out, err = run(capsys, "status", "--json", "--data-dir", data)
-    assert code == 0, err
-    return {d["source"]: d for d in json.loads(out)["documents"]}
-
-
 @contextmanager
 def _served(data: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The app `docchat serve` runs over `data`, on a real uvicorn: its base URL."""
@@ -115,7 +100,7 @@ def test_sync_indexes_pages_and_files_citing_their_urls_and_skips_unchanged(
         code, out, err = run(capsys, "sync", "--data-dir", data)
 
         assert code == 0, out + err
-        last = _last_sync(capsys, data)
+        last = last_sync(capsys, data)
         assert _counts(last) == {
             "fetched": 6,  # home, guide, PDF, .docx, notes, deep/one (depth 1)
             "unchanged": 0,
@@ -147,7 +132,7 @@ def test_sync_indexes_pages_and_files_citing_their_urls_and_skips_unchanged(
         code, answered, err = run(capsys, "ask", "Where do I moor the dinghy?", "--data-dir", data)
         assert code == 0, err
         assert f"({site.url('/guide.html')})" in answered  # the Sources line names the URL
-        revisions = _documents(capsys, data)
+        revisions = status_documents(capsys, data)
         assert all(d["status"] == "INDEXED" for d in revisions.values())
 
         # When: the site has not changed since.
@@ -156,7 +141,7 @@ def test_sync_indexes_pages_and_files_citing_their_urls_and_skips_unchanged(
 
         # Then: every page is asked for conditionally, and nothing is ingested again.
         assert code == 0, out + err
-        assert _counts(_last_sync(capsys, data)) == {
+        assert _counts(last_sync(capsys, data)) == {
             "fetched": 0,
             "unchanged": 6,
             "removed": 0,
@@ -167,7 +152,7 @@ def test_sync_indexes_pages_and_files_citing_their_urls_and_skips_unchanged(
         assert asked["/guide.html"]["If-None-Match"].startswith('"')
         assert "If-Modified-Since" in asked["/docs/report.pdf"]
         assert "If-None-Match" not in asked["/notes"]  # no validators: its bytes are compared
-        assert _documents(capsys, data) == revisions
+        assert status_documents(capsys, data) == revisions
 
 
 def test_sync_reingests_a_changed_page_and_removes_pages_gone_from_the_site(
@@ -182,10 +167,10 @@ def test_sync_reingests_a_changed_page_and_removes_pages_gone_from_the_site(
         add = ["sources", "add", "web", site.url("/"), "--depth", "2", "--rate", "0"]
         assert run(capsys, *add, "--name", "deep", "--data-dir", data)[0] == 0
         assert run(capsys, "sync", "deep", "--data-dir", data)[0] == 0
-        assert set(_documents(capsys, data)) == {
+        assert set(status_documents(capsys, data)) == {
             site.url(p) for p in ("/", "/links.html", "/guide.html", "/notes")
         }
-        before = _documents(capsys, data)
+        before = status_documents(capsys, data)
 
         # When: the guide changes, the notes page is no longer linked, and the links page is
         # gone (404) while the home page now links the guide directly.
@@ -203,7 +188,7 @@ def test_sync_reingests_a_changed_page_and_removes_pages_gone_from_the_site(
             "failed": 0,
             "skipped": 0,
         }
-        after = _documents(capsys, data)
+        after = status_documents(capsys, data)
         assert set(after) == {site.url("/"), site.url("/guide.html")}
         assert after[site.url("/guide.html")]["revision"] == 2
         assert before[site.url("/guide.html")]["revision"] == 1
@@ -216,7 +201,7 @@ def test_sync_reingests_a_changed_page_and_removes_pages_gone_from_the_site(
 
         assert code == 0, err
         assert "removed deep and 2 documents synced from it" in out
-        assert _documents(capsys, data) == {}
+        assert status_documents(capsys, data) == {}
         code, out, _ = run(capsys, "sources", "--json", "--data-dir", data)
         assert [s["source"]["name"] for s in json.loads(out)] == ["127.0.0.1-" + site.base[17:]]
 
@@ -242,7 +227,7 @@ def test_sync_reports_a_failing_page_and_keeps_what_is_indexed(
         code, out, err = run(capsys, "sync", "--data-dir", data)
 
         assert code == 1, out + err
-        assert set(_documents(capsys, data)) == {site.url("/"), site.url("/guide.html")}
+        assert set(status_documents(capsys, data)) == {site.url("/"), site.url("/guide.html")}
         code, out, err = run(capsys, "sources", "--data-dir", data)
         assert code == 0, err
         broken = site.url("/broken.html")
@@ -259,8 +244,8 @@ def test_sync_reports_a_failing_page_and_keeps_what_is_indexed(
 
         # Then: the sync fails, and what it had indexed stays.
         assert code == 1, out + err
-        assert set(_documents(capsys, data)) == {site.url("/"), site.url("/guide.html")}
-        assert _last_sync(capsys, data)["last_failure"] == (
+        assert set(status_documents(capsys, data)) == {site.url("/"), site.url("/guide.html")}
+        assert last_sync(capsys, data)["last_failure"] == (
             f"{site.url('/robots.txt')}: the server failed (503): sync again later"
         )
 
@@ -288,7 +273,7 @@ def test_sync_reads_a_sitemap_index_and_honours_max_pages_and_rate(
         code, out, err = run(capsys, "sync", "--data-dir", data)
 
         assert code == 0, out + err
-        assert set(_documents(capsys, data)) == {
+        assert set(status_documents(capsys, data)) == {
             site.url(p) for p in ("/guide.html", "/deep/one.html", "/deep/three.html")
         }
         assert site.paths() == [
@@ -348,7 +333,7 @@ def test_sync_refuses_a_file_over_the_size_limit_and_a_start_robots_disallows(
         code, out, err = run(capsys, "sync", "--data-dir", data)
 
         assert code == 1, out + err
-        assert set(_documents(capsys, data)) == {site.url("/")}
+        assert set(status_documents(capsys, data)) == {site.url("/")}
         report = site.url("/docs/report.pdf")
         assert _last_sync_of(capsys, data, "h")["last_failure"] == (
             f"{report}: over the size limit of {len(pdf) - 1} bytes, not fetched"
@@ -371,7 +356,7 @@ def test_a_sync_stopped_by_a_full_disk_keeps_what_was_indexed_and_says_why(
         add = ["sources", "add", "web", site.url("/"), "--rate", "0", "--name", "h"]
         assert run(capsys, *add, "--data-dir", data)[0] == 0
         assert run(capsys, "sync", "--data-dir", data)[0] == 0
-        before = _documents(capsys, data)
+        before = status_documents(capsys, data)
         # The disk fills while the second page is written (the first is ingested for real).
         real = sync_module.ingest_bytes
         calls: list[str] = []
@@ -390,11 +375,11 @@ def test_a_sync_stopped_by_a_full_disk_keeps_what_was_indexed_and_says_why(
 
         assert code == 2, out + err
         assert "the disk holding the index is full" in err
-        after = _documents(capsys, data)
+        after = status_documents(capsys, data)
         assert set(after) == set(before)  # the notes page, no longer linked, is not removed
         assert after[site.url("/")]["revision"] == 2
         assert after[site.url("/guide.html")] == before[site.url("/guide.html")]
-        last = _last_sync(capsys, data)
+        last = last_sync(capsys, data)
         assert last["last_failure"] == (
             "the sync stopped: the disk holding the index is full: free some space"
         )
@@ -420,7 +405,7 @@ def test_the_viewer_shows_a_synced_pdf_until_the_site_drops_it(
         add = ["sources", "add", "web", web.url("/"), "--rate", "0", "--data-dir", str(data)]
         assert run(capsys, *add)[0] == 0
         assert run(capsys, "sync", "--data-dir", str(data))[0] == 0
-        doc_id = _documents(capsys, str(data))[web.url("/docs/report.pdf")]["doc_id"]
+        doc_id = status_documents(capsys, str(data))[web.url("/docs/report.pdf")]["doc_id"]
         with _served(data, monkeypatch) as app:
             file = f"{app}/documents/{doc_id}/file"
 

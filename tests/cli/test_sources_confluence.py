@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from docchat.cli import sources as cli_sources
 from docchat.sources import confluence as confluence_module
 from tests.cli.confluencesite import SITE, Confluence, recorded
 from tests.cli.graphsite import file_bytes, serving
-from tests.cli.run import run
+from tests.cli.run import counts, found, last_sync, run, status_documents
 from tests.cli.test_sources import _served
 from tests.conftest import REPO
 from tests.officegen import docx_file
@@ -113,31 +112,6 @@ def _synced(capsys: pytest.CaptureFixture[str], data: str) -> tuple[int, str]:
     return code, out + err
 
 
-def _last(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, object]:
-    code, out, err = run(capsys, "sources", "--json", "--data-dir", data)
-    assert code == 0, err
-    (source,) = json.loads(out)
-    last: dict[str, object] = source["last_sync"]
-    return last
-
-
-def _counts(last: dict[str, object]) -> tuple[object, ...]:
-    return tuple(last[k] for k in ("fetched", "unchanged", "removed", "failed"))
-
-
-def _documents(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, dict[str, object]]:
-    code, out, err = run(capsys, "status", "--json", "--data-dir", data)
-    assert code == 0, err
-    return {d["source"]: d for d in json.loads(out)["documents"]}
-
-
-def _found(capsys: pytest.CaptureFixture[str], data: str, query: str) -> str:
-    code, out, err = run(capsys, "search", query, "--json", "--data-dir", data)
-    assert code == 0, err
-    source: str = json.loads(out)[0]["source"]
-    return source
-
-
 def test_sync_ingests_pages_and_readable_attachments_cited_by_their_web_addresses(
     space: Confluence,
     tmp_path: Path,
@@ -161,15 +135,15 @@ def test_sync_ingests_pages_and_readable_attachments_cited_by_their_web_addresse
     to_media = [r for r in space.requests if not r.host.startswith("127.0.0.1:")]
     assert [f"GET {r.path}" for r in to_media] == [PDF_MEDIA, DOCX_MEDIA]
     assert all("Authorization" not in r.headers for r in to_media)
-    assert _counts(_last(capsys, data)) == (4, 0, 0, 0)
-    documents = _documents(capsys, data)
+    assert counts(last_sync(capsys, data)) == (4, 0, 0, 0)
+    documents = status_documents(capsys, data)
     assert set(documents) == EVERY_DOCUMENT
     assert {c for d in documents.values() for c in d["collections"]} == {"eng-docs"}
-    assert _found(capsys, data, "new engineer pairs with a buddy") == ONBOARDING
-    assert _found(capsys, data, "make bootstrap") == ONBOARDING  # a code macro's CDATA
-    assert _found(capsys, data, "second Tuesday freeze review") == RELEASE
-    assert _found(capsys, data, "Beautiful is better than ugly") == HANDBOOK_URL
-    assert _found(capsys, data, "Opening paragraph of chapter") == CHECKLIST_URL
+    assert found(capsys, data, "new engineer pairs with a buddy") == ONBOARDING
+    assert found(capsys, data, "make bootstrap") == ONBOARDING  # a code macro's CDATA
+    assert found(capsys, data, "second Tuesday freeze review") == RELEASE
+    assert found(capsys, data, "Beautiful is better than ugly") == HANDBOOK_URL
+    assert found(capsys, data, "Opening paragraph of chapter") == CHECKLIST_URL
     out = run(capsys, "sources", "--data-dir", data)[1]
     assert f"eng: confluence {SITE}/wiki/spaces/ENG (collection eng-docs, as {EMAIL}" in out
     assert f"the API token in ${VAR}" in out
@@ -183,7 +157,7 @@ def test_a_second_sync_of_unchanged_versions_fetches_nothing_again(
     data = str(tmp_path / "data")
     _added(capsys, data)
     assert _synced(capsys, data)[0] == 0
-    before = _documents(capsys, data)
+    before = status_documents(capsys, data)
     space.requests.clear()
 
     code, said = _synced(capsys, data)
@@ -194,8 +168,8 @@ def test_a_second_sync_of_unchanged_versions_fetches_nothing_again(
     assert {line for line in said.splitlines() if "unchanged" in line} == {
         f"{url}: unchanged (304)" for url in EVERY_DOCUMENT
     } | {"eng: 0 fetched, 4 unchanged, 0 removed, 0 failed, 0 skipped"}
-    assert _counts(_last(capsys, data)) == (0, 4, 0, 0)
-    assert _documents(capsys, data) == before
+    assert counts(last_sync(capsys, data)) == (0, 4, 0, 0)
+    assert status_documents(capsys, data) == before
 
 
 def test_a_page_of_another_version_is_read_again_and_only_it(
@@ -204,7 +178,7 @@ def test_a_page_of_another_version_is_read_again_and_only_it(
     data = str(tmp_path / "data")
     _added(capsys, data)
     assert _synced(capsys, data)[0] == 0
-    before = _documents(capsys, data)
+    before = status_documents(capsys, data)
     space.requests.clear()
 
     # When: the release page is edited (version 3 to 4, a new body)
@@ -216,13 +190,13 @@ def test_a_page_of_another_version_is_read_again_and_only_it(
     assert space.asked() == LISTINGS
     assert f"{RELEASE}: indexed" in said.splitlines()
     assert f"{ONBOARDING}: unchanged (304)" in said.splitlines()
-    assert _counts(_last(capsys, data)) == (1, 3, 0, 0)
-    after = _documents(capsys, data)
+    assert counts(last_sync(capsys, data)) == (1, 3, 0, 0)
+    after = status_documents(capsys, data)
     assert after[RELEASE]["revision"] == 2
     assert {u: d for u, d in after.items() if u != RELEASE} == {
         u: d for u, d in before.items() if u != RELEASE
     }
-    assert _found(capsys, data, "every Thursday once the staging soak has run") == RELEASE
+    assert found(capsys, data, "every Thursday once the staging soak has run") == RELEASE
 
 
 def test_a_page_gone_from_the_complete_listing_is_removed_with_its_attachments(
@@ -240,8 +214,8 @@ def test_a_page_gone_from_the_complete_listing_is_removed_with_its_attachments(
     assert code == 0, said
     assert f"{RELEASE}: removed: not in the space" in said
     assert f"{CHECKLIST_URL}: removed: not in the space" in said
-    assert _counts(_last(capsys, data)) == (0, 2, 2, 0)
-    assert set(_documents(capsys, data)) == {ONBOARDING, HANDBOOK_URL}
+    assert counts(last_sync(capsys, data)) == (0, 2, 2, 0)
+    assert set(status_documents(capsys, data)) == {ONBOARDING, HANDBOOK_URL}
 
 
 def test_a_refused_token_fails_the_sync_in_one_line_naming_its_variable_and_loses_nothing(
@@ -254,7 +228,7 @@ def test_a_refused_token_fails_the_sync_in_one_line_naming_its_variable_and_lose
     data = str(tmp_path / "data")
     _added(capsys, data)
     assert _synced(capsys, data)[0] == 0
-    before = _documents(capsys, data)
+    before = status_documents(capsys, data)
 
     # When: the token is refused half-way through the listing (revoked meanwhile)
     space.requests.clear()
@@ -267,10 +241,10 @@ def test_a_refused_token_fails_the_sync_in_one_line_naming_its_variable_and_lose
     assert [line for line in said.splitlines() if "refused" in line] == [
         f"{SITE}/wiki/spaces/ENG: failed: {REFUSED}"
     ]
-    last = _last(capsys, data)
+    last = last_sync(capsys, data)
     assert last["last_failure"] == REFUSED
-    assert _counts(last) == (0, 2, 0, 1)
-    assert _documents(capsys, data) == before
+    assert counts(last) == (0, 2, 0, 1)
+    assert status_documents(capsys, data) == before
 
     # When: the token is not in the environment
     monkeypatch.delenv(VAR)
@@ -281,8 +255,8 @@ def test_a_refused_token_fails_the_sync_in_one_line_naming_its_variable_and_lose
     assert code == 1, said
     assert space.requests == []
     unset = f"${VAR} is not set: export the Confluence API token of {EMAIL} as {VAR} and sync again"
-    assert _last(capsys, data)["last_failure"] == unset
-    assert _documents(capsys, data) == before
+    assert last_sync(capsys, data)["last_failure"] == unset
+    assert status_documents(capsys, data) == before
     assert TOKEN not in caplog.text
 
 
@@ -298,7 +272,7 @@ def test_sync_waits_as_retry_after_says_and_gives_up_after_three_retries(
     assert code == 0, said
     assert waits == [5.0]
     assert space.asked().count(FIRST) == 2
-    assert set(_documents(capsys, data)) == EVERY_DOCUMENT
+    assert set(status_documents(capsys, data)) == EVERY_DOCUMENT
 
     # When: Confluence goes on throttling the listing
     space.requests.clear()
@@ -309,10 +283,10 @@ def test_sync_waits_as_retry_after_says_and_gives_up_after_three_retries(
     assert code == 1, said
     assert space.asked().count(NEXT) == 4
     assert waits == [5.0] * 4
-    assert _last(capsys, data)["last_failure"] == (
+    assert last_sync(capsys, data)["last_failure"] == (
         f"{SITE}/wiki/spaces/ENG: Confluence still answers 429 after 3 retries: sync again later"
     )
-    assert set(_documents(capsys, data)) == EVERY_DOCUMENT
+    assert set(status_documents(capsys, data)) == EVERY_DOCUMENT
 
 
 def test_a_space_key_the_account_cannot_see_fails_with_what_to_check(
@@ -326,7 +300,7 @@ def test_a_space_key_the_account_cannot_see_fails_with_what_to_check(
 
     assert code == 1, said
     assert space.asked() == [SPACES]
-    assert _last(capsys, data)["last_failure"] == (
+    assert last_sync(capsys, data)["last_failure"] == (
         f"{SITE}/wiki/spaces/ENG: Confluence lists no space ENG that {EMAIL} may read: check the "
         "space key (in the space's address) and that the account can view the space"
     )
@@ -349,10 +323,10 @@ def test_a_next_link_off_the_site_is_not_followed_and_removes_nothing(
     # Then: the token goes nowhere else, and the pages not reached are kept
     assert code == 1, said
     assert space.asked() == [SPACES, FIRST, ONBOARDING_FILES]
-    assert _last(capsys, data)["last_failure"] == (
+    assert last_sync(capsys, data)["last_failure"] == (
         f"{SITE}/wiki/spaces/ENG: Confluence gave a link off the site, not followed"
     )
-    assert set(_documents(capsys, data)) == EVERY_DOCUMENT
+    assert set(status_documents(capsys, data)) == EVERY_DOCUMENT
 
 
 def test_health_lists_the_space_without_its_token(

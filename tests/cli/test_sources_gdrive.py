@@ -24,7 +24,7 @@ from docchat.sources import gdrive as gdrive_module
 from docchat.sources.store import load_sources
 from tests.cli.gdrivesite import ACCESS_TOKEN, EMAIL, Drive, key_pair, recorded, route_key
 from tests.cli.graphsite import file_bytes, serving
-from tests.cli.run import run
+from tests.cli.run import counts, found, last_sync, run, status_documents
 from tests.cli.test_sources import _served
 from tests.conftest import REPO
 from tests.officegen import docx_file, xlsx_file
@@ -148,31 +148,6 @@ def _added(capsys: pytest.CaptureFixture[str], data: str, *where: str) -> None:
     assert code == 0, err
 
 
-def _last(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, object]:
-    code, out, err = run(capsys, "sources", "--json", "--data-dir", data)
-    assert code == 0, err
-    (source,) = json.loads(out)
-    last: dict[str, object] = source["last_sync"]
-    return last
-
-
-def _counts(last: dict[str, object]) -> tuple[object, ...]:
-    return tuple(last[k] for k in ("fetched", "unchanged", "removed", "failed"))
-
-
-def _documents(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, dict[str, object]]:
-    code, out, err = run(capsys, "status", "--json", "--data-dir", data)
-    assert code == 0, err
-    return {d["source"]: d for d in json.loads(out)["documents"]}
-
-
-def _found(capsys: pytest.CaptureFixture[str], data: str, query: str) -> str:
-    code, out, err = run(capsys, "search", query, "--json", "--data-dir", data)
-    assert code == 0, err
-    source: str = json.loads(out)[0]["source"]
-    return source
-
-
 def _cursor(data: str) -> str:
     return load_sources(Path(data)).sources["team"].cursor
 
@@ -199,12 +174,12 @@ def test_sync_lists_the_drive_exports_google_files_then_follows_its_changes(
         "iss": EMAIL,
         "scope": "https://www.googleapis.com/auth/drive.readonly",
     }
-    assert _counts(_last(capsys, data)) == (3, 0, 0, 0)
-    documents = _documents(capsys, data)
+    assert counts(last_sync(capsys, data)) == (3, 0, 0, 0)
+    documents = status_documents(capsys, data)
     assert set(documents) == {REPORT_URL, PLAN_URL, FIGURES_URL}
     assert {c for d in documents.values() for c in d["collections"]} == {"team-docs"}
-    assert _found(capsys, data, "Beautiful is better than ugly") == REPORT_URL
-    assert _found(capsys, data, "Opening paragraph of chapter") == PLAN_URL
+    assert found(capsys, data, "Beautiful is better than ugly") == REPORT_URL
+    assert found(capsys, data, "Opening paragraph of chapter") == PLAN_URL
     assert _cursor(data) == "1432"
 
     # When: synced again with nothing changed
@@ -215,7 +190,7 @@ def test_sync_lists_the_drive_exports_google_files_then_follows_its_changes(
     # Then: only the changes are asked for; nothing is downloaded
     assert code == 0, said
     assert drive.routes_asked() == [TOKEN, changes("1432")]
-    assert _counts(_last(capsys, data)) == (0, 0, 0, 0)
+    assert counts(last_sync(capsys, data)) == (0, 0, 0, 0)
 
     # When: the PDF changes (its checksum), its change on the second page of changes
     drive.requests.clear()
@@ -227,9 +202,9 @@ def test_sync_lists_the_drive_exports_google_files_then_follows_its_changes(
     # Then: it alone is downloaded again, and re-read
     assert code == 0, said
     assert drive.routes_asked() == [TOKEN, changes("1432"), changes("1490"), REPORT_MEDIA]
-    assert _counts(_last(capsys, data)) == (1, 0, 0, 0)
-    assert _documents(capsys, data)[REPORT_URL]["revision"] == 2
-    assert _found(capsys, data, "Lorem ipsum dolor") == REPORT_URL
+    assert counts(last_sync(capsys, data)) == (1, 0, 0, 0)
+    assert status_documents(capsys, data)[REPORT_URL]["revision"] == 2
+    assert found(capsys, data, "Lorem ipsum dolor") == REPORT_URL
     assert _cursor(data) == "1497"
 
     # When: the PDF is deleted (removed) and the Doc trashed
@@ -240,8 +215,8 @@ def test_sync_lists_the_drive_exports_google_files_then_follows_its_changes(
     assert code == 0, said
     assert f"{REPORT_URL}: removed: deleted from Google Drive, or no longer shared" in said
     assert f"{PLAN_URL}: removed: moved to the trash" in said
-    assert _counts(_last(capsys, data)) == (0, 0, 2, 0)
-    assert set(_documents(capsys, data)) == {FIGURES_URL}
+    assert counts(last_sync(capsys, data)) == (0, 0, 2, 0)
+    assert set(status_documents(capsys, data)) == {FIGURES_URL}
     assert _cursor(data) == "1519"
     kept = (Path(data) / "sources.json").read_text(encoding="utf-8")
     assert not [s for s in _secrets(key) if s in kept + caplog.text]
@@ -263,7 +238,7 @@ def test_sync_waits_as_retry_after_says_and_gives_up_after_three_retries(
     assert code == 0, said
     assert waits == [7.0]
     assert drive.routes_asked().count(FIRST) == 2
-    assert len(_documents(capsys, data)) == 3
+    assert len(status_documents(capsys, data)) == 3
 
     # When: Drive goes on refusing for the user's rate (403, no Retry-After)
     drive.requests.clear()
@@ -274,11 +249,11 @@ def test_sync_waits_as_retry_after_says_and_gives_up_after_three_retries(
     assert code == 1, said
     assert drive.routes_asked() == [TOKEN] + [changes("1432")] * 4
     assert waits == [7.0, 1.0, 2.0, 4.0]
-    assert _last(capsys, data)["last_failure"] == (
+    assert last_sync(capsys, data)["last_failure"] == (
         f"{WHERE}: Google Drive still answers 403 (userRateLimitExceeded) after 3 retries: sync "
         "again later"
     )
-    assert len(_documents(capsys, data)) == 3
+    assert len(status_documents(capsys, data)) == 3
     assert _cursor(data) == "1432"
 
 
@@ -293,7 +268,7 @@ def test_a_refused_key_fails_the_sync_in_one_line_and_keeps_what_was_indexed(
     data = str(tmp_path / "data")
     _added(capsys, data, "--drive", DRIVE_ID)
     assert _sync(capsys, data, key)[0] == 0
-    before = _documents(capsys, data)
+    before = status_documents(capsys, data)
 
     # When: the key was deleted in the Cloud console (its signature no longer verifies)
     drive.public = None
@@ -308,10 +283,10 @@ def test_a_refused_key_fails_the_sync_in_one_line_and_keeps_what_was_indexed(
         f"Signature.): check that it is a current key of {EMAIL} (a deleted or disabled key is "
         "refused), and sync again"
     )
-    assert _last(capsys, data)["last_failure"] == refused
+    assert last_sync(capsys, data)["last_failure"] == refused
     code, out, _ = run(capsys, "sources", "--data-dir", data)
     assert f"  last failure: {refused}\n" in out
-    assert _documents(capsys, data) == before
+    assert status_documents(capsys, data) == before
     assert _cursor(data) == "1432"
 
     # When: the token is refused by Drive (as an expired one is), even asked for again
@@ -322,7 +297,7 @@ def test_a_refused_key_fails_the_sync_in_one_line_and_keeps_what_was_indexed(
 
     assert code == 1, said
     assert drive.routes_asked() == [TOKEN, changes("1432"), TOKEN, changes("1432")]
-    assert _last(capsys, data)["last_failure"] == (
+    assert last_sync(capsys, data)["last_failure"] == (
         f"Google Drive refused the service account's token (401 Invalid Credentials): check the "
         f"key in ${VAR} and that {EMAIL} may use the Drive API, and sync again"
     )
@@ -344,8 +319,8 @@ def test_a_refused_key_fails_the_sync_in_one_line_and_keeps_what_was_indexed(
         code, said = _sync(capsys, data, key)
         assert code == 1, said
         assert drive.requests == []
-        assert reason in str(_last(capsys, data)["last_failure"])
-    assert _documents(capsys, data) == before
+        assert reason in str(last_sync(capsys, data)["last_failure"])
+    assert status_documents(capsys, data) == before
     assert not [s for s in _secrets(key) if s in caplog.text]
 
 
@@ -372,7 +347,7 @@ def test_a_refused_page_token_lists_the_drive_whole_again_downloading_nothing_un
     # Then: the drive is listed again from a new start token; nothing is downloaded again
     assert code == 0, said
     assert drive.routes_asked() == [TOKEN, changes("1432"), START, FIRST, NEXT]
-    assert _counts(_last(capsys, data)) == (0, 3, 0, 0)
+    assert counts(last_sync(capsys, data)) == (0, 3, 0, 0)
     assert _cursor(data) == "1519"
 
 
@@ -390,7 +365,7 @@ def test_a_drive_not_found_or_files_too_large_say_what_to_do(
     code, said = _sync(capsys, data, key)
 
     assert code == 1, said
-    assert _last(capsys, data)["last_failure"] == (
+    assert last_sync(capsys, data)["last_failure"] == (
         f"{WHERE}: not found (notFound): check the shared drive's id, and that {EMAIL} is a "
         "member of it"
     )
@@ -413,8 +388,8 @@ def test_a_drive_not_found_or_files_too_large_say_what_to_do(
         f"{PLAN_URL}: Google Drive exports at most 10 MB of a Google file, and this one is "
         "larger: split it, or save it as .docx in Drive and sync that"
     ) in said
-    assert _counts(_last(capsys, data)) == (1, 0, 0, 2)
-    assert set(_documents(capsys, data)) == {FIGURES_URL}
+    assert counts(last_sync(capsys, data)) == (1, 0, 0, 2)
+    assert set(status_documents(capsys, data)) == {FIGURES_URL}
     assert _cursor(data) == ""
 
 
@@ -443,7 +418,7 @@ def test_a_folder_is_synced_with_its_subfolders_and_a_file_moved_out_is_removed(
         *(TOKEN, start, file_get(FOLDER_ID), in_folder(FOLDER_ID), PLAN_DOCX),
         *(in_folder(SUB_ID), REPORT_MEDIA),
     ]
-    assert set(_documents(capsys, str(data))) == {PLAN_URL, REPORT_URL}
+    assert set(status_documents(capsys, str(data))) == {PLAN_URL, REPORT_URL}
     code, out, _ = run(capsys, "sources", "--data-dir", str(data))
     assert (
         f"team: gdrive folder and its subfolders https://drive.google.com/drive/folders/"
@@ -466,7 +441,7 @@ def test_a_folder_is_synced_with_its_subfolders_and_a_file_moved_out_is_removed(
         file_get("0AOwNeRsRoOt9PVA"),
     ]
     assert f"{REPORT_URL}: removed: moved out of the folder" in said
-    assert set(_documents(capsys, str(data))) == {PLAN_URL}
+    assert set(status_documents(capsys, str(data))) == {PLAN_URL}
     assert _cursor(str(data)) == "1440"
     with _served(data, monkeypatch) as app:
         health = httpx.get(f"{app}/health", timeout=10)

@@ -19,7 +19,7 @@ from docchat.cli import sources as cli_sources
 from docchat.sources import graph as graph_module
 from docchat.sources.store import load_sources
 from tests.cli.graphsite import Graph, file_bytes, recorded, serving
-from tests.cli.run import run
+from tests.cli.run import counts, last_sync, run, status_documents
 from tests.cli.test_sources import _served
 from tests.conftest import REPO
 
@@ -90,24 +90,6 @@ def _added(capsys: pytest.CaptureFixture[str], data: str, *where: str) -> None:
     assert code == 0, err
 
 
-def _last(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, object]:
-    code, out, err = run(capsys, "sources", "--json", "--data-dir", data)
-    assert code == 0, err
-    (source,) = json.loads(out)
-    last: dict[str, object] = source["last_sync"]
-    return last
-
-
-def _counts(last: dict[str, object]) -> tuple[object, ...]:
-    return tuple(last[k] for k in ("fetched", "unchanged", "removed", "failed"))
-
-
-def _documents(capsys: pytest.CaptureFixture[str], data: str) -> dict[str, dict[str, object]]:
-    code, out, err = run(capsys, "status", "--json", "--data-dir", data)
-    assert code == 0, err
-    return {d["source"]: d for d in json.loads(out)["documents"]}
-
-
 def _cursor(data: str) -> str:
     return load_sources(Path(data)).sources["team"].cursor
 
@@ -140,8 +122,8 @@ def test_sync_lists_the_drive_by_pages_then_asks_for_changes_and_deletions(
     download = drive.requests[3]
     assert download.host.startswith("localhost:")
     assert "Authorization" not in download.headers
-    assert _counts(_last(capsys, data)) == (1, 1, 0, 0)  # the feed lists the file twice
-    documents = _documents(capsys, data)
+    assert counts(last_sync(capsys, data)) == (1, 1, 0, 0)  # the feed lists the file twice
+    documents = status_documents(capsys, data)
     assert list(documents) == [WEB_URL]
     assert documents[WEB_URL]["collections"] == ["team-docs"]
     code, out, err = run(
@@ -165,8 +147,8 @@ def test_sync_lists_the_drive_by_pages_then_asks_for_changes_and_deletions(
     # Then: only the changes are asked for, and the document is re-read
     assert code == 0, out + err
     assert drive.asked() == [TOKEN, AFTER_FIRST, CONTENT, DOWNLOAD]
-    assert _counts(_last(capsys, data)) == (1, 0, 0, 0)
-    assert _documents(capsys, data)[WEB_URL]["revision"] == 2
+    assert counts(last_sync(capsys, data)) == (1, 0, 0, 0)
+    assert status_documents(capsys, data)[WEB_URL]["revision"] == 2
     code, out, err = run(capsys, "search", "Lorem ipsum dolor", "--json", "--data-dir", data)
     assert json.loads(out)[0]["source"] == WEB_URL
 
@@ -177,8 +159,8 @@ def test_sync_lists_the_drive_by_pages_then_asks_for_changes_and_deletions(
     # Then: its document is removed, and the next sync starts from the newest delta link
     assert code == 0, out + err
     assert f"{WEB_URL}: removed: deleted from the drive" in out
-    assert _counts(_last(capsys, data)) == (0, 0, 1, 0)
-    assert _documents(capsys, data) == {}
+    assert counts(last_sync(capsys, data)) == (0, 0, 1, 0)
+    assert status_documents(capsys, data) == {}
     assert _cursor(data) == drive.base + AFTER_DELETE.removeprefix("GET ")
     sources_file = (Path(data) / "sources.json").read_text(encoding="utf-8")
     assert SECRET not in sources_file
@@ -197,7 +179,7 @@ def test_sync_waits_as_retry_after_says_and_gives_up_after_three_retries(
     assert code == 0, out + err
     assert waits == [2.128]
     assert drive.asked().count(FIRST) == 2
-    assert list(_documents(capsys, data)) == [WEB_URL]
+    assert list(status_documents(capsys, data)) == [WEB_URL]
 
     # When: Graph goes on throttling the changes asked for
     drive.requests.clear()
@@ -208,11 +190,11 @@ def test_sync_waits_as_retry_after_says_and_gives_up_after_three_retries(
     assert code == 1, out + err
     assert drive.asked().count(AFTER_FIRST) == 4
     assert waits == [2.128] * 4
-    assert _last(capsys, data)["last_failure"] == (
+    assert last_sync(capsys, data)["last_failure"] == (
         f"https://graph.microsoft.com/v1.0/drives/{DRIVE}: Microsoft Graph still answers 429 "
         "after 3 retries: sync again later"
     )
-    assert list(_documents(capsys, data)) == [WEB_URL]
+    assert list(status_documents(capsys, data)) == [WEB_URL]
     assert _cursor(data) == drive.base + AFTER_FIRST.removeprefix("GET ")
 
 
@@ -226,7 +208,7 @@ def test_refused_credentials_fail_the_sync_with_what_to_do_and_lose_nothing(
     data = str(tmp_path / "data")
     _added(capsys, data, "--drive", DRIVE)
     assert run(capsys, "sync", "--data-dir", data)[0] == 0
-    before = _documents(capsys, data)
+    before = status_documents(capsys, data)
 
     # When: Graph refuses the token (expired), even one asked for again
     drive.requests.clear()
@@ -239,11 +221,11 @@ def test_refused_credentials_fail_the_sync_with_what_to_do_and_lose_nothing(
     refused = (
         f"check the client secret in ${VAR} and that app {CLIENT} is registered in tenant {TENANT}"
     )
-    last = _last(capsys, data)
+    last = last_sync(capsys, data)
     assert last["last_failure"] == (
         f"the Graph credentials were refused (InvalidAuthenticationToken): {refused}"
     )
-    assert _documents(capsys, data) == before
+    assert status_documents(capsys, data) == before
     assert _cursor(data) == drive.base + AFTER_FIRST.removeprefix("GET ")
 
     # When: the token endpoint refuses the app
@@ -251,7 +233,7 @@ def test_refused_credentials_fail_the_sync_with_what_to_do_and_lose_nothing(
     code, out, err = run(capsys, "sync", "--data-dir", data)
 
     assert code == 1, out + err
-    assert _last(capsys, data)["last_failure"] == (
+    assert last_sync(capsys, data)["last_failure"] == (
         "the Graph credentials were refused (invalid_scope: AADSTS70011: The provided value for "
         "the input parameter 'scope' is not valid. The scope https://foo.microsoft.com/.default "
         f"is not valid.): {refused}"
@@ -264,12 +246,12 @@ def test_refused_credentials_fail_the_sync_with_what_to_do_and_lose_nothing(
 
     assert code == 1, out + err
     assert drive.requests == []
-    assert _last(capsys, data)["last_failure"] == (
+    assert last_sync(capsys, data)["last_failure"] == (
         f"${VAR} is not set: export the client secret of app {CLIENT} as {VAR} and sync again"
     )
     code, out, err = run(capsys, "sources", "--data-dir", data)
     assert f"last failure: ${VAR} is not set" in out
-    assert _documents(capsys, data) == before
+    assert status_documents(capsys, data) == before
     assert SECRET not in caplog.text
 
 
@@ -289,8 +271,8 @@ def test_a_stale_delta_link_starts_a_full_listing_again(
     # Then: the drive is listed again from there; the unchanged file is not downloaded
     assert code == 0, out + err
     assert drive.asked() == [TOKEN, AFTER_FIRST, FRESH, NEXT]
-    assert _counts(_last(capsys, data)) == (0, 2, 0, 0)
-    assert list(_documents(capsys, data)) == [WEB_URL]
+    assert counts(last_sync(capsys, data)) == (0, 2, 0, 0)
+    assert list(status_documents(capsys, data)) == [WEB_URL]
     assert _cursor(data) == drive.base + AFTER_FIRST.removeprefix("GET ")
 
 
@@ -309,8 +291,8 @@ def test_a_full_listing_after_a_resync_removes_what_the_drive_no_longer_holds(
     # Then
     assert code == 0, out + err
     assert f"{WEB_URL}: removed: not in the drive" in out
-    assert _counts(_last(capsys, data)) == (0, 0, 1, 0)
-    assert _documents(capsys, data) == {}
+    assert counts(last_sync(capsys, data)) == (0, 0, 1, 0)
+    assert status_documents(capsys, data) == {}
     assert _cursor(data) == drive.base + AFTER_DELETE.removeprefix("GET ")
 
 
@@ -328,12 +310,12 @@ def test_a_file_over_the_size_limit_is_reported_and_not_downloaded(
 
     assert code == 1, out + err
     assert CONTENT not in drive.asked()
-    last = _last(capsys, data)
+    last = last_sync(capsys, data)
     assert last["last_failure"] == (
         f"{WEB_URL}: 80100 bytes, over the size limit of 80099 bytes, not fetched"
     )
-    assert _counts(last) == (0, 0, 0, 2)
-    assert _documents(capsys, data) == {}
+    assert counts(last) == (0, 0, 0, 2)
+    assert status_documents(capsys, data) == {}
     assert _cursor(data) == ""  # the next sync lists the drive again
 
 
@@ -419,7 +401,7 @@ def test_a_link_off_graph_is_not_followed(
     # Then: the token goes nowhere but Graph; the listing is not complete, nor kept as done
     assert code == 1, out + err
     assert drive.asked() == [TOKEN, FIRST, CONTENT, DOWNLOAD]
-    assert _last(capsys, data)["last_failure"] == (
+    assert last_sync(capsys, data)["last_failure"] == (
         f"https://graph.microsoft.com/v1.0/drives/{DRIVE}: Graph gave a link off "
         f"{graph_module.GRAPH_URL}, not followed"
     )

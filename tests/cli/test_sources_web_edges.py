@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.run import run
+from tests.cli.run import run, status_documents
 from tests.cli.website import PDF, Page, Site, page, serving
 from tests.conftest import REPO
 
@@ -17,13 +17,6 @@ REPORT_PDF = (
     REPO.parent
     / "shared/data/pdfs/py-pdf-sample-files/011-google-doc-document/google-doc-document.pdf"
 )
-
-
-def _sources(capsys: pytest.CaptureFixture[str], data: str) -> set[str]:
-    """Where each indexed document came from, as `docchat status --json` says."""
-    code, out, err = run(capsys, "status", "--json", "--data-dir", data)
-    assert code == 0, err
-    return {d["source"] for d in json.loads(out)["documents"]}
 
 
 def _add(capsys: pytest.CaptureFixture[str], data: str, url: str, *more: str) -> None:
@@ -49,7 +42,7 @@ def test_a_start_page_that_is_not_there_fails_and_keeps_what_was_synced(
 
         assert code == 1, out + err
         assert "404, the start page is not there: check the URL" in out + err
-        assert _sources(capsys, data) == {site.url("/"), site.url("/guide.html")}
+        assert set(status_documents(capsys, data)) == {site.url("/"), site.url("/guide.html")}
 
         mistyped = str(tmp_path / "mistyped")
         _add(capsys, mistyped, site.url("/hoem.html"))
@@ -76,7 +69,9 @@ def test_a_file_linked_from_the_last_depth_is_synced_with_its_page(
         code, out, err = run(capsys, "sync", "--data-dir", data)
 
         assert code == 0, out + err
-        assert _sources(capsys, data) == {site.url(p) for p in ("/", "/guide.html", "/report.pdf")}
+        assert set(status_documents(capsys, data)) == {
+            site.url(p) for p in ("/", "/guide.html", "/report.pdf")
+        }
         assert "/further.html" not in site.paths()
 
 
@@ -94,11 +89,11 @@ def test_a_redirected_page_is_cited_by_where_it_led_and_read_once(
         code, out, err = run(capsys, "sync", "--data-dir", data)
 
         assert code == 0, out + err
-        assert _sources(capsys, data) == {site.url("/"), site.url("/new.html")}
+        assert set(status_documents(capsys, data)) == {site.url("/"), site.url("/new.html")}
         code, out, err = run(capsys, "sync", "--data-dir", data)
         assert code == 0, out + err
         assert "0 fetched, 2 unchanged, 0 removed, 0 failed" in out
-        assert _sources(capsys, data) == {site.url("/"), site.url("/new.html")}
+        assert set(status_documents(capsys, data)) == {site.url("/"), site.url("/new.html")}
 
 
 def test_a_redirect_loop_is_named_as_one(
@@ -115,7 +110,7 @@ def test_a_redirect_loop_is_named_as_one(
 
         assert code == 1, out + err
         assert f"{site.url('/loop.html')}: redirects in a loop: fix or remove the link" in out
-        assert _sources(capsys, data) == {site.url("/")}
+        assert set(status_documents(capsys, data)) == {site.url("/")}
 
 
 def test_a_file_whose_url_is_percent_encoded_shows_its_own_name(

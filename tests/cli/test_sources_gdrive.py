@@ -177,6 +177,12 @@ def test_sync_lists_the_drive_exports_google_files_then_follows_its_changes(
     assert counts(last_sync(capsys, data)) == (3, 0, 0, 0)
     documents = status_documents(capsys, data)
     assert set(documents) == {REPORT_URL, PLAN_URL, FIGURES_URL}
+    # each named as in the drive (not "view?usp=drivesdk", which its link ends in)
+    assert {u: d["file_name"] for u, d in documents.items()} == {
+        REPORT_URL: "report.pdf",
+        PLAN_URL: "Team plan.docx",
+        FIGURES_URL: "Q3 figures.xlsx",
+    }
     assert {c for d in documents.values() for c in d["collections"]} == {"team-docs"}
     assert found(capsys, data, "Beautiful is better than ugly") == REPORT_URL
     assert found(capsys, data, "Opening paragraph of chapter") == PLAN_URL
@@ -418,7 +424,14 @@ def test_a_folder_is_synced_with_its_subfolders_and_a_file_moved_out_is_removed(
         *(TOKEN, start, file_get(FOLDER_ID), in_folder(FOLDER_ID), PLAN_DOCX),
         *(in_folder(SUB_ID), REPORT_MEDIA),
     ]
-    assert set(status_documents(capsys, str(data))) == {PLAN_URL, REPORT_URL}
+    documents = status_documents(capsys, str(data))
+    assert set(documents) == {PLAN_URL, REPORT_URL}
+    with _served(data, monkeypatch) as app:
+        shown = httpx.get(f"{app}/documents/{documents[REPORT_URL]['doc_id']}/file", timeout=10)
+    # the viewer shows the PDF from the drive (before: a download named "view?usp=drivesdk")
+    assert shown.status_code == 200, shown.text
+    assert (shown.content, shown.headers["content-type"]) == (pdfs[0], "application/pdf")
+    assert shown.headers["content-disposition"] == 'inline; filename="report.pdf"'
     code, out, _ = run(capsys, "sources", "--data-dir", str(data))
     assert (
         f"team: gdrive folder and its subfolders https://drive.google.com/drive/folders/"

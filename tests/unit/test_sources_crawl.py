@@ -54,6 +54,14 @@ def test_same_site_compares_scheme_host_and_port() -> None:
         ("https://x.org/download", "application/pdf", "download.pdf"),
         ("https://x.org/notes.txt", "text/plain", "notes.txt"),
         ("https://x.org/logo.png", "image/png", None),
+        # as the link spells it, without its query
+        (
+            "https://x.org/rapport%20%C3%A9t%C3%A9%20%231.pdf",
+            "application/pdf",
+            "rapport été #1.pdf",
+        ),
+        ("https://x.org/get.php?id=3&v=2", "application/pdf", "get.pdf"),
+        ("https://x.org/a%2Fb.pdf", "application/pdf", "a_b.pdf"),
     ],
 )
 def test_name_for_reads_a_response_by_its_type_or_its_name(

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Annotated, Any, Literal
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from pydantic import (
     BaseModel,
@@ -18,6 +18,7 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
+    model_validator,
 )
 
 from docchat.errors import CollectionNameError, DocchatError
@@ -111,9 +112,12 @@ def source_name(source: str) -> str:
 
 def file_name(source: str) -> str:
     """The name of a document's file, without folders: what is shown beside its title. A
-    synced file's name as its site's link spells it ("rapport été.pdf", not "rapport%20...")."""
-    name = PurePosixPath(source_name(source).replace("\\", "/")).name
-    return unquote(name) if is_url(source) else name
+    synced file's name as its site's link spells it ("rapport été.pdf", not "rapport%20..."),
+    without the link's query. A document whose source holds no name (a Drive file's link) has
+    the name it was read as in its record (`DocumentRecord.file_name`)."""
+    if is_url(source):
+        return unquote(PurePosixPath(urlsplit(source).path).name)
+    return PurePosixPath(source_name(source).replace("\\", "/")).name
 
 
 def file_label(source: str, title: str) -> str:
@@ -252,11 +256,21 @@ class DocumentRecord(BaseModel):
     # The collections the document is in (sorted, at least one); records kept before
     # collections existed read as the default one.
     collections: list[str] = Field(default_factory=lambda: [DEFAULT_COLLECTION])
+    # The document's file name without folders, shown beside its title: the source's (see
+    # `file_name`), or the name it was read as when its source holds none (a synced Drive
+    # file, whose source is its link). Records kept before it was stored read the source's.
+    file_name: str = ""
 
     @field_validator("collections", mode="before")
     @classmethod
     def _collections(cls, names: Any) -> list[str]:
         return collections_of(names)
+
+    @model_validator(mode="after")
+    def _file_name(self) -> DocumentRecord:
+        if not self.file_name:
+            self.file_name = file_name(self.source)
+        return self
 
 
 class RegistryEntry(DocumentRecord):

@@ -34,7 +34,7 @@ from docchat.answer.events import (
 )
 from docchat.errors import DocchatError
 from docchat.llm import ToolResultBlock, ToolSpec, ToolUse
-from docchat.models import Chunk, file_name, source_name
+from docchat.models import Chunk, source_name
 from docchat.search.catalog import Catalog
 from docchat.search.library import Library
 from docchat.search.quarters import quarters_asked
@@ -253,7 +253,7 @@ def list_documents(reading: Reading, args: ListDocumentsInput) -> Generator[Chat
     yield from ()  # a generator, as every tool is: listing causes no event
     catalog = reading.catalog()
     rows = [
-        f"- {d.doc_id}: {d.title} (file {file_name(d.source)}, {d.pages} pages"
+        f"- {d.doc_id}: {d.title} (file {d.file_name}, {d.pages} pages"
         f"{about(d.title)}{_quarter_said(catalog, d.doc_id)}, "
         f"collections {', '.join(d.collections)})"
         for d in catalog.records.values()

@@ -11,7 +11,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from docchat.models import DocStatus, DocumentRecord, file_name
+from docchat.models import DocStatus, DocumentRecord
 
 # Unicode's Bidi_Control characters (ALM, LRM, RLM, the embeddings and overrides, the isolates),
 # with which "report\u202egnp.pdf" reads as "reportfdp.png"; the characters that take no room
@@ -117,7 +117,7 @@ def _status_table(
         table.add_row(
             d.doc_id,
             Text(shown(d.title)),
-            Text(shown(file_name(d.source))),
+            Text(shown(d.file_name)),
             d.status.value,
             _pages(d),
             str(d.chunks),
@@ -137,7 +137,7 @@ def _status_block(document: DocumentRecord, *, notes: _Notes) -> RenderableType:
     chunks = f"{document.chunks} {'chunk' if document.chunks == 1 else 'chunks'}"
     facts.add_row("status", f"{document.status.value} · {pages} · {chunks}")
     facts.add_row("title", Text(shown(document.title)))
-    facts.add_row("file", Text(shown(file_name(document.source))))
+    facts.add_row("file", Text(shown(document.file_name)))
     if reason := notes.reason(document):
         facts.add_row("reason", Text(reason))
     heading = Text(document.doc_id, style="bold", no_wrap=True, overflow="ignore")

@@ -39,7 +39,7 @@ from docchat.ingest import claims
 from docchat.ingest.decision import doc_id_for
 from docchat.ingest.formats import READABLE
 from docchat.ingest.local import IngestResult, document_paths, ingest_file, source_of
-from docchat.models import DocStatus, DocumentRecord, file_name
+from docchat.models import DocStatus, DocumentRecord
 from docchat.search.pages import extracted_pages
 from docchat.wiring import chunk_notes
 from docchat.wiring.local import local_embedder, open_local
@@ -380,7 +380,6 @@ def run_status(args: argparse.Namespace, settings: Settings, opened: Opened) -> 
             "documents": [
                 {
                     **d.model_dump(mode="json"),
-                    "file_name": file_name(d.source),
                     "interrupted": d.doc_id in stopped,
                     "ingesting": _working_json(working.get(d.doc_id)),
                 }
@@ -437,7 +436,7 @@ def run_text(args: argparse.Namespace, settings: Settings, opened: Opened) -> in
         ]
         sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
         return 0
-    name = shown(file_name(record.source))
+    name = shown(record.file_name)
     for page in pages:
         read = ", read by OCR" if page.ocr else ""
         heading = f"--- {shown(record.title)} ({name}), {shown(page.where)}{read} ---"

@@ -14,10 +14,10 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from docchat.models import Chunk, DocStatus, DocumentRecord, RegistryEntry
+from docchat.models import Chunk, DocStatus, DocumentRecord, RegistryEntry, file_name
 
 SEQUENCER_WIDTH = 32
 
@@ -76,16 +76,21 @@ def decide(
     return Decision("ingest", revision=next_revision(current, version))
 
 
-def copy_record(twin: DocumentRecord, source: str, revision: int) -> DocumentRecord:
-    """The record of `source`, whose bytes the indexed document `twin` holds: a document of
-    its own (listed, opened and deleted by itself) made from the twin's chunks. It keeps the
-    twin's title unless that was only the twin's file name."""
-    own_name = twin.title == Path(twin.source).stem
+def copy_record(
+    twin: DocumentRecord, source: str, revision: int, *, name: str = ""
+) -> DocumentRecord:
+    """The record of `source` (read as file `name`, by default the source's), whose bytes the
+    indexed document `twin` holds: a document of its own (listed, opened and deleted by
+    itself) made from the twin's chunks. It keeps the twin's title unless that was only the
+    twin's file name."""
+    own_name = twin.title == PurePosixPath(twin.file_name).stem
+    name = name or file_name(source)
     return twin.model_copy(
         update={
             "doc_id": doc_id_for(source),
             "source": source,
-            "title": Path(source).stem if own_name else twin.title,
+            "file_name": name,
+            "title": PurePosixPath(name).stem if own_name else twin.title,
             "revision": revision,
         }
     )

@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from docchat.config import Settings
 from docchat.errors import (
@@ -100,19 +100,23 @@ def ingest_bytes(
     if twin is not None and twin.collections != placed:
         twin = None  # the same bytes in other collections are a document of their own
     decision = decide(current, version, twin=twin.doc_id if twin else "", again=again)
+    named = name or file_name(source)
     if decision.outcome == "unchanged" and current is not None:
-        if current.collections != placed:  # placed again: moved, nothing re-embedded
-            current = current.model_copy(update={"collections": placed})
+        placing = {"collections": placed, "file_name": named}
+        if any(getattr(current, k) != v for k, v in placing.items()):
+            # placed again (moved) or renamed where it lives: nothing re-embedded
+            current = current.model_copy(update=placing)
             catalog.set_record(current)
         shelf.settle(current)
         return IngestResult(current, "unchanged", time.monotonic() - started, source)
     if decision.outcome == "duplicate" and twin is not None:
-        shelf.copy(twin.doc_id, copy_record(twin, source, decision.revision))
+        shelf.copy(twin.doc_id, copy_record(twin, source, decision.revision, name=named))
         return IngestResult(twin, "duplicate", time.monotonic() - started, source)
     record = DocumentRecord(
         doc_id=doc_id,
         source=source,
-        title=Path(source).stem,
+        file_name=named,
+        title=PurePosixPath(named).stem,
         version=version,
         revision=decision.revision,
         collections=placed,
@@ -126,7 +130,7 @@ def ingest_bytes(
             settings=settings,
             on_progress=on_progress,
             notes=notes,
-            name=name or file_name(record.source),
+            name=named,
         )
     except NOT_THE_FILES:
         raise
@@ -157,7 +161,7 @@ def _indexed(
             return None
         return lambda done, total: on_progress(stage, done, total)
 
-    title = Path(record.source).stem
+    title = PurePosixPath(record.file_name).stem
     converted = convert_document(
         data, name, settings, fallback_title=title, on_page=reported("convert")
     )

@@ -110,6 +110,7 @@ def register(
     record = DocumentRecord(
         doc_id=doc_id,
         source=url or ref.source,
+        file_name=PurePosixPath(ref.key).name,  # a synced page's too: the name it is read as
         title=PurePosixPath(ref.key).stem,
         version=version,
         status=DocStatus.QUEUED,

@@ -255,7 +255,7 @@ class LibraryView:
                 score=p.score,
                 vector_rank=p.vector_rank,
                 keyword_rank=p.keyword_rank,
-                file_name=file_name(p.chunk.source),
+                file_name=named(catalog, p.chunk.doc_id, p.chunk.source),
                 link=self.link(p.chunk.doc_id, p.chunk.page_start),
             )
             for number, p in enumerate(found.passages, start=1)
@@ -290,7 +290,7 @@ class LibraryView:
         return PagesOutput(
             doc_id=record.doc_id,
             title=record.title,
-            file_name=file_name(record.source),
+            file_name=record.file_name,
             page_count=len(every),
             pages=[
                 PageText(
@@ -311,7 +311,7 @@ class LibraryView:
                 DocumentEntry(
                     doc_id=r.doc_id,
                     title=r.title,
-                    file_name=file_name(r.source),
+                    file_name=r.file_name,
                     pages=r.pages,
                     link=self.link(r.doc_id, 1),
                     company=listed_company(r.title),
@@ -336,6 +336,7 @@ class LibraryView:
     def collected(self, events: Iterable[ChatEvent]) -> AskOutput:
         """The answer's text, citations and mode, from its events; an `error` event raises."""
         told = collected(events)
+        catalog = self.catalog()
         mode: Literal["model", "extractive"] = (
             told.done.mode if told.done else "model" if self.backend.model else "extractive"
         )
@@ -345,7 +346,7 @@ class LibraryView:
             citations=[
                 LinkedCitation(
                     **c.model_dump(),
-                    file_name=file_name(c.source),
+                    file_name=named(catalog, c.doc_id, c.source),
                     link=self.link(c.doc_id, c.page, c.quote),
                 )
                 for c in told.citations
@@ -391,3 +392,10 @@ def _passage(number: int, chunk: Chunk) -> dict[str, Any]:
         "headings": chunk.headings,
         "text": chunk.text,
     }
+
+
+def named(catalog: Catalog, doc_id: str, source: str) -> str:
+    """The file name of the document a passage or citation is from: its record's (a synced
+    Drive file's source holds none), or its source's if the record is gone."""
+    record = catalog.records.get(doc_id)
+    return record.file_name if record is not None else file_name(source)

@@ -21,6 +21,7 @@ from selectolax.lexbor import LexborHTMLParser
 from docchat.errors import SourceError
 from docchat.ingest.formats import FORMATS, is_readable, suffix_of
 from docchat.ingest.uploads import MAX_UPLOAD_BYTES
+from docchat.models import file_name
 from docchat.sources.store import PageState, WebSource
 
 AGENT = "docchat"
@@ -127,9 +128,9 @@ def _is_file(url: str) -> bool:
 
 
 def name_for(url: str, media_type: str) -> str | None:
-    """The file name a response is read as (its format by extension), or None for a type
-    docchat does not read."""
-    base = PurePosixPath(urlsplit(url).path).name or "index"
+    """The file name a response is read as (its format by extension), as its link spells it
+    ("rapport été.pdf", not "rapport%20..."), or None for a type docchat does not read."""
+    base = file_name(url).replace("/", "_") or "index"
     stem = base.rpartition(".")[0] if "." in base else base
     if media_type in _HTML_TYPES:
         return base if FORMATS.get(suffix_of(base)) == FORMATS[".html"] else f"{stem}.html"

@@ -3,7 +3,7 @@
 `meta.schema` says which tables and columns a file has. Opened writable, a file of an earlier
 schema goes through each `MIGRATIONS` step after its own, in order, each in one transaction
 with the new number; a read-only file must already be current. `ADDED_COLUMNS` are columns with
-defaults that files of schema 5 may lack (docchat versions of that schema ignored them, so
+defaults that files of schema 5 or later may lack (docchat versions of those ignore them, so
 they came without a new number); they are added before the steps run. `BM25_FIELDS` records
 what the stored BM25 terms were computed from; a file whose terms were computed otherwise has
 them computed again (and its segments written again).
@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS documents (
     status TEXT NOT NULL, pages INTEGER NOT NULL, pages_without_text INTEGER NOT NULL,
     chunks INTEGER NOT NULL, error_code TEXT NOT NULL, error TEXT NOT NULL,
     updated_at REAL NOT NULL, revision INTEGER NOT NULL DEFAULT 1,
-    pages_ocr INTEGER NOT NULL DEFAULT 0, collections TEXT NOT NULL DEFAULT '["default"]'
+    pages_ocr INTEGER NOT NULL DEFAULT 0, collections TEXT NOT NULL DEFAULT '["default"]',
+    file_name TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, doc_id TEXT NOT NULL,
@@ -74,6 +75,7 @@ BM25_FIELDS = json.dumps(FIELD_WEIGHTS)
 # (table, column, definition): see the module's docstring.
 ADDED_COLUMNS = (
     ("documents", "pages_ocr", "INTEGER NOT NULL DEFAULT 0"),  # pages read by OCR
+    ("documents", "file_name", "TEXT NOT NULL DEFAULT ''"),  # '' for the source's name
     ("chunks", "note", "TEXT NOT NULL DEFAULT ''"),  # a model-written note
     ("chunks", "page_labels", "TEXT NOT NULL DEFAULT '[]'"),  # a non-PDF's location labels
 )

@@ -41,7 +41,6 @@ from docchat.models import (
     Scope,
     UploadTicket,
     collections_of,
-    file_name,
     source_name,
 )
 from docchat.serve.errors import documented
@@ -70,8 +69,6 @@ register_url_convertor("doc_id", DocId())
 
 class ShownDocument(DocumentRecord):
     """A document as the API shows it: `source` is its name, never its path on the server."""
-
-    file_name: str
 
 
 class DocumentList(BaseModel):
@@ -119,10 +116,7 @@ class UploadUrlRequest(BaseModel):
 
 def shown(record: DocumentRecord) -> ShownDocument:
     """A document as the API shows it: named, never by its path on the server."""
-    return ShownDocument(
-        **{**record.model_dump(), "source": source_name(record.source)},
-        file_name=file_name(record.source),
-    )
+    return ShownDocument(**{**record.model_dump(), "source": source_name(record.source)})
 
 
 def known(backend: ChatBackend, doc_id: str) -> DocumentRecord:
@@ -209,13 +203,13 @@ def document_file(doc_id: str, http: Request, state: State) -> FileResponse | JS
     found = state.files.pdf(record)
     if isinstance(found, FileLink):
         return JSONResponse(found.model_dump(), headers={"Cache-Control": "no-store"})
-    pdf = suffix_of(source_name(record.source)) == ".pdf"
+    pdf = suffix_of(record.file_name) == ".pdf"
     # Anything but a PDF is a download: an uploaded HTML file never runs as one of our pages.
     return FileResponse(
         found,
         media_type="application/pdf" if pdf else "application/octet-stream",
         content_disposition_type="inline" if pdf else "attachment",
-        filename=source_name(record.source),
+        filename=record.file_name,
         headers={"Cache-Control": "private, no-cache", "X-Content-Type-Options": "nosniff"},
     )
 

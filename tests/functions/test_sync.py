@@ -165,6 +165,26 @@ def test_sync_rewrites_a_changed_page_and_deletes_the_object_of_a_page_gone_from
     assert (counts["fetched"], counts["removed"], counts["failed"]) == (1, 1, 0)
 
 
+def test_a_broken_link_is_skipped_as_a_local_sync_skips_it_and_the_rest_is_written(
+    stack: Stack, site: Site
+) -> None:
+    # Given a home page that also links to a page the site never had
+    home = page("Harbour handbook", "Welcome aboard.", "/guide.html", "/notes", "/lost.html")
+    site.pages["/"] = Page(home)
+    stack.define("handbook", _web(site))
+
+    # When the sync runs
+    counts = stack.sync()["handbook"]
+
+    # Then the broken link is skipped, not a failure of the source (before: failed, as a local
+    # sync never did), and every page there is is written
+    assert (counts["fetched"], counts["failed"], counts["skipped"]) == (3, 0, 1), counts
+    assert counts["skip_note"] == f"{site.url('/lost.html')}: 404, a broken link on the site"
+    assert len(stack.stored()) == 3
+    (health,) = stack.health()["sources"]
+    assert health["last_sync"]["last_failure"] == ""
+
+
 def _confluence(secret: str = "docchat/wiki") -> dict[str, Any]:
     return {"kind": "confluence", "site": SITE, "space": "ENG", "email": EMAIL, "secret": secret}
 

@@ -49,6 +49,7 @@ SYNC_ONLY = (
     "docchat.sources.crawl",
     "docchat.sources.confluence",
     "docchat.sources.graph",
+    "docchat.sources.settle",
     "docchat.sources.stack_sync",
     "docchat.sources.walk",
 )

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 from urllib.parse import quote
 
 import requests
@@ -29,18 +28,10 @@ from docchat.ingest.synced import LONGEST_URL, SOURCE_URL, is_synced_key
 from docchat.models import COLLECTIONS_PREFIX
 from docchat.ports import Secrets, SyncedObjects
 from docchat.sources.confluence import SpacePages
-from docchat.sources.crawl import (
-    Crawler,
-    Deleted,
-    Disallowed,
-    Failed,
-    Fetched,
-    Gone,
-    NotModified,
-    Outcome,
-)
+from docchat.sources.crawl import Crawler, Fetched
 from docchat.sources.graph import DriveDelta
 from docchat.sources.lease import Busy, release_lease, take_lease
+from docchat.sources.settle import Walk, settle
 from docchat.sources.stack import (
     DEFINITIONS,
     STACK_SECRET,
@@ -63,13 +54,6 @@ from docchat.sources.store import (
     WebSource,
     now,
 )
-
-
-class Walk(Protocol):
-    complete: bool
-    cursor: str
-
-    def outcomes(self) -> Iterator[Outcome]: ...
 
 
 class SourceSynced(SyncReport):
@@ -98,17 +82,40 @@ class SyncRun(BaseModel):
 
 @dataclass
 class _Run:
-    """One source's sync as it goes."""
+    """One source's sync into the bucket as it goes (a `settle.Settling`)."""
 
+    syncer: StackSyncer
     defined: StackSource
     state: StackState
     report: SyncReport
     secret: str = ""
     reached: set[str] = field(default_factory=set)
 
-    def failed(self, reason: str) -> None:
+    def holds(self, url: str) -> bool:
+        return url in self.state.objects
+
+    def keep(self, page: Fetched) -> None:
+        self.syncer.store(page, self)
+
+    def unchanged(self, url: str) -> None:
+        self.report.unchanged += 1
+
+    def remove(self, url: str, why: str) -> None:
+        self.syncer.remove(url, self)
+
+    def forget(self, url: str) -> None:
+        self.state.pages.pop(url, None)
+
+    def failed(self, url: str, reason: str) -> None:
+        self.fail(reason)
+
+    def fail(self, reason: str) -> None:
         self.report.failed += 1
         self.report.last_failure = self.scrubbed(reason)
+
+    def skipped(self, url: str, reason: str) -> None:
+        self.report.skipped += 1
+        self.report.skip_note = self.scrubbed(f"{url}: {reason}")
 
     def scrubbed(self, text: str) -> str:
         said = self.defined.said(text)
@@ -183,11 +190,11 @@ class StackSyncer:
         except (SourceError, SecretError, ObjectMissingError) as exc:
             report.failed, report.last_failure = 1, str(exc)
         else:
-            run = _Run(defined, state, report, secret)
+            run = _Run(self, defined, state, report, secret)
             try:
                 self._walked(run)
             except Exception as exc:  # kept as the run's reason; the other sources go on
-                run.failed(f"the sync stopped: {type(exc).__name__}: {exc}")
+                run.fail(f"the sync stopped: {type(exc).__name__}: {exc}")
         state.last_sync = report
         write_state(self.objects, self.artifacts_bucket, name, state)
         return SourceSynced(name=name, **report.model_dump())
@@ -200,10 +207,10 @@ class StackSyncer:
             state.cursor, state.prefix = "", prefix
         walk = self._walk(run)
         for outcome in walk.outcomes():
-            self._settle(outcome, run)
+            settle(outcome, run)
         if walk.complete:
             for url in [u for u in state.objects if u not in run.reached]:
-                self._remove(url, run)
+                self.remove(url, run)
         if not run.report.failed:
             state.cursor = walk.cursor
 
@@ -221,32 +228,7 @@ class StackSyncer:
             case ConfluenceSource():
                 return SpacePages(source, pages, session=session, sleep=self.sleep, environ=environ)
 
-    def _settle(self, outcome: Outcome, run: _Run) -> None:
-        url = outcome.url
-        match outcome:
-            case Fetched():
-                run.reached.add(url)
-                self._store(outcome, run)
-            case NotModified() if url in run.state.objects:
-                run.reached.add(url)
-                run.report.unchanged += 1
-            case NotModified():  # validators without an object (state started over)
-                run.state.pages.pop(url, None)
-                run.failed(f"{url}: answered 304 with no copy kept: sync again")
-            case Gone() if url in run.state.objects:
-                self._remove(url, run)
-            case Gone():
-                run.failed(f"{url}: {outcome.status}, a broken link on the site")
-            case Deleted():
-                self._remove(url, run)
-            case Failed():
-                run.reached.add(url)  # its object is kept until it answers again
-                run.failed(outcome.reason)
-            case Disallowed():
-                run.report.skipped += 1
-                run.report.skip_note = f"{url}: {outcome.reason}"
-
-    def _store(self, page: Fetched, run: _Run) -> None:
+    def store(self, page: Fetched, run: _Run) -> None:
         """Write the page's object unless the bucket holds these bytes under its key already."""
         key = object_key(run.defined.source, page.url, page.name)
         digest = hashlib.sha256(page.data).hexdigest()
@@ -270,7 +252,7 @@ class StackSyncer:
             item_id=page.item_id,
         )
 
-    def _remove(self, url: str, run: _Run) -> None:
+    def remove(self, url: str, run: _Run) -> None:
         run.state.pages.pop(url, None)
         known = run.state.objects.pop(url, None)
         if known is None:

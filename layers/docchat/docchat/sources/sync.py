@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import requests
 
@@ -27,18 +26,10 @@ from docchat.ingest.shelf import Shelf
 from docchat.models import synced_copy
 from docchat.ports import Embedder
 from docchat.sources.confluence import SpacePages
-from docchat.sources.crawl import (
-    Crawler,
-    Deleted,
-    Disallowed,
-    Failed,
-    Fetched,
-    Gone,
-    NotModified,
-    Outcome,
-)
+from docchat.sources.crawl import Crawler, Fetched
 from docchat.sources.gdrive import DriveChanges
 from docchat.sources.graph import DriveDelta
+from docchat.sources.settle import Walk, settle
 from docchat.sources.store import (
     ConfluenceSource,
     GoogleDriveSource,
@@ -61,16 +52,6 @@ _NOT_REACHED = {
 }
 
 
-class Walk(Protocol):
-    """What a sync reads a source with (a web crawl, a drive's delta feed, a space's listing): its
-    outcomes, whether it reached everything the source holds, and where the next sync starts."""
-
-    complete: bool
-    cursor: str
-
-    def outcomes(self) -> Iterator[Outcome]: ...
-
-
 @dataclass
 class _Tally:
     """A sync's counts as they grow, and the pages it reached (kept or not)."""
@@ -82,6 +63,44 @@ class _Tally:
     def failed(self, reason: str) -> None:
         self.report.failed += 1
         self.report.last_failure = reason
+
+
+@dataclass
+class _Run:
+    """One source's sync into the index as it goes (a `settle.Settling`)."""
+
+    syncer: Syncer
+    entry: SourceEntry
+    tally: _Tally
+
+    @property
+    def reached(self) -> set[str]:
+        return self.tally.reached
+
+    def holds(self, url: str) -> bool:
+        return url in self.tally.pages
+
+    def keep(self, page: Fetched) -> None:
+        self.syncer.ingest(page, self.entry, self.tally)
+
+    def unchanged(self, url: str) -> None:
+        self.tally.report.unchanged += 1
+        self.syncer.said(url, "unchanged (304)")
+
+    def remove(self, url: str, why: str) -> None:
+        self.syncer.remove(url, self.tally, why=why)
+
+    def forget(self, url: str) -> None:
+        self.tally.pages.pop(url, None)
+
+    def failed(self, url: str, reason: str) -> None:
+        self.tally.failed(reason)
+        self.syncer.said(url, f"failed: {reason}")
+
+    def skipped(self, url: str, reason: str) -> None:
+        self.tally.report.skipped += 1
+        self.tally.report.skip_note = f"{url}: {reason}"
+        self.syncer.said(url, f"skipped: {reason}")
 
 
 @dataclass(frozen=True)
@@ -103,13 +122,14 @@ class Syncer:
         `entry`, which the caller saves."""
         tally = _Tally(SyncReport(at=now()), dict(entry.pages))
         walk = self._walk(entry)
+        run = _Run(self, entry, tally)
         try:
             for outcome in walk.outcomes():
-                self._settle(outcome, entry, tally)
+                settle(outcome, run)
             if walk.complete:
                 why = _NOT_REACHED[entry.source.kind]
                 for url in [u for u in tally.pages if u not in tally.reached]:
-                    self._remove(url, tally, why=why)
+                    self.remove(url, tally, why=why)
             # A drive's changes are asked for once: with a failure among them, the next sync
             # asks for them again (what did not change is not fetched again).
             if not tally.report.failed:
@@ -141,35 +161,7 @@ class Syncer:
                     entry.source, entry.pages, entry.cursor, session=session, sleep=self.sleep
                 )
 
-    def _settle(self, outcome: Outcome, entry: SourceEntry, tally: _Tally) -> None:
-        url = outcome.url
-        match outcome:
-            case Fetched():
-                tally.reached.add(url)
-                self._ingest(outcome, entry, tally)
-            case NotModified():
-                tally.reached.add(url)
-                tally.report.unchanged += 1
-                self._said(url, "unchanged (304)")
-            case Gone() if url in tally.pages:
-                self._remove(url, tally, why=f"gone ({outcome.status})")
-            case Gone():  # a broken link is the site's to mend, and loses nothing here
-                self._skipped(url, tally, f"{outcome.status}, a broken link on the site")
-            case Deleted():
-                self._remove(url, tally, why=outcome.why)
-            case Failed():
-                tally.reached.add(url)  # what it was is kept until it answers again
-                tally.failed(outcome.reason)
-                self._said(url, f"failed: {outcome.reason}")
-            case Disallowed():
-                self._skipped(url, tally, outcome.reason)
-
-    def _skipped(self, url: str, tally: _Tally, reason: str) -> None:
-        tally.report.skipped += 1
-        tally.report.skip_note = f"{url}: {reason}"
-        self._said(url, f"skipped: {reason}")
-
-    def _ingest(self, page: Fetched, entry: SourceEntry, tally: _Tally) -> None:
+    def ingest(self, page: Fetched, entry: SourceEntry, tally: _Tally) -> None:
         going_to = [entry.source.collection] if entry.source.collection else []
         # As `docchat ingest` does: one process at a time converts and embeds a document.
         held = claims.claim(
@@ -178,7 +170,7 @@ class Syncer:
         if held is None:
             busy = "another docchat process is ingesting it: sync again when it is done"
             tally.failed(f"{page.url}: {busy}")
-            self._said(page.url, f"failed: {busy}")
+            self.said(page.url, f"failed: {busy}")
             return
         with held:
             result = ingest_bytes(
@@ -195,7 +187,7 @@ class Syncer:
             )
         if result.outcome == "failed":
             tally.failed(f"{page.url}: {result.record.error}")
-            self._said(page.url, f"failed: {result.record.error}")
+            self.said(page.url, f"failed: {result.record.error}")
             # A page that no longer reads is FAILED in the index; no validators are kept, so
             # the next sync fetches it again.
             tally.pages[page.url] = PageState(
@@ -208,7 +200,7 @@ class Syncer:
             tally.report.fetched += 1
         if suffix_of(page.name) == ".pdf":
             keep_copy(self.settings.synced_files, result.record.doc_id, page.data)
-        self._said(page.url, result.outcome)
+        self.said(page.url, result.outcome)
         tally.pages[page.url] = PageState(
             url=page.url,
             doc_id=doc_id_for(page.url),
@@ -218,7 +210,7 @@ class Syncer:
             item_id=page.item_id,
         )
 
-    def _remove(self, url: str, tally: _Tally, *, why: str) -> None:
+    def remove(self, url: str, tally: _Tally, *, why: str) -> None:
         known = tally.pages.pop(url, None)
         doc_id = known.doc_id if known is not None else doc_id_for(url)
         if self.shelf.catalog.document(doc_id) is None:
@@ -226,9 +218,9 @@ class Syncer:
         self.shelf.remove(doc_id)
         synced_copy(self.settings.synced_files, doc_id).unlink(missing_ok=True)
         tally.report.removed += 1
-        self._said(url, f"removed: {why}")
+        self.said(url, f"removed: {why}")
 
-    def _said(self, url: str, what: str) -> None:
+    def said(self, url: str, what: str) -> None:
         if self.on_page is not None:
             self.on_page(url, what)
 

@@ -6,26 +6,35 @@ A plain upload, and metadata that is no http(s) URL, leave the source the bucket
 from __future__ import annotations
 
 import json
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
 from docchat.adapters.s3_uploads import S3Uploads
 from docchat.ingest.decision import doc_id_for
-from docchat.models import DocStatus
+from docchat.models import DocStatus, FileLink
 from docchat.sources.stack_sync import SOURCE_URL
+from docchat.wiring.cloud import s3_files
 from tests.api.collectionkit import chat_events
 from tests.cli.website import Page, Site, page, serving
-from tests.functions.conftest import ARTIFACTS_BUCKET, DOCS_BUCKET, FakeContext, Pipeline
+from tests.conftest import REPO
+from tests.functions.conftest import ARTIFACTS_BUCKET, DOCS_BUCKET, REGION, FakeContext, Pipeline
 from tests.functions.conftest import _load_handler as load_handler
 from tests.functions.test_page_text import _client
 
 HTML = page("Mooring guide", "Moor at pontoon seven when the harbour master waves.")
 SYNCED = "collections/harbour/sources/handbook/0123456789abcdef/index.html"
+REPORT = (
+    REPO.parent
+    / "shared/data/pdfs/py-pdf-sample-files/011-google-doc-document/google-doc-document.pdf"
+)
 
 
-def _synced_site(pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch, site: Site) -> list[str]:
+def _synced_site(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch, site: Site, *, fetched: int = 1
+) -> list[str]:
     """The sync function's run over `site` from its guide (a web source of the collection
-    "harbour"): the keys it wrote."""
+    "harbour"), which fetches `fetched` pages and files: the keys it wrote."""
     monkeypatch.setenv("DOCCHAT_DOCUMENTS_BUCKET", DOCS_BUCKET)
     start = site.url("/guide.html")
     definition = {"kind": "web", "url": start, "rate": 0, "collection": "harbour"}
@@ -33,7 +42,7 @@ def _synced_site(pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch, site: Site
         Bucket=ARTIFACTS_BUCKET, Key="sources/handbook.json", Body=json.dumps(definition)
     )
     ran = load_handler("sync").handler({}, FakeContext("sync"))
-    assert ran["sources"][0]["fetched"] == 1, ran
+    assert ran["sources"][0]["fetched"] == fetched, ran
     listed = pipeline.s3.list_objects_v2(Bucket=DOCS_BUCKET)["Contents"]
     return [item["Key"] for item in listed]
 
@@ -102,3 +111,35 @@ def test_a_source_is_an_address_only_for_a_synced_object_with_an_http_url(
     trusted = key.startswith("sources/")
     source = address if trusted else f"{DOCS_BUCKET}/{key}"
     assert record is not None and (record.source, record.status) == (source, DocStatus.INDEXED)
+
+
+def test_the_viewer_opens_a_synced_pdf_from_the_object_the_sync_wrote(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not REPORT.is_file():
+        pytest.skip(f"a real PDF is not available: {REPORT} is absent")
+    # Given a site's PDF, synced into the documents bucket and ingested by the pipeline
+    site = Site(
+        pages={
+            "/guide.html": Page(page("Guide", "The yearly report.", "/docs/report.pdf")),
+            "/docs/report.pdf": Page(REPORT.read_bytes(), "application/pdf"),
+        }
+    )
+    with serving(site):
+        keys = _synced_site(pipeline, monkeypatch, site, fetched=2)
+    [pdf_key] = [k for k in keys if k.endswith("/report.pdf")]
+    assert pipeline.run(pipeline.event("Object Created", pdf_key))["status"] == "SUCCEEDED"
+    record = pipeline.services.registry.document(doc_id_for(f"{DOCS_BUCKET}/{pdf_key}"))
+    assert record is not None and record.source == site.url("/docs/report.pdf")
+
+    # When the viewer asks for its file, as the chat function's wiring makes it
+    files = s3_files(bucket=DOCS_BUCKET, region=REGION, registry=pipeline.services.registry)
+    link = files.pdf(record)
+
+    # Then it is a presigned GET of that object, read as a PDF (before: "outside the documents
+    # bucket: open it where it is stored", the source being the page's address)
+    assert isinstance(link, FileLink)
+    url = urlsplit(link.url)
+    assert str(url.hostname).startswith(f"{DOCS_BUCKET}.s3.")
+    assert unquote(url.path) == f"/{pdf_key}"
+    assert parse_qs(url.query)["response-content-type"] == ["application/pdf"]

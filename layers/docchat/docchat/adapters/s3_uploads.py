@@ -152,11 +152,21 @@ def _key_of(collection: str, placed: PurePosixPath) -> str:
 
 
 class S3Files:
-    """Presigned GET URLs for the viewer, only for documents stored in the documents bucket."""
+    """Presigned GET URLs for the viewer, only for documents stored in the documents bucket: an
+    upload's object, or the object a synced page or file was written to (its registry entry's
+    `stored_at`, its source being its address)."""
 
-    def __init__(self, *, client: Any, bucket: str, expires_s: int = VIEW_EXPIRES_S) -> None:
+    def __init__(
+        self,
+        *,
+        client: Any,
+        bucket: str,
+        registry: Registry | None = None,
+        expires_s: int = VIEW_EXPIRES_S,
+    ) -> None:
         self.client = client
         self.bucket = bucket
+        self.registry = registry
         self.expires_s = expires_s
 
     @property
@@ -170,7 +180,10 @@ class S3Files:
 
     def pdf(self, record: DocumentRecord) -> FileLink:
         """A URL that reads the indexed version of the document's object for a few minutes."""
-        bucket, _, key = record.source.partition("/")
+        entry = None
+        if self.registry is not None and is_url(record.source):  # a synced page's object
+            entry = self.registry.get(record.doc_id)
+        bucket, _, key = (entry.stored_at if entry else record.source).partition("/")
         if bucket != self.bucket or not key:
             raise DocumentFileError(
                 f"document {record.doc_id} comes from {record.source!r}, outside the documents "

@@ -252,8 +252,9 @@ def s3_uploads(*, bucket: str, region: str, registry: Registry) -> S3Uploads:
     return S3Uploads(client=client, bucket=bucket, registry=registry)
 
 
-def s3_files(*, bucket: str, region: str) -> S3Files:
-    """Presigned GETs for the page's viewer, signed like the uploads' PUTs."""
+def s3_files(*, bucket: str, region: str, registry: Registry | None = None) -> S3Files:
+    """Presigned GETs for the page's viewer, signed like the uploads' PUTs (`registry`: where
+    a synced document's object is)."""
     import boto3
     from botocore.config import Config
 
@@ -264,7 +265,7 @@ def s3_files(*, bucket: str, region: str) -> S3Files:
         region_name=region or None,
         config=Config(signature_version="s3v4", s3={"addressing_style": "virtual"}),
     )
-    return S3Files(client=client, bucket=bucket)
+    return S3Files(client=client, bucket=bucket, registry=registry)
 
 
 def bedrock_client(region: str) -> Any:
@@ -321,7 +322,9 @@ def cloud_app() -> FastAPI:
         )
 
     def files(_: ChatBackend) -> S3Files:
-        return s3_files(bucket=bucket("the viewer is"), region=settings.region)
+        return s3_files(
+            bucket=bucket("the viewer is"), region=settings.region, registry=live.registry
+        )
 
     def page_origins() -> list[str]:
         """The documents bucket, where the page PUTs uploads and its viewer GETs PDFs."""

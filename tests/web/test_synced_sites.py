@@ -26,7 +26,11 @@ def synced(tmp_path: Path) -> Iterator[tuple[LocalServer, Site]]:
     site = Site(
         pages={
             "/": Page(
-                page("Harbour handbook", "Welcome to the harbour.", "/guide.html", "/tides.html")
+                page(
+                    "Harbour handbook",
+                    "Welcome to the harbour.",
+                    *("/guide.html", "/tides.html", "/lost.html"),
+                )
             ),
             "/guide.html": Page(page("Mooring guide", "Moor the dinghy at pontoon seven.")),
             "/tides.html": Page(page("Tides", "Spring tides."), status=503),
@@ -38,7 +42,8 @@ def synced(tmp_path: Path) -> Iterator[tuple[LocalServer, Site]]:
             shelf=server.uploads.shelf, embedder=WordEmbedder(), settings=server.uploads.settings
         )
         report = syncer.sync(entry).last_sync
-        assert report is not None and (report.fetched, report.failed) == (2, 1), report
+        assert report is not None, report
+        assert (report.fetched, report.failed, report.skipped) == (2, 1, 1), report
         save_sources(server.uploads.settings.data_dir, SourcesFile(sources={"harbour": entry}))
         yield server, web
 
@@ -91,8 +96,12 @@ def test_the_documents_panel_shows_each_source_and_its_last_failure(
     # with what its last sync did, and the page that failed with the reason
     expect(source.locator(".source-sync")).to_contain_text("2 documents · last sync")
     expect(source.locator(".source-sync")).to_contain_text(
-        "2 fetched, 0 unchanged, 0 removed, 1 failed"
+        "2 fetched, 0 unchanged, 0 removed, 1 failed, 1 skipped"
     )
     expect(source.locator(".source-failure")).to_contain_text(f"{web.url('/tides.html')}: 503")
+    # and the broken link it skipped, which is not a failure (before: not shown at all)
+    expect(source.locator(".source-skip")).to_have_text(
+        f"Last skipped: {web.url('/lost.html')}: 404, a broken link on the site"
+    )
 
     page.context.close()

@@ -196,8 +196,6 @@ def stack_sources_health(objects: SyncedObjects, bucket: str) -> dict[str, objec
         state = read_state(objects, bucket, name) if state_key(name) in synced else StackState()
         done = state.last_sync
         shown["documents"] = len(state.objects)
-        shown["last_sync"] = (
-            None if done is None else done.model_dump(mode="json", exclude={"skip_note"})
-        )
+        shown["last_sync"] = None if done is None else done.model_dump(mode="json")
         listed.append(shown)
     return {"sources": listed}

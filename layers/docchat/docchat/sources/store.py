@@ -277,9 +277,7 @@ def sources_health(data_dir: Path) -> dict[str, object]:
                 "url": entry.source.where,
                 "collection": entry.source.collection,
                 "documents": len(entry.pages),
-                "last_sync": None
-                if done is None
-                else done.model_dump(mode="json", exclude={"skip_note"}),
+                "last_sync": None if done is None else done.model_dump(mode="json"),
             }
         )
     return {"sources": listed}

@@ -1,6 +1,6 @@
 // The documents panel's synced sources: where the chosen collection's documents come from
 // besides uploads (a web site, a SharePoint drive, a Confluence space), with what each one's
-// last sync did and its last failure, the reason a person can act on.
+// last sync did, its last failure (the reason a person can act on) and what it last skipped.
 
 import { api } from "./api.js";
 import { chosenCollection } from "./collections.js";
@@ -58,11 +58,16 @@ function sourceRow(source) {
   const failure = last && last.last_failure
     ? el("p", { class: "source-failure", text: `Last failure: ${last.last_failure}` })
     : null;
+  // A skipped page is not a failure (a broken link is the site's to mend), but worth knowing.
+  const skip = last && last.skip_note
+    ? el("p", { class: "source-skip", text: `Last skipped: ${last.skip_note}` })
+    : null;
   return el("li", { class: "source", "data-source": source.name },
     el("div", { class: "source-head" },
       el("bdi", { class: "source-name", text: source.name }),
       el("span", { class: "badge", text: source.kind })),
     where,
     el("span", { class: "source-sync", text: said }),
-    failure);
+    failure,
+    skip);
 }

@@ -29,6 +29,9 @@ class LastSync(BaseModel):
     failed: int
     skipped: int
     last_failure: str = Field("", description="the last page or file that failed, and why")
+    skip_note: str = Field(
+        "", description="the last page or file skipped (a broken link, robots.txt), and why"
+    )
 
 
 class SourceInfo(BaseModel):

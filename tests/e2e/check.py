@@ -48,6 +48,7 @@ class Stack:
     chat_model_id: str = ""  # the ChatModelId parameter
     rerank_model_id: str = ""  # the RerankModelId parameter ("" turns reranking off)
     artifacts_bucket: str = ""  # where access/groups.json maps Cognito groups to collections
+    sync_function: str = ""  # the SyncFunctionName output
 
     def url(self, path: str) -> str:
         """`path` under the API's stage, whether or not the output ends with a slash."""
@@ -96,6 +97,7 @@ def stack_from_description(name: str, description: Mapping[str, Any]) -> Stack:
         chat_model_id=params.get("ChatModelId", ""),
         rerank_model_id=params.get("RerankModelId", ""),
         artifacts_bucket=outputs.get("ArtifactsBucketName", ""),
+        sync_function=outputs.get("SyncFunctionName", ""),
     )
 
 

@@ -22,14 +22,20 @@ from moto import mock_aws
 
 from docchat.models import collection_of_key
 from docchat.sources import confluence as confluence_module
+from docchat.sources import gdrive as gdrive_module
 from docchat.sources.stack import stack_sources_health
 from docchat.sources.stack_sync import SOURCE_URL
+from tests.cli import test_sources_gdrive as gdrive
 from tests.cli.confluencesite import SITE, Confluence, recorded
+from tests.cli.gdrivesite import ACCESS_TOKEN, Drive, key_pair
+from tests.cli.gdrivesite import recorded as recorded_drive
+from tests.cli.graphsite import file_bytes
 from tests.cli.graphsite import serving as serving_api
 from tests.cli.website import Page, Site, page, serving
 from tests.conftest import REPO
 from tests.functions.conftest import ARTIFACTS_BUCKET, DOCS_BUCKET, REGION, FakeContext
 from tests.functions.conftest import _load_handler as load_handler
+from tests.officegen import docx_file, xlsx_file
 
 EVENT = json.loads((REPO / "events" / "sync.json").read_text())
 TOKEN = "FAKE-confluence-token-for-tests-only-0000"
@@ -414,15 +420,42 @@ def test_a_manual_invoke_syncs_one_named_source(stack: Stack, site: Site) -> Non
     assert list(ran) == ["handbook"]
 
 
-def test_a_google_drive_definition_is_refused_naming_where_it_is_synced(stack: Stack) -> None:
-    # A kind the stack does not sync yet, though the local docchat does
-    stack.define("team", {"kind": "gdrive", "key_env": "KEY", "folder": "1abc"})
+def test_a_google_drive_is_synced_as_its_service_account_whose_key_is_a_secret(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    if not gdrive.REPORT.is_file():
+        pytest.skip(f"a real PDF is not available: {gdrive.REPORT} is absent")
+    # Given a shared drive (Google's API and token endpoint on 127.0.0.1) of a PDF, a Doc and a
+    # Sheet, and its service account's JSON key in Secrets Manager
+    private, key_json = key_pair()
+    drive = Drive(private.public_key())
+    drive.route(gdrive.START, recorded_drive("start-page-token"))
+    drive.route(gdrive.FIRST, recorded_drive("files-first"))
+    drive.route(gdrive.NEXT, recorded_drive("files-last"))
+    drive.route(gdrive.REPORT_MEDIA, file_bytes(gdrive.REPORT.read_bytes(), "application/pdf"))
+    drive.route(gdrive.PLAN_DOCX, file_bytes(docx_file()))
+    drive.route(gdrive.FIGURES_XLSX, file_bytes(xlsx_file()))
+    stack.secrets.create_secret(Name="docchat/drive", SecretString=key_json)
+    definition = {"kind": "gdrive", "secret": "docchat/drive", "shared_drive": gdrive.DRIVE_ID}
+    stack.define("team", {**definition, "collection": "harbour"})
+    caplog.set_level(logging.INFO)
 
-    ran = stack.sync()
+    # When the sync function runs (before: refused, "synced by a local docchat only so far")
+    with serving_api(drive):
+        monkeypatch.setattr(gdrive_module, "DRIVE_URL", drive.base + "/drive/v3")
+        monkeypatch.setattr(gdrive_module, "TOKEN_URL", drive.base + "/token")
+        ran = stack.sync()
 
-    assert ran["team"]["last_failure"] == (
-        "sources/team.json: Google Drive is synced by a local docchat only so far "
-        "(`docchat sources add gdrive`, docs/local.md): the stack syncs web, sharepoint and "
-        "confluence sources"
-    )
-    assert stack.health()["sources"][0]["problem"] == ran["team"]["last_failure"]
+    # Then each file is an object of the collection, named as in the drive, with its link
+    assert (ran["team"]["fetched"], ran["team"]["failed"]) == (3, 0), ran
+    keys = stack.stored()
+    assert all(k.startswith("collections/harbour/sources/team/") for k in keys), keys
+    names = {k.rsplit("/", 1)[-1]: k for k in keys}
+    assert set(names) == {"report.pdf", "Team plan.docx", "Q3 figures.xlsx"}
+    head = stack.s3.head_object(Bucket=DOCS_BUCKET, Key=names["report.pdf"])
+    assert head["Metadata"][SOURCE_URL] == gdrive.REPORT_URL
+    # And the key is nowhere but the secret: not in the result, the state, the logs or /health
+    state = stack.s3.get_object(Bucket=ARTIFACTS_BUCKET, Key="sources/state/team.json")
+    kept = (json.dumps(ran), state["Body"].read().decode(), caplog.text, json.dumps(stack.health()))
+    line = json.loads(key_json)["private_key"].splitlines()[1]
+    assert not [text for text in kept if line in text or ACCESS_TOKEN in text]

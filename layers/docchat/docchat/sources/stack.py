@@ -1,6 +1,7 @@
 """Sources on the stack (issue 47): each one is defined by an object an operator writes into the
 artifacts bucket, `sources/<name>.json` (a web site, a Graph drive or a Confluence space, as
-`docchat sources add` defines one locally, with the collection its documents go to), and a
+`docchat sources add` defines one locally, with the collection its documents go to; or a Google
+Drive shared drive or folder), and a
 credential it needs is a Secrets Manager secret the definition names (`"secret": "docchat/..."`),
 never a value in the definition. The sync function keeps what each source's last sync found and
 what each page or file was beside the definitions, `sources/state/<name>.json`; /health reads both.
@@ -19,6 +20,7 @@ from docchat.models import collection_name
 from docchat.ports import SyncedObjects
 from docchat.sources.store import (
     ConfluenceSource,
+    GoogleDriveSource,
     GraphSource,
     PageState,
     SyncReport,
@@ -32,10 +34,14 @@ SECRET_PREFIX = "docchat/"
 #: What a local source's credential variable is called when the credential is a stack's secret:
 #: the walkers read it from a mapping the sync fills, never from the environment.
 STACK_SECRET = "STACK_SECRET"
-_SECRET_FIELD = {"sharepoint": "secret_env", "confluence": "token_env"}
-#: The kinds the stack syncs (a Google Drive source is a local docchat's only, so far).
-StackKind = Annotated[WebSource | GraphSource | ConfluenceSource, Field(discriminator="kind")]
-_ANY_SOURCE: TypeAdapter[WebSource | GraphSource | ConfluenceSource] = TypeAdapter(StackKind)
+#: The field of each kind whose credential is a secret on the stack (a service account's whole
+#: JSON key, for Google Drive).
+_SECRET_FIELD = {"sharepoint": "secret_env", "confluence": "token_env", "gdrive": "key_env"}
+#: A source the stack syncs: every kind a local docchat does.
+AnyStackSource = WebSource | GraphSource | ConfluenceSource | GoogleDriveSource
+_ANY_SOURCE: TypeAdapter[AnyStackSource] = TypeAdapter(
+    Annotated[AnyStackSource, Field(discriminator="kind")]
+)
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ class StackSource:
     """A source as the stack defines it: the source, and the secret its credential is in ("" for
     a web site)."""
 
-    source: WebSource | GraphSource | ConfluenceSource
+    source: AnyStackSource
     secret: str = ""
 
     def said(self, text: str) -> str:
@@ -115,11 +121,6 @@ def parsed_definition(name: str, data: bytes) -> StackSource:
         raise SourceError(
             f"{where} names the source {raw['name']!r}: a definition's name is its key's, "
             f"rename the object to sources/{raw['name']}.json or drop the name"
-        )
-    if raw["kind"] == "gdrive":
-        raise SourceError(
-            f"{where}: Google Drive is synced by a local docchat only so far (`docchat sources "
-            "add gdrive`, docs/local.md): the stack syncs web, sharepoint and confluence sources"
         )
     secret = _secret_of(raw, where)
     try:

@@ -1,5 +1,6 @@
 """Syncing the stack's sources into the documents bucket (the sync function): each page or file a
-source's walk fetches (the same web crawl, drive delta feed or space listing a local sync reads)
+source's walk fetches (the same web crawl, Graph delta feed, space listing or Google Drive
+changes a local sync reads)
 is written as an object under the key that places it in the source's collection
 (`collections/<collection>/sources/<name>/...`, or `sources/<name>/...` in the default one); a
 page gone from the source has its object deleted. S3's events then drive the ingestion pipeline
@@ -29,12 +30,14 @@ from docchat.models import COLLECTIONS_PREFIX
 from docchat.ports import Secrets, SyncedObjects
 from docchat.sources.confluence import SpacePages
 from docchat.sources.crawl import Crawler, Fetched
+from docchat.sources.gdrive import DriveChanges
 from docchat.sources.graph import DriveDelta
 from docchat.sources.lease import Busy, release_lease, take_lease
 from docchat.sources.settle import Walk, settle
 from docchat.sources.stack import (
     DEFINITIONS,
     STACK_SECRET,
+    AnyStackSource,
     StackSource,
     StackState,
     StoredObject,
@@ -48,6 +51,7 @@ from docchat.sources.stack import (
 )
 from docchat.sources.store import (
     ConfluenceSource,
+    GoogleDriveSource,
     GraphSource,
     PageState,
     SyncReport,
@@ -227,6 +231,10 @@ class StackSyncer:
                 )
             case ConfluenceSource():
                 return SpacePages(source, pages, session=session, sleep=self.sleep, environ=environ)
+            case GoogleDriveSource():
+                return DriveChanges(
+                    source, pages, cursor, session=session, sleep=self.sleep, environ=environ
+                )
 
     def store(self, page: Fetched, run: _Run) -> None:
         """Write the page's object unless the bucket holds these bytes under its key already."""
@@ -261,14 +269,14 @@ class StackSyncer:
         run.report.removed += 1
 
 
-def key_prefix(source: WebSource | GraphSource | ConfluenceSource) -> str:
+def key_prefix(source: AnyStackSource) -> str:
     """Where a source's objects go: its collection's prefix (models.collection_of_key), then
     `sources/<name>/`."""
     collection = f"{COLLECTIONS_PREFIX}{source.collection}/" if source.collection else ""
     return f"{collection}sources/{source.name}/"
 
 
-def object_key(source: WebSource | GraphSource | ConfluenceSource, url: str, name: str) -> str:
+def object_key(source: AnyStackSource, url: str, name: str) -> str:
     """The object a page or file is written to: one folder per address (so two pages both read
     as `index.html` never share a key), then the file name it is read as (its type)."""
     folder = hashlib.sha256(url.encode()).hexdigest()[:16]

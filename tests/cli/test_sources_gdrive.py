@@ -228,6 +228,28 @@ def test_sync_lists_the_drive_exports_google_files_then_follows_its_changes(
     assert not [s for s in _secrets(key) if s in kept + caplog.text]
 
 
+def test_a_file_renamed_in_the_drive_is_renamed_here_though_its_bytes_are_the_same(
+    drive: Drive, key: tuple[Drive, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "data")
+    _added(capsys, data, "--drive", DRIVE_ID)
+    assert _sync(capsys, data, key)[0] == 0
+
+    # When the PDF is renamed in the drive, its checksum unchanged
+    drive.requests.clear()
+    drive.route(changes("1432"), recorded("changes-renamed"))
+    code, said = _sync(capsys, data, key)
+
+    # Then it is read again and shows its new name, nothing embedded again (before: "unchanged
+    # (304)" and its old name kept)
+    assert code == 0, said
+    assert drive.routes_asked() == [TOKEN, changes("1432"), REPORT_MEDIA]
+    assert counts(last_sync(capsys, data)) == (0, 1, 0, 0)
+    documents = status_documents(capsys, data)
+    assert documents[REPORT_URL]["file_name"] == "annual report.pdf"
+    assert documents[REPORT_URL]["revision"] == 1
+
+
 def test_sync_waits_as_retry_after_says_and_gives_up_after_three_retries(
     drive: Drive,
     key: tuple[Drive, str],

@@ -229,8 +229,10 @@ class DriveChanges(ServiceWalk[GoogleDriveSource]):
         name = _named(file)
         if not url or not name:
             return  # a folder, a form, a shortcut, a file docchat does not read
-        # A Google Doc has no checksum; its modifiedTime moves with its content.
-        tag = file.md5Checksum or file.modifiedTime or file.version
+        # A Google Doc has no checksum; its modifiedTime moves with its content. The name is
+        # compared too: a file renamed, its bytes the same, is read again to show its new name.
+        version = file.md5Checksum or file.modifiedTime or file.version
+        tag = f"{version} {name}" if version else ""
         if known is not None and tag and known.etag == tag:
             yield NotModified(url)
             return

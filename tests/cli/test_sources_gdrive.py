@@ -148,6 +148,15 @@ def _added(capsys: pytest.CaptureFixture[str], data: str, *where: str) -> None:
     assert code == 0, err
 
 
+def _synced_once(capsys: pytest.CaptureFixture[str], tmp_path: Path, key: tuple[Drive, str]) -> str:
+    """A data directory with the shared drive added and synced once, the requests forgotten."""
+    data = str(tmp_path / "data")
+    _added(capsys, data, "--drive", DRIVE_ID)
+    assert _sync(capsys, data, key)[0] == 0
+    key[0].requests.clear()
+    return data
+
+
 def _cursor(data: str) -> str:
     return load_sources(Path(data)).sources["team"].cursor
 
@@ -231,12 +240,9 @@ def test_sync_lists_the_drive_exports_google_files_then_follows_its_changes(
 def test_a_file_renamed_in_the_drive_is_renamed_here_though_its_bytes_are_the_same(
     drive: Drive, key: tuple[Drive, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = str(tmp_path / "data")
-    _added(capsys, data, "--drive", DRIVE_ID)
-    assert _sync(capsys, data, key)[0] == 0
+    data = _synced_once(capsys, tmp_path, key)
 
     # When the PDF is renamed in the drive, its checksum unchanged
-    drive.requests.clear()
     drive.route(changes("1432"), recorded("changes-renamed"))
     code, said = _sync(capsys, data, key)
 
@@ -362,12 +368,9 @@ def _public_of(key_json: str) -> rsa.RSAPublicKey:
 def test_a_refused_page_token_lists_the_drive_whole_again_downloading_nothing_unchanged(
     drive: Drive, key: tuple[Drive, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = str(tmp_path / "data")
-    _added(capsys, data, "--drive", DRIVE_ID)
-    assert _sync(capsys, data, key)[0] == 0
+    data = _synced_once(capsys, tmp_path, key)
 
     # When: Drive refuses the saved page token
-    drive.requests.clear()
     drive.route(changes("1432"), recorded("invalid-page-token"))
     drive.route(START, recorded("start-page-token-later"))
     code, said = _sync(capsys, data, key)

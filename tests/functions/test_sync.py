@@ -420,15 +420,25 @@ def test_a_manual_invoke_syncs_one_named_source(stack: Stack, site: Site) -> Non
     assert list(ran) == ["handbook"]
 
 
+@pytest.fixture
+def google(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Drive, str]]:
+    """Google's Drive API and token endpoint on 127.0.0.1, and a service account's JSON key."""
+    private, key_json = key_pair()
+    drive = Drive(private.public_key())
+    with serving_api(drive):
+        monkeypatch.setattr(gdrive_module, "DRIVE_URL", drive.base + "/drive/v3")
+        monkeypatch.setattr(gdrive_module, "TOKEN_URL", drive.base + "/token")
+        yield drive, key_json
+
+
 def test_a_google_drive_is_synced_as_its_service_account_whose_key_is_a_secret(
-    stack: Stack, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    stack: Stack, google: tuple[Drive, str], caplog: pytest.LogCaptureFixture
 ) -> None:
     if not gdrive.REPORT.is_file():
         pytest.skip(f"a real PDF is not available: {gdrive.REPORT} is absent")
-    # Given a shared drive (Google's API and token endpoint on 127.0.0.1) of a PDF, a Doc and a
-    # Sheet, and its service account's JSON key in Secrets Manager
-    private, key_json = key_pair()
-    drive = Drive(private.public_key())
+    # Given a shared drive of a PDF, a Doc and a Sheet, and its service account's JSON key in
+    # Secrets Manager
+    drive, key_json = google
     drive.route(gdrive.START, recorded_drive("start-page-token"))
     drive.route(gdrive.FIRST, recorded_drive("files-first"))
     drive.route(gdrive.NEXT, recorded_drive("files-last"))
@@ -441,10 +451,7 @@ def test_a_google_drive_is_synced_as_its_service_account_whose_key_is_a_secret(
     caplog.set_level(logging.INFO)
 
     # When the sync function runs (before: refused, "synced by a local docchat only so far")
-    with serving_api(drive):
-        monkeypatch.setattr(gdrive_module, "DRIVE_URL", drive.base + "/drive/v3")
-        monkeypatch.setattr(gdrive_module, "TOKEN_URL", drive.base + "/token")
-        ran = stack.sync()
+    ran = stack.sync()
 
     # Then each file is an object of the collection, named as in the drive, with its link
     assert (ran["team"]["fetched"], ran["team"]["failed"]) == (3, 0), ran
@@ -454,6 +461,17 @@ def test_a_google_drive_is_synced_as_its_service_account_whose_key_is_a_secret(
     assert set(names) == {"report.pdf", "Team plan.docx", "Q3 figures.xlsx"}
     head = stack.s3.head_object(Bucket=DOCS_BUCKET, Key=names["report.pdf"])
     assert head["Metadata"][SOURCE_URL] == gdrive.REPORT_URL
+
+    # When it runs again with nothing changed in the drive, then only the changes are asked for
+    # and nothing is written or deleted
+    writes = stack.versions()
+    drive.requests.clear()
+    drive.route(gdrive.changes("1432"), recorded_drive("changes-none"))
+    again = stack.sync()["team"]
+    assert drive.routes_asked() == [gdrive.TOKEN, gdrive.changes("1432")]
+    assert (again["fetched"], again["removed"], again["failed"]) == (0, 0, 0), again
+    assert stack.versions() == writes and stack.stored() == keys
+
     # And the key is nowhere but the secret: not in the result, the state, the logs or /health
     state = stack.s3.get_object(Bucket=ARTIFACTS_BUCKET, Key="sources/state/team.json")
     kept = (json.dumps(ran), state["Body"].read().decode(), caplog.text, json.dumps(stack.health()))

@@ -112,9 +112,7 @@ class S3Uploads:
             raise DocumentNotFoundError(
                 f"no document with id {doc_id!r}: GET /documents lists them"
             )
-        # A synced page's source is its URL; its registry entry knows its object.
-        entry = self.registry.get(doc_id) if is_url(record.source) else None
-        bucket, _, key = (entry.stored_at if entry else record.source).partition("/")
+        bucket, key = stored_object(record, self.registry)
         if bucket != self.bucket or not key:
             raise UploadError(
                 f"document {doc_id} comes from {record.source!r}, outside the documents bucket "
@@ -151,6 +149,14 @@ def _key_of(collection: str, placed: PurePosixPath) -> str:
     return f"{COLLECTIONS_PREFIX}{collection_name(collection)}/{key}"
 
 
+def stored_object(record: DocumentRecord, registry: Registry | None) -> tuple[str, str]:
+    """The bucket and key of a document's object: its source's, or, for a synced page (whose
+    source is its address), the object its registry entry says the sync wrote."""
+    entry = registry.get(record.doc_id) if registry is not None and is_url(record.source) else None
+    bucket, _, key = (entry.stored_at if entry else record.source).partition("/")
+    return bucket, key
+
+
 class S3Files:
     """Presigned GET URLs for the viewer, only for documents stored in the documents bucket: an
     upload's object, or the object a synced page or file was written to (its registry entry's
@@ -180,10 +186,7 @@ class S3Files:
 
     def pdf(self, record: DocumentRecord) -> FileLink:
         """A URL that reads the indexed version of the document's object for a few minutes."""
-        entry = None
-        if self.registry is not None and is_url(record.source):  # a synced page's object
-            entry = self.registry.get(record.doc_id)
-        bucket, _, key = (entry.stored_at if entry else record.source).partition("/")
+        bucket, key = stored_object(record, self.registry)
         if bucket != self.bucket or not key:
             raise DocumentFileError(
                 f"document {record.doc_id} comes from {record.source!r}, outside the documents "

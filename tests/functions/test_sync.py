@@ -234,6 +234,26 @@ def test_a_definition_naming_a_secret_outside_docchat_is_refused_with_what_to_wr
     assert stack.health()["sources"][0]["problem"] == ran["wiki"]["last_failure"]
 
 
+def _refused_wiki(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch, level: int
+) -> tuple[dict[str, dict[str, Any]], Confluence]:
+    """The sync function's run, its logger at `level`, over the Confluence source "wiki" (its
+    token already in Secrets Manager), whose site refuses the token: the run and the site."""
+    from docchat.wiring.lambda_handler import logger
+
+    stack.define("wiki", _confluence())
+    api = Confluence()
+    api.route(SPACES, recorded("unauthorized"))
+    before = logger.log_level
+    logger.setLevel(level)
+    try:
+        with serving_api(api):
+            monkeypatch.setattr(confluence_module, "api_root", lambda _site: api.base)
+            return stack.sync(), api
+    finally:
+        logger.setLevel(before)
+
+
 def test_a_refused_token_fails_in_one_line_and_the_token_is_never_logged_or_returned(
     stack: Stack,
     monkeypatch: pytest.MonkeyPatch,
@@ -242,24 +262,12 @@ def test_a_refused_token_fails_in_one_line_and_the_token_is_never_logged_or_retu
 ) -> None:
     # Every record at INFO, the level Lambda gives the function (template.yaml sets no
     # ApplicationLogLevel); at DEBUG botocore itself logs the bodies of AWS's answers.
-    # The function's logger is set here: it keeps the level of the first test that made it
-    # (the pipeline's tests run at WARNING).
-    from docchat.wiring.lambda_handler import logger
-
+    # The function's logger is set too (_refused_wiki): it keeps the level of the first test
+    # that made it (the pipeline's tests run at WARNING).
     caplog.set_level(logging.INFO)
-    level = logger.log_level
-    logger.setLevel(logging.INFO)
     # Given a Confluence source whose token, in Secrets Manager, the site refuses
     stack.secrets.create_secret(Name="docchat/wiki", SecretString=TOKEN)
-    stack.define("wiki", _confluence())
-    api = Confluence()
-    api.route(SPACES, recorded("unauthorized"))
-    try:
-        with serving_api(api):
-            monkeypatch.setattr(confluence_module, "api_root", lambda _site: api.base)
-            ran = stack.sync()
-    finally:
-        logger.setLevel(level)
+    ran, api = _refused_wiki(stack, monkeypatch, logging.INFO)
 
     # Then the reason says which secret holds the refused token and what to check
     refused = (
@@ -292,23 +300,11 @@ def test_at_debug_no_log_record_result_state_or_health_holds_the_secret(
 ) -> None:
     # Every record of every logger at DEBUG, as an operator turning on debug logs gets them:
     # botocore's (it logs each answer's body), urllib3's, moto's, the function's own
-    from docchat.wiring.lambda_handler import logger
-
     # Given a Confluence source whose token, in Secrets Manager, the site refuses (stored
     # before the capture starts: the test's own CreateSecret is not the function's)
     stack.secrets.create_secret(Name="docchat/wiki", SecretString=token)
-    stack.define("wiki", _confluence())
     caplog.set_level(logging.DEBUG)
-    level = logger.log_level
-    logger.setLevel(logging.DEBUG)
-    api = Confluence()
-    api.route(SPACES, recorded("unauthorized"))
-    try:
-        with serving_api(api):
-            monkeypatch.setattr(confluence_module, "api_root", lambda _site: api.base)
-            ran = stack.sync()
-    finally:
-        logger.setLevel(level)
+    ran, api = _refused_wiki(stack, monkeypatch, logging.DEBUG)
 
     # Then the token was read and sent, and botocore did log at DEBUG
     assert ran["wiki"]["last_failure"].startswith("the Confluence API token in the Secrets")

@@ -246,14 +246,25 @@ def test_a_file_renamed_in_the_drive_is_renamed_here_though_its_bytes_are_the_sa
     drive.route(changes("1432"), recorded("changes-renamed"))
     code, said = _sync(capsys, data, key)
 
-    # Then it is read again and shows its new name, nothing embedded again (before: "unchanged
-    # (304)" and its old name kept)
+    # Then it is read again and shows its new name (before: "unchanged (304)" and its old name
+    # kept), the same revision
     assert code == 0, said
     assert drive.routes_asked() == [TOKEN, changes("1432"), REPORT_MEDIA]
-    assert counts(last_sync(capsys, data)) == (0, 1, 0, 0)
+    assert counts(last_sync(capsys, data)) == (1, 0, 0, 0)
     documents = status_documents(capsys, data)
     assert documents[REPORT_URL]["file_name"] == "annual report.pdf"
     assert documents[REPORT_URL]["revision"] == 1
+    # and its passages are found by the new name, which only the name holds (before: their
+    # context named the file "view", the end of its link, and a rename changed nothing there)
+    assert _keyword_hits(capsys, data, "annual") == [REPORT_URL]
+    assert _keyword_hits(capsys, data, "view") == []
+
+
+def _keyword_hits(capsys: pytest.CaptureFixture[str], data: str, query: str) -> list[str]:
+    """The sources of the passages `docchat search` found by keyword (BM25) for `query`."""
+    code, out, err = run(capsys, "search", query, "--json", "--data-dir", data)
+    assert code == 0, err
+    return list(dict.fromkeys(p["source"] for p in json.loads(out) if p["keyword_rank"]))
 
 
 def test_sync_waits_as_retry_after_says_and_gives_up_after_three_retries(

@@ -143,3 +143,28 @@ def test_the_viewer_opens_a_synced_pdf_from_the_object_the_sync_wrote(
     assert str(url.hostname).startswith(f"{DOCS_BUCKET}.s3.")
     assert unquote(url.path) == f"/{pdf_key}"
     assert parse_qs(url.query)["response-content-type"] == ["application/pdf"]
+
+
+def test_a_synced_drive_files_chunks_are_found_by_its_name_not_the_end_of_its_link(
+    pipeline: Pipeline,
+) -> None:
+    if not REPORT.is_file():
+        pytest.skip(f"a real PDF is not available: {REPORT} is absent")
+    # Given a Drive file the sync wrote under its name; its link ends in "view"
+    key = "collections/team/sources/drive/0123456789abcdef/annual report.pdf"
+    link = "https://drive.google.com/file/d/1Kq6TIxVtbp2vT4uX5hoB3Ttp1E_yWrMS/view?usp=drivesdk"
+    pipeline.s3.put_object(
+        Bucket=DOCS_BUCKET, Key=key, Body=REPORT.read_bytes(), Metadata={SOURCE_URL: link}
+    )
+
+    # When S3's event for its object runs the pipeline
+    assert pipeline.run(pipeline.event("Object Created", key))["status"] == "SUCCEEDED"
+
+    # Then its chunks' context names the file (before: "view"), which BM25 reads
+    doc_id = doc_id_for(f"{DOCS_BUCKET}/{key}")
+    chunks = pipeline.services.index.document_chunks(doc_id)
+    assert chunks and {(c.source, c.file_name) for c in chunks} == {(link, "annual report.pdf")}
+    assert all(c.context.startswith("annual report\n") for c in chunks)
+    hits = pipeline.services.index.keyword_search("annual", k=5)
+    assert hits and {c.split(":")[0] for c, _ in hits} == {doc_id}
+    assert pipeline.services.index.keyword_search("view", k=5) == []

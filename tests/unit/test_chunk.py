@@ -107,6 +107,22 @@ def test_chunk_embed_text_carries_file_name_title_and_heading_path_before_the_pa
     assert chunk.text == "Capital expenditures were $11.9 billion."  # what is shown and quoted
 
 
+def test_a_synced_files_chunks_name_the_file_it_was_read_as_not_the_end_of_its_link() -> None:
+    # A Drive file's link ends in "view": its context named the file "view" (before)
+    drive = "https://drive.google.com/file/d/1Kq6TIxVtbp2vT4uX5hoB3Ttp1E_yWrMS/view?usp=drivesdk"
+    page = [_page(1, "Revenue grew 12 % in the third quarter.")]
+    common = {"doc_id": "d", "version": "v", "title": "Quarterly review", **SIZES}
+
+    [synced] = chunks_from_pages(page, source=drive, name="Q3 figures.pdf", **common)
+    [uploaded] = chunks_from_pages(page, source="bucket/team/Q3.pdf", name="Q3.pdf", **common)
+
+    assert synced.context == "Q3 figures\nQuarterly review"
+    assert synced.file_name == "Q3 figures.pdf"
+    # a file whose source ends in its name keeps no name of its own: stored as before
+    assert uploaded.context == "Q3\nQuarterly review"
+    assert uploaded.file_name == ""
+
+
 def test_chunk_context_names_the_file_only_when_it_adds_to_the_title() -> None:
     # A PDF without a title is titled by its file name: that name once, not twice
     [chunk] = chunks_from_pages(

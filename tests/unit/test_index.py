@@ -503,3 +503,39 @@ def test_index_analyses_a_file_written_before_file_names_were_context_again(
     db.close()
     assert json.loads(stored["bm25_fields"]) == FIELD_WEIGHTS
     assert stored["schema"] == "7"
+
+
+def test_a_synced_files_chunks_are_found_by_its_name_in_files_written_before_such_names(
+    tmp_path: Path,
+) -> None:
+    # Given a file written before chunks kept a name their source does not end in
+    path = tmp_path / "index.sqlite3"
+    index = SqliteIndex(path, embedding_model="test-words", dimension=64)
+    _put(index, "old", "v1", ["apples"])
+    index.close()
+    with sqlite3.connect(path) as db:
+        db.execute("ALTER TABLE chunks DROP COLUMN file_name")
+    db.close()
+
+    # When it takes a Drive file's chunk (its link ends in "view"), named "Q3 figures.xlsx"
+    reopened = SqliteIndex(path, embedding_model="test-words", dimension=64)
+    drive = "https://docs.google.com/spreadsheets/d/1fIgUrEsQ3/edit?usp=drivesdk"
+    record, chunks = _report("q3", drive, "Revenue grew in the third quarter.")
+    named = [chunks[0].model_copy(update={"file_name": "Q3 figures.xlsx"})]
+    reopened.replace_document(record, named, WordEmbedder().embed_documents([named[0].text]))
+
+    # Then its name finds it and the end of its link does not, also once every chunk's BM25
+    # terms are computed again (as after an upgrade that weighs the fields otherwise)
+    def hits(query: str) -> list[str]:
+        return [c for c, _ in reopened.keyword_search(query, k=5)]
+
+    assert hits("figures") == ["q3:v1:00000"] and hits("edit") == []
+    reopened.close()
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM meta WHERE key = 'bm25_fields'")
+    db.close()
+    reopened = SqliteIndex(path, embedding_model="test-words", dimension=64)
+    assert hits("figures") == ["q3:v1:00000"] and hits("edit") == []
+    assert reopened.chunks(["q3:v1:00000"])["q3:v1:00000"].file_name == "Q3 figures.xlsx"
+    assert reopened.document_chunks("old")[0].file_name == ""
+    reopened.close()

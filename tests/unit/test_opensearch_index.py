@@ -245,6 +245,7 @@ def test_opensearch_index_creates_the_index_with_knn_and_bm25_mapping() -> None:
                 "page_end": {"type": "integer"},
                 "page_breaks": {"type": "integer", "index": False, "doc_values": False},
                 "page_labels": {"type": "keyword", "index": False, "doc_values": False},
+                "file_name": {"type": "keyword", "index": False, "doc_values": False},
             },
         },
     }
@@ -252,8 +253,8 @@ def test_opensearch_index_creates_the_index_with_knn_and_bm25_mapping() -> None:
 
 def test_opensearch_index_ensure_index_maps_the_contextual_field_of_an_existing_index() -> None:
     # An index made before chunks carried their contextual text (or an Office document's page
-    # labels): its strict mapping would refuse them, so the fields are added (adding a field
-    # leaves the rest alone).
+    # labels, or a synced file's name): its strict mapping would refuse them, so the fields are
+    # added (adding a field leaves the rest alone).
     server = FakeOpenSearch().reply(200).reply(200, ACK)
 
     _index(server, serverless=False).ensure_index()
@@ -265,6 +266,7 @@ def test_opensearch_index_ensure_index_maps_the_contextual_field_of_an_existing_
         "properties": {
             "contextual_text": {"type": "text", "analyzer": "english"},
             "page_labels": {"type": "keyword", "index": False, "doc_values": False},
+            "file_name": {"type": "keyword", "index": False, "doc_values": False},
         }
     }
 
@@ -629,6 +631,7 @@ def test_opensearch_index_chunks_fetches_by_chunk_id_and_drops_duplicates() -> N
             "page_end",
             "page_breaks",
             "page_labels",
+            "file_name",
             "text",
             "embedding_model",
         ],
@@ -1005,3 +1008,33 @@ def test_opensearch_index_written_before_contextual_text_takes_new_chunks_and_fi
         found = [c for c, _ in index.keyword_search("capital expenditures", k=5)]
         assert sorted(found) == sorted([new.chunk_id, old.chunk_id])
         assert index.chunks([new.chunk_id])[new.chunk_id].text == new.text
+
+
+def test_opensearch_index_made_before_file_names_finds_a_synced_files_chunk_by_its_name() -> None:
+    # Given an index made before chunks carried a file name their source does not end in
+    from docchat.adapters.opensearch_index import index_body
+    from tests.lambda_layout.opensearch_stub import OpenSearchStub
+
+    old_body = index_body(4)
+    del old_body["mappings"]["properties"]["file_name"]
+    with OpenSearchStub() as stub:
+        client = client_for(stub.endpoint, region="us-east-1", service="es")
+        client.indices.create(index=INDEX, body=old_body)
+        index = OpenSearchIndex(
+            client=client, embedding_model="test-words", dimension=4, serverless=False
+        )
+
+        # When a chunk of a Drive file (its link ends in "view") named "Q3 figures.xlsx" is
+        # written, beside an uploaded file's
+        drive = "https://drive.google.com/file/d/1fIgUrEsQ3/view?usp=drivesdk"
+        synced = _chunk(0, doc_id="synced").model_copy(
+            update={"source": drive, "file_name": "Q3 figures.xlsx"}
+        )
+        index.write_chunks([synced, _chunk(1)], VECTORS)
+
+        # Then its name finds it, "view" does not, and it is read back with its name
+        assert [c for c, _ in index.keyword_search("figures", k=5)] == [synced.chunk_id]
+        assert index.keyword_search("view", k=5) == []
+        assert index.chunks([synced.chunk_id])[synced.chunk_id].file_name == "Q3 figures.xlsx"
+        # an uploaded file's chunk is stored as before, without the field
+        assert "file_name" not in stub.indexes[INDEX].docs[_chunk(1).chunk_id]

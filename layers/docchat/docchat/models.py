@@ -120,6 +120,12 @@ def file_name(source: str) -> str:
     return PurePosixPath(source_name(source).replace("\\", "/")).name
 
 
+def own_file_name(source: str, name: str) -> str:
+    """What a chunk keeps of its document's file `name`: "" when `source` ends in it (almost
+    always), the name itself when it does not (a Drive file's link ends in "view")."""
+    return "" if not name or name == file_name(source) else name
+
+
 def file_label(source: str, title: str) -> str:
     """A document's file name without its extension ("amazon-10k-2017" of
     ".../amazon-10k-2017.pdf"), or "" when it only repeats the title (a PDF without a title of
@@ -154,6 +160,9 @@ class Chunk(BaseModel):
     # One sentence the chat model wrote on what the chunk is about within its document, when
     # DOCCHAT_CHUNK_CONTEXT=model (docchat.ingest.notes); part of `context`, never shown or quoted.
     note: str = ""
+    # The document's file name when its source does not end in it (`own_file_name`): what its
+    # context names the file by.
+    file_name: str = ""
 
     @property
     def following_id(self) -> str:
@@ -164,7 +173,7 @@ class Chunk(BaseModel):
     @property
     def file_label(self) -> str:
         """What the file's name adds to the title (see `file_label`)."""
-        return file_label(self.source, self.title)
+        return file_label(self.file_name or self.source, self.title)
 
     @property
     def context(self) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from langchain_text_splitters import MarkdownHeaderTextSplitter, RecursiveCharacterTextSplitter
 
 from docchat.errors import ConfigError
-from docchat.models import Chunk, Page, chunk_id_of
+from docchat.models import Chunk, Page, chunk_id_of, own_file_name
 
 _HEADERS = [("#", "h1"), ("##", "h2"), ("###", "h3")]
 # A page marker on its own line survives both splitters (the header splitter keeps printable
@@ -37,9 +37,11 @@ def chunks_from_pages(
     title: str,
     chunk_size: int,
     chunk_overlap: int,
+    name: str = "",
 ) -> list[Chunk]:
     """Split markdown pages into chunks whose page_start/page_end are exact; the tuned
-    `chunk_size` and `chunk_overlap` are the settings'."""
+    `chunk_size` and `chunk_overlap` are the settings'. `name` is the file's name when the
+    document was read as one its source does not end in."""
     if chunk_size < 100:
         raise ConfigError(f"chunk size ({chunk_size}) must be at least 100 characters")
     if not 0 <= chunk_overlap < chunk_size:
@@ -86,6 +88,7 @@ def chunks_from_pages(
             if labels
             else [],
             text=text,
+            file_name=own_file_name(source, name),
         )
         for n, (headings, text, spans) in enumerate(built)
     ]

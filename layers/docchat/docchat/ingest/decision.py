@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from docchat.models import Chunk, DocStatus, DocumentRecord, RegistryEntry, file_name
+from docchat.models import (
+    Chunk,
+    DocStatus,
+    DocumentRecord,
+    RegistryEntry,
+    file_name,
+    own_file_name,
+)
 
 SEQUENCER_WIDTH = 32
 
@@ -104,6 +111,7 @@ def copy_chunk(chunk: Chunk, from_doc_id: str, record: DocumentRecord) -> Chunk:
             "doc_id": record.doc_id,
             "source": record.source,
             "version": record.version,
+            "file_name": own_file_name(record.source, record.file_name),
         }
     )
 

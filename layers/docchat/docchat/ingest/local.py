@@ -101,11 +101,11 @@ def ingest_bytes(
         twin = None  # the same bytes in other collections are a document of their own
     decision = decide(current, version, twin=twin.doc_id if twin else "", again=again)
     named = name or file_name(source)
-    if decision.outcome == "unchanged" and current is not None:
-        placing = {"collections": placed, "file_name": named}
-        if any(getattr(current, k) != v for k, v in placing.items()):
-            # placed again (moved) or renamed where it lives: nothing re-embedded
-            current = current.model_copy(update=placing)
+    # Renamed where it lives (a synced file; elsewhere a new name is a new source), it is read
+    # again: its passages' context names the file (`Chunk.file_label`).
+    if decision.outcome == "unchanged" and current is not None and current.file_name == named:
+        if current.collections != placed:  # placed again (moved): nothing re-embedded
+            current = current.model_copy(update={"collections": placed})
             catalog.set_record(current)
         shelf.settle(current)
         return IngestResult(current, "unchanged", time.monotonic() - started, source)
@@ -181,6 +181,7 @@ def _indexed(
         title=converted.title,
         chunk_size=settings.chunk_size,
         chunk_overlap=settings.chunk_overlap,
+        name=record.file_name,
     )
     chunks = [c.model_copy(update={"embedding_model": embedder.model_id}) for c in chunks]
     if notes is not None:

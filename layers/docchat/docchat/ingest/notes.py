@@ -155,7 +155,7 @@ class StoredNotes:
 
 def _about(chunk: Chunk) -> str:
     """The document's file name and title, as attributes of the prompt's document tag."""
-    name = file_name(chunk.source) if chunk.source else ""
+    name = chunk.file_name or (file_name(chunk.source) if chunk.source else "")
     return f"file={json.dumps(name)} title={json.dumps(chunk.title)}"
 
 

@@ -278,6 +278,7 @@ def chunk(
         title=result.title,
         chunk_size=settings.chunk_size,
         chunk_overlap=settings.chunk_overlap,
+        name=PurePosixPath(doc.key).name,
     )
     if not chunks:
         raise EmptyPdfError("the PDF's text yields no passages to index")

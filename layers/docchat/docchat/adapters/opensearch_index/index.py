@@ -124,7 +124,13 @@ class OpenSearchIndex:
             # https://docs.opensearch.org/2.13/api-reference/index-apis/put-mapping
             self._client.indices.put_mapping(
                 index=self.index_name,
-                body={"properties": {CONTEXTUAL_FIELD: ENGLISH, "page_labels": LABELS}},
+                body={
+                    "properties": {
+                        CONTEXTUAL_FIELD: ENGLISH,
+                        "page_labels": LABELS,
+                        "file_name": LABELS,
+                    }
+                },
             )
         self._index_ready = True
 
@@ -345,8 +351,9 @@ class OpenSearchIndex:
                 f"{self.index_name} holds {self.embedding_model}: embed it again"
             )
         document = chunk.model_dump(include=set(CHUNK_FIELDS))
-        if not chunk.page_labels:  # a PDF's chunk stays as it was
-            document.pop("page_labels")
+        for empty in ("page_labels", "file_name"):
+            if not document[empty]:  # a PDF's chunk under its own name stays as it was
+                document.pop(empty)
         document["embedding_model"] = self.embedding_model
         document[CONTEXTUAL_FIELD] = chunk.embed_text
         document["vector"] = vector.tolist()

@@ -20,6 +20,7 @@ CHUNK_FIELDS = (
     "page_end",
     "page_breaks",
     "page_labels",
+    "file_name",
     "text",
     "embedding_model",
 )
@@ -67,6 +68,8 @@ def index_body(dimension: int) -> dict[str, Any]:
                 "page_breaks": {"type": "integer", "index": False, "doc_values": False},
                 # A non-PDF document's page labels ("Slide 3: Results"), for citations.
                 "page_labels": LABELS,
+                # A file's name its source does not end in (`Chunk.file_name`), for its context.
+                "file_name": LABELS,
             },
         },
     }

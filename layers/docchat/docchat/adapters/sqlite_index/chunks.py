@@ -16,7 +16,7 @@ from docchat.ports import Vectors
 
 _COLUMNS = (
     "id, chunk_id, doc_id, version, source, title, headings, page_start, page_end, page_breaks, "
-    "text, vector, length, term_ids, term_freqs, note, page_labels"
+    "text, vector, length, term_ids, term_freqs, note, page_labels, file_name"
 )
 # Rows analysed again per statement when every chunk's terms are computed anew.
 _BATCH = 500
@@ -62,6 +62,7 @@ class ChunkRows:
                 *chunk_terms,
                 chunk.note,
                 json.dumps(chunk.page_labels),
+                chunk.file_name,
             )
             for n, (chunk, vector, chunk_terms) in enumerate(
                 zip(chunks, vectors, terms, strict=True)
@@ -97,11 +98,19 @@ class ChunkRows:
 
     def analyse_all(self, db: sqlite3.Connection) -> None:
         """Compute every chunk's BM25 terms again from its stored fields."""
-        rows = db.execute("SELECT id, source, title, headings, text, note FROM chunks").fetchall()
+        rows = db.execute(
+            "SELECT id, source, file_name, title, headings, text, note FROM chunks"
+        ).fetchall()
         for start in range(0, len(rows), _BATCH):
             batch = rows[start : start + _BATCH]
             fields = [
-                row_fields(r["source"], r["title"], json.loads(r["headings"]), r["text"], r["note"])
+                row_fields(
+                    r["file_name"] or r["source"],
+                    r["title"],
+                    json.loads(r["headings"]),
+                    r["text"],
+                    r["note"],
+                )
                 for r in batch
             ]
             db.executemany(
@@ -126,19 +135,22 @@ class ChunkRows:
             # A read-only file from before notes has no such column.
             note=row["note"] if "note" in row.keys() else "",  # noqa: SIM118 (Row: values)
             page_labels=json.loads(row["page_labels"]) if "page_labels" in row.keys() else [],  # noqa: SIM118
+            file_name=row["file_name"] if "file_name" in row.keys() else "",  # noqa: SIM118
         )
 
 
 def fields_of(chunk: Chunk) -> Fields:
     """What BM25 reads of a chunk (see `row_fields`)."""
-    return row_fields(chunk.source, chunk.title, chunk.headings, chunk.text, chunk.note)
+    named = chunk.file_name or chunk.source
+    return row_fields(named, chunk.title, chunk.headings, chunk.text, chunk.note)
 
 
-def row_fields(source: str, title: str, headings: Sequence[str], text: str, note: str) -> Fields:
+def row_fields(named: str, title: str, headings: Sequence[str], text: str, note: str) -> Fields:
     """What BM25 reads of a chunk: its context (`Chunk.context`), field by field, and its text;
-    a model-written note counts as text (weight 1)."""
+    a model-written note counts as text (weight 1). `named`: the file's name, or the source
+    that ends in it."""
     return (
-        file_label(source, title),
+        file_label(named, title),
         title,
         " ".join(headings),
         f"{note}\n{text}" if note else text,

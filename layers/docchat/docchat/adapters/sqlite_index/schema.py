@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     vector BLOB NOT NULL,
     length INTEGER NOT NULL, term_ids BLOB NOT NULL, term_freqs BLOB NOT NULL,
     note TEXT NOT NULL DEFAULT '',
-    page_labels TEXT NOT NULL DEFAULT '[]'
+    page_labels TEXT NOT NULL DEFAULT '[]',
+    file_name TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
 CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT UNIQUE NOT NULL);
@@ -78,6 +79,7 @@ ADDED_COLUMNS = (
     ("documents", "file_name", "TEXT NOT NULL DEFAULT ''"),  # '' for the source's name
     ("chunks", "note", "TEXT NOT NULL DEFAULT ''"),  # a model-written note
     ("chunks", "page_labels", "TEXT NOT NULL DEFAULT '[]'"),  # a non-PDF's location labels
+    ("chunks", "file_name", "TEXT NOT NULL DEFAULT ''"),  # '' for the source's name
 )
 
 

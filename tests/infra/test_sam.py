@@ -212,6 +212,12 @@ def test_sam_build_binaries_are_aarch64_for_python_313(build: Build) -> None:
     wrong = {name: machine for name, machine in machines.items() if machine != EM_AARCH64}
     assert len(binaries) > 10
     assert not wrong, f"not AArch64 (e_machine {EM_AARCH64}): {wrong}"
+    # The sync function's own compiled dependencies (functions/sync/requirements.txt), which
+    # only it loads: the tests that run it (tests/lambda_layout) build for x86_64.
+    sync = build.out / "SyncFunction"
+    for package in ("selectolax", "cryptography"):
+        found = [name for name in machines if name.startswith(f"SyncFunction/{package}/")]
+        assert found, f"no {package} binaries in {sync}"
 
 
 def _handler_file(handler: str) -> str:

@@ -54,8 +54,7 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
     web.add_argument("--depth", type=_count, default=2, help="links followed from the start")
     web.add_argument("--max-pages", type=_count, default=100, help="pages fetched at most")
     web.add_argument("--rate", type=_seconds, default=1.0, help="seconds between requests")
-    web.add_argument("--name", default=None, help="the source's name (default: its host)")
-    add_collection_option(web, "the collection its documents go to", many=False)
+    _named(web, "its host")
     graph = kinds.add_parser(
         "sharepoint",
         parents=[common_parser],
@@ -63,19 +62,27 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
     )
     graph.add_argument("--tenant", required=True, help="the Entra tenant (id or domain)")
     graph.add_argument("--client-id", required=True, help="the app registration's client id")
-    graph.add_argument(
-        "--secret-env",
-        required=True,
-        metavar="VAR",
-        help="the environment variable holding the app's client secret (never stored)",
-    )
+    _secret(graph, "--secret-env", "the app's client secret")
     where = graph.add_mutually_exclusive_group(required=True)
     where.add_argument("--drive", help="the drive's id")
     where.add_argument("--site", help="a SharePoint site's URL or id: its default document library")
-    graph.add_argument("--name", default=None, help="the source's name (default: from the site)")
-    add_collection_option(graph, "the collection its documents go to", many=False)
-    _add_confluence_parser(kinds, common_parser)
-    _add_gdrive_parser(kinds, common_parser)
+    _named(graph, "from the site")
+    confluence = kinds.add_parser(
+        "confluence", parents=[common_parser], help="a Confluence Cloud space and its attachments"
+    )
+    confluence.add_argument("--site", required=True, help="the site: https://NAME.atlassian.net")
+    confluence.add_argument("--space", required=True, help="the space's key (ENG, ~jdoe)")
+    confluence.add_argument("--email", required=True, help="the Atlassian account's email")
+    _secret(confluence, "--token-env", "the account's API token")
+    _named(confluence, "site-space")
+    gdrive = kinds.add_parser(
+        "gdrive", parents=[common_parser], help="a Google Drive shared drive, or a folder"
+    )
+    _secret(gdrive, "--key-env", "the service account's JSON key")
+    where = gdrive.add_mutually_exclusive_group(required=True)
+    where.add_argument("--drive", help="a shared drive's id (in its address, /drive/folders/ID)")
+    where.add_argument("--folder", help="a folder's id: the folder and its subfolders")
+    _named(gdrive, "gdrive-ID")
     rm = actions.add_parser(
         "rm", parents=[common_parser], help="forget a source and remove its documents"
     )
@@ -88,46 +95,20 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
     sync.set_defaults(run=run_sync)
 
 
-def _add_confluence_parser(
-    kinds: argparse._SubParsersAction[argparse.ArgumentParser],
-    common_parser: argparse.ArgumentParser,
-) -> None:
-    """`docchat sources add confluence --site --space --email --token-env`."""
-    confluence = kinds.add_parser(
-        "confluence", parents=[common_parser], help="a Confluence Cloud space and its attachments"
-    )
-    confluence.add_argument("--site", required=True, help="the site: https://NAME.atlassian.net")
-    confluence.add_argument("--space", required=True, help="the space's key (ENG, ~jdoe)")
-    confluence.add_argument("--email", required=True, help="the Atlassian account's email")
-    confluence.add_argument(
-        "--token-env",
+def _secret(parser: argparse.ArgumentParser, flag: str, holding: str) -> None:
+    """The option naming the environment variable that holds a source's secret."""
+    parser.add_argument(
+        flag,
         required=True,
         metavar="VAR",
-        help="the environment variable holding the account's API token (never stored)",
+        help=f"the environment variable holding {holding} (never stored)",
     )
-    confluence.add_argument("--name", default=None, help="the source's name (default: site-space)")
-    add_collection_option(confluence, "the collection its documents go to", many=False)
 
 
-def _add_gdrive_parser(
-    kinds: argparse._SubParsersAction[argparse.ArgumentParser],
-    common_parser: argparse.ArgumentParser,
-) -> None:
-    """`docchat sources add gdrive --key-env (--drive | --folder)`."""
-    gdrive = kinds.add_parser(
-        "gdrive", parents=[common_parser], help="a Google Drive shared drive, or a folder"
-    )
-    gdrive.add_argument(
-        "--key-env",
-        required=True,
-        metavar="VAR",
-        help="the environment variable holding the service account's JSON key (never stored)",
-    )
-    where = gdrive.add_mutually_exclusive_group(required=True)
-    where.add_argument("--drive", help="a shared drive's id (in its address, /drive/folders/ID)")
-    where.add_argument("--folder", help="a folder's id: the folder and its subfolders")
-    gdrive.add_argument("--name", default=None, help="the source's name (default: gdrive-ID)")
-    add_collection_option(gdrive, "the collection its documents go to", many=False)
+def _named(parser: argparse.ArgumentParser, default: str) -> None:
+    """The options every kind ends with: the source's name and its collection."""
+    parser.add_argument("--name", default=None, help=f"the source's name (default: {default})")
+    add_collection_option(parser, "the collection its documents go to", many=False)
 
 
 def _count(value: str) -> int:

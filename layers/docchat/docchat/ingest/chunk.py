@@ -73,6 +73,7 @@ def chunks_from_pages(
     # A non-PDF document's locations carry labels its chunks keep for citations: one for
     # each page from page_start to page_end (spans are the first page, then break offsets).
     labels = {p.number: p.where for p in pages} if any(p.label for p in pages) else {}
+    named = own_file_name(source, name)
     chunks = [
         Chunk(
             chunk_id=chunk_id_of(doc_id, version, n),
@@ -88,7 +89,7 @@ def chunks_from_pages(
             if labels
             else [],
             text=text,
-            file_name=own_file_name(source, name),
+            file_name=named,
         )
         for n, (headings, text, spans) in enumerate(built)
     ]

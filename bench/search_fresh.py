@@ -25,29 +25,16 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from index import HEADER, Row, judged
 from index_data import DATA, SPECS, corpus
 from report import table
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCCHAT = ROOT / ".venv" / "bin" / "docchat"
 TARGET = 1.2
-
-
-@dataclass(frozen=True)
-class Row:
-    measurement: str
-    value: str
-    baseline: str = "-"
-    ratio: str = "-"
-    target: str = "-"
-    result: str = "info"
-
-
-HEADER = Row("measurement", "value", "baseline", "ratio", "target", "result")
 
 
 def local_model() -> tuple[str, int]:
@@ -69,6 +56,7 @@ def data_dir(name: str, model: str) -> Path:
     stamp = folder / "copied-from.txt"
     origin = (spec.path.parent / "stamp.json").read_text() + model
     if stamp.is_file() and stamp.read_text() == origin:
+        forget_sentences(folder)
         return folder
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -81,6 +69,16 @@ def data_dir(name: str, model: str) -> Path:
     db.close()
     stamp.write_text(origin)
     return folder
+
+
+def forget_sentences(folder: Path) -> None:
+    """Drop the sentence vectors earlier runs kept (the reranker keeps those of each passage a
+    question reranks), so every run starts from the index as built: kept, they made the small
+    index's later questions cheaper than the large one's (its passages recur more often)."""
+    db = sqlite3.connect(folder / "index.sqlite3")
+    with db:
+        db.execute("DELETE FROM sentences")
+    db.close()
 
 
 def searched(folder: Path, query: str) -> float:
@@ -121,7 +119,7 @@ def main() -> int:
             f"{SPECS[args.small].chunks:,}: {small * 1000:.0f} ms",
             f"{ratio:.2f}x",
             f"<= {TARGET}x",
-            "PASS" if ratio <= TARGET else "FAIL",
+            judged(ratio, TARGET),
         ),
         *(
             Row(f"  each run, {name}", " ".join(f"{w * 1000:.0f}" for w in walls[name]) + " ms")

@@ -1,13 +1,18 @@
-"""Running the `docchat` command in the test's process, as a user types it."""
+"""Running the `docchat` command in the test's process, as a user types it (and the app
+`docchat serve` runs, on a real uvicorn)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from docchat.cli import main
+from docchat.wiring.local import local_app
+from tests.chatkit import ServedApp
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
@@ -54,3 +59,23 @@ def found(capsys: pytest.CaptureFixture[str], data: str, query: str) -> str:
     assert code == 0, err
     source: str = json.loads(out)[0]["source"]
     return source
+
+
+def add_web(capsys: pytest.CaptureFixture[str], data: str, url: str, *more: str) -> None:
+    """`docchat sources add web URL --rate 0 *more`, which must succeed."""
+    code, _, err = run(
+        capsys, "sources", "add", "web", url, "--rate", "0", *more, "--data-dir", data
+    )
+    assert code == 0, err
+
+
+@contextmanager
+def served_app(data: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The app `docchat serve` runs over `data`, on a real uvicorn: its base URL."""
+    monkeypatch.setenv("DOCCHAT_DATA_DIR", str(data))
+    served = ServedApp(local_app())
+    served.start()
+    try:
+        yield f"http://127.0.0.1:{served.port}"
+    finally:
+        served.stop()

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +14,7 @@ import pytest
 
 from docchat.errors import StorageFullError
 from docchat.sources import sync as sync_module
-from docchat.wiring.local import local_app
-from tests.chatkit import ServedApp
-from tests.cli.run import last_sync, run, status_documents
+from tests.cli.run import last_sync, run, served_app, status_documents
 from tests.cli.website import DOCX, PDF, Page, Site, page, serving
 from tests.conftest import REPO
 
@@ -70,18 +66,6 @@ def _search(capsys: pytest.CaptureFixture[str], data: str, query: str) -> list[s
     code, out, err = run(capsys, "search", query, "--json", "--top-k", "3", "--data-dir", data)
     assert code == 0, err
     return [row["source"] for row in json.loads(out)]
-
-
-@contextmanager
-def _served(data: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """The app `docchat serve` runs over `data`, on a real uvicorn: its base URL."""
-    monkeypatch.setenv("DOCCHAT_DATA_DIR", str(data))
-    served = ServedApp(local_app())
-    served.start()
-    try:
-        yield f"http://127.0.0.1:{served.port}"
-    finally:
-        served.stop()
 
 
 def _counts(last: dict[str, object]) -> dict[str, object]:
@@ -406,7 +390,7 @@ def test_the_viewer_shows_a_synced_pdf_until_the_site_drops_it(
         assert run(capsys, *add)[0] == 0
         assert run(capsys, "sync", "--data-dir", str(data))[0] == 0
         doc_id = status_documents(capsys, str(data))[web.url("/docs/report.pdf")]["doc_id"]
-        with _served(data, monkeypatch) as app:
+        with served_app(data, monkeypatch) as app:
             file = f"{app}/documents/{doc_id}/file"
 
             # When the viewer opens the cited PDF, then it reads the bytes the site served
@@ -440,7 +424,7 @@ def test_health_reports_each_sources_last_sync_and_failure(
         add = ["sources", "add", "web", web.url("/"), "--rate", "0", "--name", "harbour"]
         assert run(capsys, *add, "--collection", "docks", "--data-dir", str(data))[0] == 0
         assert run(capsys, "sync", "--data-dir", str(data))[0] == 1
-        with _served(data, monkeypatch) as app:
+        with served_app(data, monkeypatch) as app:
             # When /health is asked, as `docchat serve` answers it
             health = httpx.get(f"{app}/health", timeout=10)
 

@@ -20,8 +20,7 @@ from docchat.cli import sources as cli_sources
 from docchat.sources import confluence as confluence_module
 from tests.cli.confluencesite import SITE, Confluence, recorded
 from tests.cli.graphsite import file_bytes, serving
-from tests.cli.run import counts, found, last_sync, run, status_documents
-from tests.cli.test_sources import _served
+from tests.cli.run import counts, found, last_sync, run, served_app, status_documents
 from tests.conftest import REPO
 from tests.officegen import docx_file
 
@@ -339,7 +338,7 @@ def test_health_lists_the_space_without_its_token(
     _added(capsys, str(data))
     assert _synced(capsys, str(data))[0] == 0
 
-    with _served(data, monkeypatch) as app:
+    with served_app(data, monkeypatch) as app:
         health = httpx.get(f"{app}/health", timeout=10)
 
     assert health.status_code == 200, health.text

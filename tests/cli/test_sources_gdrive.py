@@ -24,8 +24,7 @@ from docchat.sources import gdrive as gdrive_module
 from docchat.sources.store import load_sources
 from tests.cli.gdrivesite import ACCESS_TOKEN, EMAIL, Drive, key_pair, recorded, route_key
 from tests.cli.graphsite import file_bytes, serving
-from tests.cli.run import counts, found, last_sync, run, status_documents
-from tests.cli.test_sources import _served
+from tests.cli.run import counts, found, last_sync, run, served_app, status_documents
 from tests.conftest import REPO
 from tests.officegen import docx_file, xlsx_file
 
@@ -462,7 +461,7 @@ def test_a_folder_is_synced_with_its_subfolders_and_a_file_moved_out_is_removed(
     ]
     documents = status_documents(capsys, str(data))
     assert set(documents) == {PLAN_URL, REPORT_URL}
-    with _served(data, monkeypatch) as app:
+    with served_app(data, monkeypatch) as app:
         shown = httpx.get(f"{app}/documents/{documents[REPORT_URL]['doc_id']}/file", timeout=10)
     # the viewer shows the PDF from the drive (before: a download named "view?usp=drivesdk")
     assert shown.status_code == 200, shown.text
@@ -492,7 +491,7 @@ def test_a_folder_is_synced_with_its_subfolders_and_a_file_moved_out_is_removed(
     assert f"{REPORT_URL}: removed: moved out of the folder" in said
     assert set(status_documents(capsys, str(data))) == {PLAN_URL}
     assert _cursor(str(data)) == "1440"
-    with _served(data, monkeypatch) as app:
+    with served_app(data, monkeypatch) as app:
         health = httpx.get(f"{app}/health", timeout=10)
     assert health.status_code == 200, health.text
     assert not [s for s in _secrets(key) if s in health.text]

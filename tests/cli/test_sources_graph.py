@@ -19,8 +19,7 @@ from docchat.cli import sources as cli_sources
 from docchat.sources import graph as graph_module
 from docchat.sources.store import load_sources
 from tests.cli.graphsite import Graph, file_bytes, recorded, serving
-from tests.cli.run import counts, last_sync, run, status_documents
-from tests.cli.test_sources import _served
+from tests.cli.run import counts, last_sync, run, served_app, status_documents
 from tests.conftest import REPO
 
 SHARED = REPO.parent / "shared" / "data" / "pdfs" / "py-pdf-sample-files"
@@ -276,6 +275,28 @@ def test_a_stale_delta_link_starts_a_full_listing_again(
     assert _cursor(data) == drive.base + AFTER_FIRST.removeprefix("GET ")
 
 
+def test_a_file_removed_from_the_index_by_hand_is_downloaded_again(
+    drive: Graph, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a synced drive whose one document is then removed with `docchat rm`
+    data = str(tmp_path / "data")
+    _added(capsys, data, "--drive", DRIVE)
+    assert run(capsys, "sync", "--data-dir", data)[0] == 0
+    doc_id = status_documents(capsys, data)[WEB_URL]["doc_id"]
+    assert run(capsys, "rm", str(doc_id), "--data-dir", data)[0] == 0
+
+    # When the drive is synced again (its changes since the last sync would not list the file)
+    drive.requests.clear()
+    code, out, err = run(capsys, "sync", "--data-dir", data)
+
+    # Then it is listed whole again and the file downloaded (before: asked for changes only,
+    # and the document stayed gone)
+    assert code == 0, out + err
+    assert drive.asked() == [TOKEN, FIRST, CONTENT, DOWNLOAD, NEXT]
+    assert list(status_documents(capsys, data)) == [WEB_URL]
+    assert _cursor(data) == drive.base + AFTER_FIRST.removeprefix("GET ")
+
+
 def test_a_full_listing_after_a_resync_removes_what_the_drive_no_longer_holds(
     drive: Graph, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -347,7 +368,7 @@ def test_a_site_is_synced_from_its_default_library_and_health_shows_no_secret(
     code, out, err = run(capsys, "sources", "--data-dir", str(data))
     assert f"team: sharepoint {site} (collection team-docs, tenant {TENANT}" in out
     assert f"its secret in ${VAR}" in out
-    with _served(data, monkeypatch) as app:
+    with served_app(data, monkeypatch) as app:
         health = httpx.get(f"{app}/health", timeout=10)
     assert health.status_code == 200, health.text
     assert SECRET not in health.text

@@ -32,6 +32,7 @@ from docchat.sources.store import (
     WebSource,
     changing_sources,
     entry_named,
+    held_elsewhere,
     load_sources,
     syncing,
 )
@@ -52,7 +53,7 @@ def add_commands(commands: Commands, common_parser: argparse.ArgumentParser) -> 
     web = kinds.add_parser("web", parents=[common_parser], help="a web site")
     web.add_argument("url", help="the start page, or the site's sitemap.xml")
     web.add_argument("--depth", type=_count, default=2, help="links followed from the start")
-    web.add_argument("--max-pages", type=_count, default=100, help="pages fetched at most")
+    web.add_argument("--max-pages", type=_pages, default=100, help="pages fetched at most")
     web.add_argument("--rate", type=_seconds, default=1.0, help="seconds between requests")
     _named(web, "its host")
     graph = kinds.add_parser(
@@ -114,6 +115,12 @@ def _named(parser: argparse.ArgumentParser, default: str) -> None:
 def _count(value: str) -> int:
     if not value.isdigit():
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number: give 0 or more")
+    return int(value)
+
+
+def _pages(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of pages: give 1 or more")
     return int(value)
 
 
@@ -182,8 +189,9 @@ def _described(entry: SourceEntry) -> list[str]:
     )
     if done.last_failure:
         lines.append(f"  last failure: {done.last_failure}")
-    if done.skip_note:
-        lines.append(f"  skipped: {done.skip_note}")
+    if done.skip_note:  # the last of them (`docchat sync` names each)
+        last = "" if done.skipped <= 1 else f" {done.skipped}, the last"
+        lines.append(f"  skipped{last}: {done.skip_note}")
     return lines
 
 
@@ -219,6 +227,8 @@ def _same_place(a: AnySource, b: AnySource) -> bool:
         return a.tenant.lower() == b.tenant.lower() and a.where.lower() == b.where.lower()
     if isinstance(a, ConfluenceSource) and isinstance(b, ConfluenceSource):
         return a.where.lower() == b.where.lower()  # host names and space keys ignore case
+    if isinstance(a, WebSource) and isinstance(b, WebSource):
+        return checked_url(a.url) == checked_url(b.url)  # as written before it was one spelling
     return a.kind == b.kind and a.where == b.where
 
 
@@ -311,9 +321,8 @@ def _built(model: type[_S], **fields: object) -> _S:
         wrong = [(str(e["loc"][0]) if e["loc"] else "", e["msg"]) for e in exc.errors()]
         said = "; ".join(f"{field}: {msg}" if field else msg for field, msg in wrong)
         hints = [_HINTS[field] for field in dict.fromkeys(f for f, _ in wrong) if field in _HINTS]
-        raise SourceError(
-            f"the source cannot be added ({said}): {'; '.join(hints) or _NAMES}"
-        ) from exc
+        hint = f": {'; '.join(hints)}" if hints else ""
+        raise SourceError(f"the source cannot be added ({said}){hint}") from exc
 
 
 def _rm(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
@@ -324,12 +333,17 @@ def _rm(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
             raise SourceError(
                 f"another docchat process is syncing {args.name!r}: remove it when that sync ends"
             )
-        entry = entry_named(load_sources(settings.data_dir), args.name)
+        sources = load_sources(settings.data_dir)
+        entry = entry_named(sources, args.name)
+        others = held_elsewhere(sources, args.name)
+        shared = [page.doc_id for page in entry.pages.values() if page.doc_id in others]
         removed = 0
         if entry.pages and settings.index_path.exists():
             local = open_local(settings)
             opened.closed_later(local.file)
             for page in entry.pages.values():
+                if page.doc_id in others:
+                    continue  # another source's too: it stays until that one lets it go
                 if local.catalog.document(page.doc_id) is not None:
                     local.shelf.remove(page.doc_id)
                     removed += 1
@@ -337,6 +351,10 @@ def _rm(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
         with changing_sources(settings.data_dir) as sources:
             sources.sources.pop(args.name, None)
     said = f"removed {args.name} and {plural(removed, 'document')} synced from it"
+    if shared:
+        names = sorted({others[doc_id] for doc_id in shared})
+        who = f"source {names[0]!r} syncs" if len(names) == 1 else f"sources {names} sync"
+        said += f"; kept {plural(len(shared), 'document')} {who} too"
     common.out.print(shown(said), markup=False)
     return 0
 
@@ -344,6 +362,8 @@ def _rm(args: argparse.Namespace, settings: Settings, opened: Opened) -> int:
 _NAMES = "a name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
 _HINTS = {
     "name": _NAMES,
+    "depth": "give --depth from 0 to 20",
+    "max_pages": "give --max-pages from 1 to 100000",
     "tenant": "give the tenant's id or its domain (contoso.onmicrosoft.com)",
     "client_id": "give the app registration's application (client) id",
     "secret_env": "give the NAME of an environment variable (letters, digits, '_'), not the secret",
@@ -386,13 +406,14 @@ def _synced(syncer: Syncer, name: str, settings: Settings) -> int:
     """Sync source `name`, saving what it did even when it stops; its failed pages. A source
     another docchat process is syncing is left to it."""
     with syncing(settings.data_dir, name) as mine:
-        entry = load_sources(settings.data_dir).sources.get(name)
+        sources = load_sources(settings.data_dir)
+        entry = sources.sources.get(name)
         if not mine or entry is None:
             why = "another docchat process is syncing it" if not mine else "it was removed"
             common.out.print(shown(f"{name}: skipped: {why}"), markup=False)
             return 0
         try:
-            syncer.sync(entry)
+            syncer.sync(entry, others=held_elsewhere(sources, name))
         finally:  # only this source's entry: what another process changed meanwhile is kept
             with changing_sources(settings.data_dir) as sources:
                 if name in sources.sources:

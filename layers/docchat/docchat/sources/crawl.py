@@ -12,10 +12,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.parse import urldefrag, urljoin, urlsplit, urlunsplit
 from xml.etree import ElementTree
 
 import requests
+from requests.utils import requote_uri
 from selectolax.lexbor import LexborHTMLParser
 
 from docchat.errors import SourceError
@@ -83,14 +84,17 @@ Outcome = Fetched | NotModified | Gone | Deleted | Failed | Disallowed
 
 
 def checked_url(url: str) -> str:
-    """`url` when it is an http(s) URL with a host, or SourceError saying what to give."""
+    """`url` when it is an http(s) URL with a host (without its fragment, its host in lower
+    case, "/" for no path), or SourceError saying what to give."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SourceError(
             f"{url!r} is not a web address docchat can sync: give an http:// or https:// URL "
             "(a page, or a sitemap.xml)"
         )
-    return urldefrag(url.strip()).url
+    # One spelling of each start page: "HTTP://Example.org" is "http://example.org/".
+    netloc = parts.netloc if "@" in parts.netloc else parts.netloc.lower()
+    return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
 
 
 def same_site(url: str, start: str) -> bool:
@@ -109,7 +113,8 @@ def links_in(html: bytes, base: str) -> tuple[str, ...]:
     for anchor in tree.css("a[href]"):
         href = (anchor.attributes.get("href") or "").strip()
         if href and not href.startswith(("mailto:", "javascript:", "tel:")):
-            links[urldefrag(urljoin(base, href)).url] = None
+            # One spelling of each: "Übersicht.html" is "%C3%9Cbersicht.html", as requested.
+            links[requote_uri(urldefrag(urljoin(base, href)).url)] = None
     return tuple(links)
 
 

@@ -259,6 +259,17 @@ def entry_named(sources: SourcesFile, name: str) -> SourceEntry:
     return found
 
 
+def held_elsewhere(sources: SourcesFile, name: str) -> dict[str, str]:
+    """The documents sources other than `name` sync (two over one site reach the same pages),
+    each with one of those sources' names: what removing `name`'s documents must keep."""
+    held: dict[str, str] = {}
+    for other, entry in sorted(sources.sources.items()):
+        if other != name:
+            for page in entry.pages.values():
+                held.setdefault(page.doc_id, other)
+    return held
+
+
 def now() -> datetime:
     return datetime.now(UTC)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +58,8 @@ class _Tally:
 
     report: SyncReport
     pages: dict[str, PageState]
+    #: Documents other sources sync too (doc id -> one of them): never removed by this one.
+    others: Mapping[str, str] = field(default_factory=dict)
     reached: set[str] = field(default_factory=set)
 
     def failed(self, reason: str) -> None:
@@ -116,11 +118,13 @@ class Syncer:
     #: How a sync waits (between a site's requests, for a throttled drive's Retry-After).
     sleep: Callable[[float], None] = time.sleep
 
-    def sync(self, entry: SourceEntry) -> SourceEntry:
-        """`entry` synced: its pages as the source has them now, and the sync's report. A failure
-        that stops the sync (the disk, the embedder) propagates after what was done is kept in
+    def sync(self, entry: SourceEntry, *, others: Mapping[str, str] = {}) -> SourceEntry:
+        """`entry` synced: its pages as the source has them now, and the sync's report; what
+        `others` holds (documents other sources sync) is left in the index. A failure that
+        stops the sync (the disk, the embedder) propagates after what was done is kept in
         `entry`, which the caller saves."""
-        tally = _Tally(SyncReport(at=now()), dict(entry.pages))
+        self._refetch_lost(entry)
+        tally = _Tally(SyncReport(at=now()), dict(entry.pages), others)
         walk = self._walk(entry)
         run = _Run(self, entry, tally)
         try:
@@ -144,6 +148,26 @@ class Syncer:
             entry.pages = tally.pages
             entry.last_sync = tally.report
         return entry
+
+    def _refetch_lost(self, entry: SourceEntry) -> None:
+        """Pages whose documents are no longer in the index (removed with `docchat rm`, or the
+        index started over) lose their validators, so that the walk fetches them again instead
+        of taking them as unchanged; a drive's changes since the last sync would not list them,
+        so its walk starts over (what did not change is still not fetched)."""
+        catalog = self.shelf.catalog
+        lost = {
+            url
+            for url, page in entry.pages.items()
+            if (page.etag or page.last_modified) and catalog.document(page.doc_id) is None
+        }
+        if not lost:
+            return
+        unknown = {"etag": "", "last_modified": ""}
+        entry.pages = {
+            url: page.model_copy(update=unknown) if url in lost else page
+            for url, page in entry.pages.items()
+        }
+        entry.cursor = ""
 
     def _walk(self, entry: SourceEntry) -> Walk:
         session = self.session or requests.Session()
@@ -198,12 +222,17 @@ class Syncer:
             tally.report.unchanged += 1
         else:
             tally.report.fetched += 1
+        doc_id = doc_id_for(page.url)  # a duplicate's record is its twin's
         if suffix_of(page.name) == ".pdf":
-            keep_copy(self.settings.synced_files, result.record.doc_id, page.data)
-        self.said(page.url, result.outcome)
+            keep_copy(self.settings.synced_files, doc_id, page.data)
+        if result.outcome == "duplicate":
+            twin = result.record.source
+            self.said(page.url, f"the same content as {twin}, copied from it without embedding")
+        else:
+            self.said(page.url, result.outcome)
         tally.pages[page.url] = PageState(
             url=page.url,
-            doc_id=doc_id_for(page.url),
+            doc_id=doc_id,
             etag=page.etag,
             last_modified=page.last_modified,
             links=list(page.links),
@@ -213,6 +242,9 @@ class Syncer:
     def remove(self, url: str, tally: _Tally, *, why: str) -> None:
         known = tally.pages.pop(url, None)
         doc_id = known.doc_id if known is not None else doc_id_for(url)
+        if doc_id in tally.others:
+            self.said(url, f"kept: source {tally.others[doc_id]!r} syncs it too")
+            return
         if self.shelf.catalog.document(doc_id) is None:
             return
         self.shelf.remove(doc_id)

@@ -421,12 +421,9 @@ def test_a_drive_not_found_or_files_too_large_say_what_to_do(
     # Then: both fail with their reasons, the Sheet is indexed, the listing is asked again next time
     assert code == 1, said
     assert REPORT_MEDIA not in drive.routes_asked()
+    assert f"{REPORT_URL}: failed: 80100 bytes, over the size limit of 80099 bytes" in said
     assert (
-        f"{REPORT_URL}: failed: {REPORT_URL}: 80100 bytes, over the size limit of 80099 bytes"
-        in said
-    )
-    assert (
-        f"{PLAN_URL}: Google Drive exports at most 10 MB of a Google file, and this one is "
+        f"{PLAN_URL}: failed: Google Drive exports at most 10 MB of a Google file, and this one is "
         "larger: split it, or save it as .docx in Drive and sync that"
     ) in said
     assert counts(last_sync(capsys, data)) == (1, 0, 0, 2)

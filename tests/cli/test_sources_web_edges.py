@@ -5,6 +5,7 @@ the last page the depth reaches, a page that redirects, a redirect loop. Each th
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -102,7 +103,9 @@ def test_a_redirect_loop_is_named_as_one(
         code, out, err = run(capsys, "sync", "--data-dir", data)
 
         assert code == 1, out + err
-        assert f"{site.url('/loop.html')}: redirects in a loop: fix or remove the link" in out
+        assert (
+            f"{site.url('/loop.html')}: failed: redirects in a loop: fix or remove the link" in out
+        )
         assert set(status_documents(capsys, data)) == {site.url("/")}
 
 
@@ -167,3 +170,20 @@ def test_a_crawls_bounds_out_of_range_are_refused_saying_which(
     assert deep[0] == 2 and "give --depth from 0 to 20" in deep[2]
     assert "a name is" not in none[2] + deep[2]
     assert run(capsys, "sources", "--json", "--data-dir", data)[1].strip() == "[]"
+
+
+def test_a_site_that_cannot_be_reached_is_named_once_in_the_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "data")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/"
+    add_web(capsys, data, url)
+
+    code, out, _ = run(capsys, "sync", "--data-dir", data)
+
+    # Before: "...robots.txt: failed: ...robots.txt: cannot connect"
+    assert code == 1
+    assert f"{url}robots.txt: failed: cannot connect (ConnectionError): check the URL" in out
+    assert out.count(f"{url}robots.txt") == 1

@@ -96,8 +96,8 @@ class _Run:
         self.tally.pages.pop(url, None)
 
     def failed(self, url: str, reason: str) -> None:
-        self.tally.failed(reason)
-        self.syncer.said(url, f"failed: {reason}")
+        self.tally.failed(reason)  # with the URL it is about, as `docchat sources` shows it
+        self.syncer.said(url, f"failed: {reason.removeprefix(f'{url}: ')}")
 
     def skipped(self, url: str, reason: str) -> None:
         self.tally.report.skipped += 1

@@ -171,6 +171,23 @@ def test_sync_rewrites_a_changed_page_and_deletes_the_object_of_a_page_gone_from
     assert (counts["fetched"], counts["removed"], counts["failed"]) == (1, 1, 0)
 
 
+def test_an_object_deleted_through_the_api_is_written_again_at_the_next_sync(
+    stack: Stack, site: Site
+) -> None:
+    stack.define("handbook", _web(site))
+    stack.sync()
+    guide = next(k for k in stack.stored() if k.endswith("/guide.html"))
+
+    # When the guide's document is deleted (DELETE /documents/{id} deletes its object) and the
+    # site, unchanged, is synced again
+    stack.s3.delete_object(Bucket=DOCS_BUCKET, Key=guide)
+    counts = stack.sync()["handbook"]
+
+    # Then the guide is fetched and written again (before: 304, "unchanged", and gone for good)
+    assert guide in stack.stored()
+    assert (counts["fetched"], counts["unchanged"], counts["failed"]) == (1, 2, 0)
+
+
 def test_a_broken_link_is_skipped_as_a_local_sync_skips_it_and_the_rest_is_written(
     stack: Stack, site: Site
 ) -> None:

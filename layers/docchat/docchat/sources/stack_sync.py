@@ -209,6 +209,7 @@ class StackSyncer:
         if state.prefix != prefix:  # a new collection: every page is written there again
             state.pages = {url: PageState(url=url, doc_id="") for url in state.pages}
             state.cursor, state.prefix = "", prefix
+        self._refetch_lost(run, prefix)
         walk = self._walk(run)
         for outcome in walk.outcomes():
             settle(outcome, run)
@@ -217,6 +218,24 @@ class StackSyncer:
                 self.remove(url, run)
         if not run.report.failed:
             state.cursor = walk.cursor
+
+    def _refetch_lost(self, run: _Run, prefix: str) -> None:
+        """Pages whose objects are gone from the documents bucket (a document deleted through
+        the API) are fetched again, as a local sync fetches a document removed from its index:
+        their validators are dropped, and a drive's walk starts over (its changes since the
+        last sync would not list them; unchanged files are still not downloaded)."""
+        state = run.state
+        if not state.objects:
+            return
+        present = set(self.objects.keys(self.documents_bucket, prefix))
+        lost = [url for url, stored in state.objects.items() if stored.key not in present]
+        for url in lost:
+            del state.objects[url]
+            if url in state.pages:
+                unknown = {"etag": "", "last_modified": ""}
+                state.pages[url] = state.pages[url].model_copy(update=unknown)
+        if lost:
+            state.cursor = ""
 
     def _walk(self, run: _Run) -> Walk:
         session = self.session or requests.Session()

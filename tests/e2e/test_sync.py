@@ -1,6 +1,7 @@
 """The stack's sync, deployed: what moto cannot show. A web source defined in the artifacts bucket
 is synced by the real function into the documents bucket, read by the pipeline as the page's
-document (Register reads the object's metadata), and removed with its definition; S3 itself
+document (Register reads the object's metadata), written again once its object is deleted (the
+role lets the function list the source's prefix), and removed with its definition; S3 itself
 refuses a second run's lease (PutObject If-None-Match answers 412) and lets an expired one be
 taken over (If-Match); EventBridge Scheduler holds the function's schedule. Run it with
 `make e2e STACK=<name>`; the page synced is DOCCHAT_E2E_SITE (by default https://example.com/,
@@ -115,6 +116,13 @@ def test_a_synced_page_is_indexed_by_its_address_and_removed_with_its_definition
     # When it runs again with nothing changed, nothing is written
     again = invoke(sync, stack, {"source": source})["sources"][0]
     assert (again["fetched"], again["unchanged"]) == (0, 1), again
+
+    # When its object is deleted (as DELETE /documents/{id} deletes it) and the source syncs,
+    # then the page is written again: the role lets the function list the source's prefix
+    s3.delete_object(Bucket=stack.bucket, Key=key)
+    back = invoke(sync, stack, {"source": source})["sources"][0]
+    assert (back["fetched"], back["failed"]) == (1, 0), back
+    assert _written(s3, stack, source) == [key]
 
     # When its definition is deleted and every source is synced
     s3.delete_object(Bucket=stack.artifacts_bucket, Key=definition_key(source))

@@ -232,8 +232,7 @@ class StackSyncer:
         for url in lost:
             del state.objects[url]
             if url in state.pages:
-                unknown = {"etag": "", "last_modified": ""}
-                state.pages[url] = state.pages[url].model_copy(update=unknown)
+                state.pages[url] = state.pages[url].unvalidated()
         if lost:
             state.cursor = ""
 

@@ -142,6 +142,11 @@ class PageState(BaseModel):
     links: list[str] = []
     item_id: str = ""
 
+    def unvalidated(self) -> PageState:
+        """This page without its validators: the next walk fetches it in full (its document
+        or object is gone)."""
+        return self.model_copy(update={"etag": "", "last_modified": ""})
+
 
 class SyncReport(BaseModel):
     """What one sync of a source did."""

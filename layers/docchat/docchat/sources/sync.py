@@ -162,10 +162,8 @@ class Syncer:
         }
         if not lost:
             return
-        unknown = {"etag": "", "last_modified": ""}
         entry.pages = {
-            url: page.model_copy(update=unknown) if url in lost else page
-            for url, page in entry.pages.items()
+            url: page.unvalidated() if url in lost else page for url, page in entry.pages.items()
         }
         entry.cursor = ""
 
